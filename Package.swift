@@ -1,0 +1,50 @@
+// swift-tools-version:6.0
+// speech-fetch: the Linux downloader and shared model cache for speech models on the Hugging Face Hub.
+// No outside Swift package: the toolchain's Foundation/Dispatch/XCTest and Debian's C libraries only.
+import PackageDescription
+
+let package = Package(
+    name: "speech-fetch",
+    platforms: [.macOS(.v13)],
+    products: [
+        .library(name: "SpeechFetch", targets: ["SpeechFetch"]),
+        .library(name: "TestHub", targets: ["TestHub"]),
+        .executable(name: "speech", targets: ["speech"]),
+        .executable(name: "speech-fetchd", targets: ["speech-fetchd"]),
+        .executable(name: "speech-testhub", targets: ["speech-testhub"]),
+    ],
+    targets: [
+        // C shims: the only places that see raw C APIs.
+        .systemLibrary(name: "CCurl", pkgConfig: "libcurl",
+                       providers: [.apt(["libcurl4-openssl-dev"])]),
+        .systemLibrary(name: "CCrypto", pkgConfig: "libcrypto",
+                       providers: [.apt(["libssl-dev"])]),
+        .systemLibrary(name: "CInotify",
+                       providers: [.apt(["libinotifytools0-dev"])]),
+
+        // One thin Swift wrapper per C library.
+        .target(name: "Curl", dependencies: ["CCurl"]),
+        .target(name: "Digest", dependencies: ["CCrypto"]),
+        .target(name: "FileEvents", dependencies: ["CInotify"]),
+
+        // The layers of docs/architecture.md, lowest first.
+        .target(name: "HubClient", dependencies: ["Curl"]),
+        .target(name: "ModelCache", dependencies: ["HubClient", "Digest"]),
+        .target(name: "Transfer", dependencies: ["Curl", "HubClient", "ModelCache", "Digest"]),
+        .target(name: "Spool", dependencies: ["ModelCache", "FileEvents"]),
+        .target(name: "SpeechFetch", dependencies: ["HubClient", "ModelCache", "Transfer", "Spool"]),
+
+        // The local stand-in for the Hub (tests, demo, fidelity check).
+        .target(name: "TestHub", dependencies: ["Digest"]),
+
+        // Thin executables: argument parsing and printing only.
+        .executableTarget(name: "speech", dependencies: ["SpeechFetch", "TestHub"]),
+        .executableTarget(name: "speech-fetchd", dependencies: ["SpeechFetch"]),
+        .executableTarget(name: "speech-testhub", dependencies: ["TestHub"]),
+
+        .testTarget(name: "HubClientTests", dependencies: ["HubClient", "TestHub"]),
+        .testTarget(name: "TransferTests", dependencies: ["SpeechFetch", "TestHub", "Digest"]),
+        .testTarget(name: "TestHubTests", dependencies: ["TestHub", "Digest"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

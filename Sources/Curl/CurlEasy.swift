@@ -1,0 +1,170 @@
+// CurlEasy - one libcurl easy handle: options, callbacks and results, behind Swift types.
+//
+// Callbacks reach their Swift owner through CURLOPT_*DATA and Unmanaged, since C
+// function pointers cannot capture context.
+import CCurl
+import Foundation
+
+let curlGlobalInit: Void = { curl_global_init(Int(CURL_GLOBAL_DEFAULT)) }()
+
+/// What to do with a response body once its status line and headers are known.
+public enum BodyDisposition: Sendable {
+    /// Hand every chunk to the body callback.
+    case stream
+    /// Keep at most this many bytes in memory (error pages, JSON).
+    case collect(limit: Int)
+    /// Stop the transfer now; it completes with `aborted == true`.
+    case abort
+}
+
+/// One request on one easy handle. The handle is reused between requests (keep-alive).
+public final class CurlEasy: @unchecked Sendable {
+    let handle: UnsafeMutableRawPointer
+    private var headerList: UnsafeMutablePointer<curl_slist>?
+
+    // State of the current request, touched only by the thread driving it.
+    private var request = HTTPRequest(url: "")
+    private var status = 0
+    private var headers = HTTPHeaders()
+    private var headersDone = false
+    private var disposition = BodyDisposition.collect(limit: 1 << 20)
+    private var collected = Data()
+    private var abortedByUs = false
+    private var onResponse: (Int, HTTPHeaders) -> BodyDisposition = { _, _ in .collect(limit: 1 << 20) }
+    private var onBody: (UnsafeRawBufferPointer) -> Bool = { _ in true }
+    /// Bytes of body received for the current request.
+    public private(set) var bodyBytes: Int64 = 0
+
+    public init() {
+        _ = curlGlobalInit
+        guard let h = curl_easy_init() else { fatalError("libcurl could not create a handle") }
+        handle = h
+    }
+
+    deinit {
+        curl_easy_cleanup(handle)
+        if let list = headerList { curl_slist_free_all(list) }
+    }
+
+    /// Prepares the handle for `request`. `onResponse` sees status and headers before any body byte;
+    /// `onBody` gets each chunk when streaming and returns false to abort.
+    public func prepare(_ request: HTTPRequest,
+                        onResponse: @escaping (Int, HTTPHeaders) -> BodyDisposition,
+                        onBody: @escaping (UnsafeRawBufferPointer) -> Bool) {
+        curl_easy_reset(handle)
+        self.request = request
+        self.onResponse = onResponse
+        self.onBody = onBody
+        status = 0
+        headers = HTTPHeaders()
+        headersDone = false
+        collected = Data()
+        abortedByUs = false
+        bodyBytes = 0
+
+        setString(CURLOPT_URL, request.url)
+        setLong(CURLOPT_FOLLOWLOCATION, 0)
+        setLong(CURLOPT_NOSIGNAL, 1)
+        setLong(CURLOPT_TCP_KEEPALIVE, 1)
+        setString(CURLOPT_USERAGENT, "speech-fetch/0.1")
+        setString(CURLOPT_ACCEPT_ENCODING, "identity")
+        setLong(CURLOPT_CONNECTTIMEOUT_MS, max(1, Int(request.connectTimeout * 1000)))
+        // The stall guard: fewer than 1 byte/s for `stallTimeout` seconds abandons the attempt.
+        setLong(CURLOPT_LOW_SPEED_LIMIT, 1)
+        setLong(CURLOPT_LOW_SPEED_TIME, max(1, Int(request.stallTimeout.rounded(.up))))
+        setLong(CURLOPT_BUFFERSIZE, 256 * 1024)
+        if request.method == .head { setLong(CURLOPT_NOBODY, 1) }
+        if let r = request.range {
+            setString(CURLOPT_RANGE, r.end.map { "\(r.start)-\($0)" } ?? "\(r.start)-")
+        }
+        if let list = headerList { curl_slist_free_all(list); headerList = nil }
+        for (name, value) in request.headers {
+            headerList = curl_slist_append(headerList, "\(name): \(value)")
+        }
+        if let list = headerList { _ = sf_easy_setopt_slist(handle, CURLOPT_HTTPHEADER, list) }
+
+        let me = Unmanaged.passUnretained(self).toOpaque()
+        _ = sf_easy_setopt_pointer(handle, CURLOPT_HEADERDATA, me)
+        _ = sf_easy_setopt_data_cb(handle, CURLOPT_HEADERFUNCTION, { ptr, size, count, user in
+            let easy = Unmanaged<CurlEasy>.fromOpaque(user!).takeUnretainedValue()
+            let n = size * count
+            easy.headerLine(UnsafeRawBufferPointer(start: ptr, count: n))
+            return n
+        })
+        _ = sf_easy_setopt_pointer(handle, CURLOPT_WRITEDATA, me)
+        _ = sf_easy_setopt_data_cb(handle, CURLOPT_WRITEFUNCTION, { ptr, size, count, user in
+            let easy = Unmanaged<CurlEasy>.fromOpaque(user!).takeUnretainedValue()
+            let n = size * count
+            return easy.body(UnsafeRawBufferPointer(start: ptr, count: n)) ? n : sf_curl_abort_write()
+        })
+    }
+
+    private func headerLine(_ bytes: UnsafeRawBufferPointer) {
+        let line = String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        if line.hasPrefix("HTTP/") {
+            // A new response (e.g. after a 100 Continue): start over.
+            headers = HTTPHeaders()
+            headersDone = false
+            let parts = line.split(separator: " ", maxSplits: 2)
+            status = parts.count > 1 ? Int(parts[1]) ?? 0 : 0
+        } else if line.isEmpty {
+            if status >= 200 { decide() }
+        } else if let colon = line.firstIndex(of: ":") {
+            headers.append(name: String(line[..<colon]).trimmingCharacters(in: .whitespaces),
+                           value: String(line[line.index(after: colon)...]).trimmingCharacters(in: .whitespaces))
+        }
+    }
+
+    private func decide() {
+        guard !headersDone else { return }
+        headersDone = true
+        disposition = onResponse(status, headers)
+        if case .abort = disposition { abortedByUs = true }
+    }
+
+    private func body(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        if !headersDone { decide() }
+        switch disposition {
+        case .abort:
+            abortedByUs = true
+            return false
+        case .collect(let limit):
+            bodyBytes += Int64(bytes.count)
+            if collected.count < limit { collected.append(contentsOf: bytes.prefix(limit - collected.count)) }
+            return true
+        case .stream:
+            bodyBytes += Int64(bytes.count)
+            if onBody(bytes) { return true }
+            abortedByUs = true
+            return false
+        }
+    }
+
+    /// Runs the prepared request to the end on this thread (the easy interface).
+    public func performBlocking() -> CurlResult { finish(code: curl_easy_perform(handle)) }
+
+    /// Turns libcurl's completion code into a result; used by both interfaces.
+    func finish(code: CURLcode) -> CurlResult {
+        if !headersDone, status >= 200 { decide() }
+        if abortedByUs { return .aborted(status: status, headers: headers) }
+        if code != CURLE_OK {
+            let message = String(cString: curl_easy_strerror(code))
+            let stall = code == CURLE_OPERATION_TIMEDOUT && status != 0
+            return .transport(TransportError(code: Int(code.rawValue), message: message, url: request.url, isStall: stall))
+        }
+        return .response(HTTPResponse(status: status, headers: headers, body: collected, url: request.url))
+    }
+
+    private func setLong(_ option: CURLoption, _ value: Int) { _ = sf_easy_setopt_long(handle, option, value) }
+    private func setString(_ option: CURLoption, _ value: String) { _ = sf_easy_setopt_string(handle, option, value) }
+}
+
+/// How a request ended.
+public enum CurlResult: Sendable {
+    /// An HTTP answer; `body` holds the collected bytes (empty when streamed).
+    case response(HTTPResponse)
+    /// No HTTP answer.
+    case transport(TransportError)
+    /// Our callbacks stopped it; the status and headers seen so far.
+    case aborted(status: Int, headers: HTTPHeaders)
+}

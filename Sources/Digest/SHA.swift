@@ -1,0 +1,143 @@
+// Digest - incremental SHA-256 and SHA-1 over OpenSSL libcrypto.
+//
+// SHA-256 verifies LFS files (the Hub's `lfs.oid`) and its state can be saved and
+// restored, so a download that hashes bytes as they arrive can resume its hash after
+// a crash. SHA-1 gives git blob ids for the test Hub.
+import CCrypto
+import Foundation
+
+/// An incremental SHA-256 with a savable state (lowercase hex out).
+public struct SHA256: Sendable {
+    private var ctx = SHA256_CTX()
+    /// Bytes hashed so far.
+    public private(set) var count: Int64 = 0
+
+    public init() { SHA256_Init(&ctx) }
+
+    public mutating func update(_ bytes: UnsafeRawBufferPointer) {
+        guard let base = bytes.baseAddress, bytes.count > 0 else { return }
+        SHA256_Update(&ctx, base, bytes.count)
+        count += Int64(bytes.count)
+    }
+
+    public mutating func update(_ data: Data) { data.withUnsafeBytes { update($0) } }
+
+    /// The digest of everything hashed so far; the hasher itself is left as it was.
+    public func finalizeHex() -> String {
+        var copy = ctx
+        var out = [UInt8](repeating: 0, count: Int(SHA256_DIGEST_LENGTH))
+        SHA256_Final(&out, &copy)
+        return hexString(out)
+    }
+
+    /// The hash state as bytes, to store beside a partial file (same machine architecture only).
+    public var savedState: Data {
+        var data = withUnsafeBytes(of: ctx) { Data($0) }
+        withUnsafeBytes(of: count.littleEndian) { data.append(contentsOf: $0) }
+        return data
+    }
+
+    /// Restores a state from `savedState`; nil when the bytes are not a state of this build.
+    public init?(savedState data: Data) {
+        let ctxSize = MemoryLayout<SHA256_CTX>.size
+        guard data.count == ctxSize + 8 else { return nil }
+        var restored = SHA256_CTX()
+        withUnsafeMutableBytes(of: &restored) { $0.copyBytes(from: data.prefix(ctxSize)) }
+        var n: Int64 = 0
+        withUnsafeMutableBytes(of: &n) { $0.copyBytes(from: data.suffix(8)) }
+        ctx = restored
+        count = Int64(littleEndian: n)
+        guard count >= 0, restored.md_len == UInt32(SHA256_DIGEST_LENGTH) else { return nil }
+    }
+
+    public static func hex(of data: Data) -> String {
+        var h = SHA256()
+        h.update(data)
+        return h.finalizeHex()
+    }
+
+    /// Hashes a whole file by streaming it in 1 MiB reads.
+    public static func hex(ofFileAt path: String) throws -> String {
+        var h = SHA256()
+        try streamFile(path, from: 0, to: nil) { h.update($0) }
+        return h.finalizeHex()
+    }
+
+    /// Feeds the bytes of a file in `[from, to)` (to end of file when `to` is nil).
+    public mutating func update(fileAt path: String, from: Int64, to: Int64?) throws {
+        var h = self
+        try streamFile(path, from: from, to: to) { h.update($0) }
+        self = h
+    }
+}
+
+/// An incremental SHA-1 (lowercase hex out): git blob ids.
+public struct SHA1: Sendable {
+    private var ctx = SHA_CTX()
+
+    public init() { SHA1_Init(&ctx) }
+
+    public mutating func update(_ bytes: UnsafeRawBufferPointer) {
+        guard let base = bytes.baseAddress, bytes.count > 0 else { return }
+        SHA1_Update(&ctx, base, bytes.count)
+    }
+
+    public mutating func update(_ data: Data) { data.withUnsafeBytes { update($0) } }
+
+    public func finalizeHex() -> String {
+        var copy = ctx
+        var out = [UInt8](repeating: 0, count: Int(SHA_DIGEST_LENGTH))
+        SHA1_Final(&out, &copy)
+        return hexString(out)
+    }
+
+    public static func hex(of data: Data) -> String {
+        var h = SHA1()
+        h.update(data)
+        return h.finalizeHex()
+    }
+}
+
+/// Errors of this module: reading a file to hash it failed.
+public enum DigestError: Error, CustomStringConvertible {
+    case unreadable(path: String, errno: Int32)
+
+    public var description: String {
+        switch self {
+        case .unreadable(let path, let code):
+            return "cannot read \(path) to hash it: \(String(cString: strerror(code)))"
+        }
+    }
+}
+
+func hexString(_ bytes: [UInt8]) -> String {
+    let digits = Array("0123456789abcdef".utf8)
+    var chars = [UInt8]()
+    chars.reserveCapacity(bytes.count * 2)
+    for b in bytes {
+        chars.append(digits[Int(b >> 4)])
+        chars.append(digits[Int(b & 0x0f)])
+    }
+    return String(decoding: chars, as: UTF8.self)
+}
+
+func streamFile(_ path: String, from: Int64, to: Int64?, _ body: (UnsafeRawBufferPointer) -> Void) throws {
+    let fd = open(path, O_RDONLY | O_CLOEXEC)
+    guard fd >= 0 else { throw DigestError.unreadable(path: path, errno: errno) }
+    defer { close(fd) }
+    let size = 1 << 20
+    let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: size, alignment: 16)
+    defer { buffer.deallocate() }
+    var offset = from
+    while to == nil || offset < to! {
+        let want = to.map { min(Int64(size), $0 - offset) } ?? Int64(size)
+        let n = pread(fd, buffer.baseAddress, Int(want), off_t(offset))
+        if n < 0 {
+            if errno == EINTR { continue }
+            throw DigestError.unreadable(path: path, errno: errno)
+        }
+        if n == 0 { break }
+        body(UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
+        offset += Int64(n)
+    }
+}

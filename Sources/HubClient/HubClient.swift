@@ -1,0 +1,204 @@
+// HubClient - the Hub's API over libcurl: revision to commit, tree listing, file locations.
+import Curl
+import Foundation
+
+/// Where to fetch one file's bytes, and what the Hub says they are.
+public struct FileLocation: Sendable, Equatable {
+    /// The URL to GET (a CDN URL for LFS files; the resolve URL for small files).
+    public let url: String
+    /// Whether `url` is on the Hub itself (the token may go there).
+    public let isHubOrigin: Bool
+    /// The ETag to pin every range to (sha256 for LFS files, blob id otherwise), unquoted.
+    public let etag: String?
+    public let size: Int64?
+    public let commit: String?
+}
+
+/// Talks to one Hub endpoint with one credential. Blocking calls; safe to share between threads.
+public final class HubClient: Sendable {
+    public let endpoint: HubEndpoint
+    private let token: String?
+    public let retry: RetryPolicy
+    /// Seconds without a byte before an API call is abandoned.
+    public let stallTimeout: Double
+    private let session = HTTPSession()
+
+    public init(endpoint: HubEndpoint = .fromEnvironment(), token: String? = HubToken.fromEnvironment(),
+                retry: RetryPolicy = RetryPolicy(), stallTimeout: Double = 300) {
+        self.endpoint = endpoint
+        self.token = token
+        self.retry = retry
+        self.stallTimeout = stallTimeout
+    }
+
+    /// True when a token is configured (never the token itself).
+    public var hasToken: Bool { token != nil }
+
+    // MARK: Resolution
+
+    /// Resolves a revision (branch, tag or commit) to its commit id.
+    public func commit(of repo: RepoID, revision: String) throws -> String {
+        let url = apiURL(repo, "revision", revision)
+        let response = try retry.run { try get(url, repo: repo, revision: revision) }
+        guard let json = try? JSONSerialization.jsonObject(with: response.body) as? [String: Any],
+              let sha = json["sha"] as? String, !sha.isEmpty else {
+            throw HubError.badResponse(url: url, reason: "no commit id ('sha') in the revision answer")
+        }
+        return sha
+    }
+
+    /// Lists every file of the repo at `commit` (recursive, all pages); directories are dropped
+    /// and every path is validated.
+    public func files(of repo: RepoID, commit: String) throws -> [RepoFile] {
+        var next: String? = apiURL(repo, "tree", commit) + "?recursive=true"
+        var files: [RepoFile] = []
+        var pages = 0
+        while let url = next {
+            pages += 1
+            if pages > 100_000 { throw HubError.badResponse(url: url, reason: "tree pagination does not end") }
+            let response = try retry.run { try get(url, repo: repo, revision: commit) }
+            guard let entries = try? JSONSerialization.jsonObject(with: response.body) as? [[String: Any]] else {
+                throw HubError.badResponse(url: url, reason: "the tree answer is not a JSON array")
+            }
+            for entry in entries where (entry["type"] as? String) != "directory" {
+                guard let path = entry["path"] as? String else {
+                    throw HubError.badResponse(url: url, reason: "a tree entry has no path")
+                }
+                try RepoPath.validate(path, in: repo)
+                let lfs = entry["lfs"] as? [String: Any]
+                let size = (entry["size"] as? NSNumber)?.int64Value ?? (lfs?["size"] as? NSNumber)?.int64Value ?? 0
+                var sha = (lfs?["oid"] as? String) ?? (lfs?["sha256"] as? String)
+                if let s = sha, s.hasPrefix("sha256:") { sha = String(s.dropFirst(7)) }
+                files.append(RepoFile(path: path, size: size, blobID: entry["oid"] as? String ?? "",
+                                      sha256: sha?.lowercased()))
+            }
+            next = HubClient.nextLink(response.headers["Link"], relativeTo: url)
+        }
+        return files
+    }
+
+    /// Resolves the revision once and lists the tree at that commit.
+    public func snapshot(of repo: RepoID, revision: String) throws -> RepoSnapshot {
+        let commit = try commit(of: repo, revision: revision)
+        return RepoSnapshot(repo: repo.description, revision: revision, commit: commit,
+                            files: try files(of: repo, commit: commit))
+    }
+
+    // MARK: File locations
+
+    /// The resolve URL of a file at a commit.
+    public func resolveURL(_ repo: RepoID, commit: String, path: String) -> String {
+        "\(endpoint.url)/\(repo.org)/\(repo.name)/resolve/\(HubClient.encode(commit))/"
+            + path.split(separator: "/").map { HubClient.encode(String($0)) }.joined(separator: "/")
+    }
+
+    /// Asks the Hub where a file's bytes are (HEAD, redirects on the Hub host followed, the CDN redirect kept).
+    public func locate(_ repo: RepoID, commit: String, path: String) throws -> FileLocation {
+        try retry.run {
+            var url = resolveURL(repo, commit: commit, path: path)
+            for _ in 0..<10 {
+                let response = try send(HTTPRequest(url: url, method: .head, headers: headers(for: url),
+                                                    stallTimeout: stallTimeout))
+                let linkedEtag = response.headers["X-Linked-Etag"].map(HubClient.unquote)
+                let linkedSize = response.headers["X-Linked-Size"].flatMap { Int64($0) }
+                let commitHeader = response.headers["X-Repo-Commit"]
+                switch response.status {
+                case 200..<300:
+                    return FileLocation(url: url, isHubOrigin: endpoint.isSameOrigin(url),
+                                        etag: linkedEtag ?? response.headers["ETag"].map(HubClient.unquote),
+                                        size: linkedSize ?? response.headers["Content-Length"].flatMap { Int64($0) },
+                                        commit: commitHeader)
+                case 300..<400:
+                    guard let location = response.headers["Location"],
+                          let target = URL(string: location, relativeTo: URL(string: url))?.absoluteString else {
+                        throw HubError.badResponse(url: url, reason: "redirect without a Location")
+                    }
+                    if endpoint.isSameOrigin(target) && linkedEtag == nil {
+                        url = target  // a renamed repo: follow on the Hub host
+                        continue
+                    }
+                    return FileLocation(url: target, isHubOrigin: endpoint.isSameOrigin(target), etag: linkedEtag,
+                                        size: linkedSize, commit: commitHeader)
+                default:
+                    throw HubError.from(response, repo: repo, revision: commit, path: path)
+                }
+            }
+            throw HubError.badResponse(url: url, reason: "too many redirects")
+        }
+    }
+
+    /// Request headers for `url`: the token only when `url` is on the Hub's own origin.
+    public func headers(for url: String) -> [(name: String, value: String)] {
+        guard let token, endpoint.isSameOrigin(url) else { return [] }
+        return [("Authorization", "Bearer \(token)")]
+    }
+
+    /// GETs a URL with its body in memory, following redirects; the token never leaves the Hub origin.
+    public func fetchSmall(_ url: String, repo: RepoID, path: String? = nil, bodyLimit: Int = 64 << 20) throws -> HTTPResponse {
+        var current = url
+        for _ in 0..<10 {
+            let response = try send(HTTPRequest(url: current, headers: headers(for: current), stallTimeout: stallTimeout),
+                                    bodyLimit: bodyLimit)
+            if (300..<400).contains(response.status), let location = response.headers["Location"],
+               let target = URL(string: location, relativeTo: URL(string: current))?.absoluteString {
+                current = target
+                continue
+            }
+            guard (200..<300).contains(response.status) else { throw HubError.from(response, repo: repo, path: path) }
+            return response
+        }
+        throw HubError.badResponse(url: url, reason: "too many redirects")
+    }
+
+    // MARK: Plumbing
+
+    private func get(_ url: String, repo: RepoID, revision: String) throws -> HTTPResponse {
+        let response = try send(HTTPRequest(url: url, headers: headers(for: url), stallTimeout: stallTimeout))
+        guard (200..<300).contains(response.status) else { throw HubError.from(response, repo: repo, revision: revision) }
+        return response
+    }
+
+    private func send(_ request: HTTPRequest, bodyLimit: Int = 64 << 20) throws -> HTTPResponse {
+        do {
+            return try session.perform(request, bodyLimit: bodyLimit)
+        } catch let error as TransportError {
+            throw HubError.transport(error)
+        }
+    }
+
+    private func apiURL(_ repo: RepoID, _ kind: String, _ revision: String) -> String {
+        "\(endpoint.url)/api/models/\(repo.org)/\(repo.name)/\(kind)/\(HubClient.encode(revision))"
+    }
+
+    /// Percent-encodes one path component (a revision like `refs/pr/1` keeps its slash encoded).
+    static func encode(_ component: String) -> String {
+        var allowed = CharacterSet.alphanumerics
+        allowed.insert(charactersIn: "-._~")
+        return component.addingPercentEncoding(withAllowedCharacters: allowed) ?? component
+    }
+
+    static func unquote(_ value: String) -> String {
+        var v = value.trimmingCharacters(in: .whitespaces)
+        if v.hasPrefix("W/") { v.removeFirst(2) }
+        if v.hasPrefix("\""), v.hasSuffix("\""), v.count >= 2 { v = String(v.dropFirst().dropLast()) }
+        return v
+    }
+
+    /// The `rel="next"` target of a Link header, made absolute.
+    public static func nextLink(_ header: String?, relativeTo base: String) -> String? {
+        guard let header else { return nil }
+        for part in header.split(separator: ",") {
+            let pieces = part.split(separator: ";").map { $0.trimmingCharacters(in: .whitespaces) }
+            guard let first = pieces.first, first.hasPrefix("<"), first.hasSuffix(">") else { continue }
+            let isNext = pieces.dropFirst().contains { p in
+                let compact = p.replacingOccurrences(of: " ", with: "")
+                return compact == "rel=\"next\"" || compact == "rel=next"
+            }
+            if isNext {
+                let target = String(first.dropFirst().dropLast())
+                return URL(string: target, relativeTo: URL(string: base))?.absoluteString
+            }
+        }
+        return nil
+    }
+}

@@ -1,0 +1,90 @@
+// HubError - every way talking to the Hub can fail, typed so callers can tell an answer from silence.
+import Curl
+import Foundation
+
+public enum HubError: Error, Sendable, CustomStringConvertible {
+    case invalidRepoID(String, reason: String)
+    case unsafePath(String, repo: RepoID, reason: String)
+    case repoNotFound(RepoID)
+    case gatedRepo(RepoID, message: String)
+    case revisionNotFound(RepoID, revision: String)
+    case entryNotFound(RepoID, path: String)
+    /// Any other HTTP answer; `retryAfter` from the header, in seconds.
+    case http(status: Int, url: String, message: String, retryAfter: Double?)
+    /// The Hub or CDN could not be reached at all. The only case that may fall back to the cache.
+    case transport(TransportError)
+    /// An answer we cannot use (malformed JSON, missing headers).
+    case badResponse(url: String, reason: String)
+
+    /// True for failures where no HTTP answer came.
+    public var isTransport: Bool {
+        if case .transport = self { return true }
+        return false
+    }
+
+    /// True when trying again may help: transport failures, stalls, 408, 429 and 5xx.
+    public var isRetryable: Bool {
+        switch self {
+        case .transport: return true
+        case .http(let status, _, _, _): return status == 408 || status == 429 || (500...599).contains(status)
+        default: return false
+        }
+    }
+
+    public var retryAfter: Double? {
+        if case .http(_, _, _, let after) = self { return after }
+        return nil
+    }
+
+    public var description: String {
+        switch self {
+        case .invalidRepoID(let raw, let reason):
+            return "invalid repo id '\(raw)': \(reason)"
+        case .unsafePath(let path, let repo, let reason):
+            return "refusing file path '\(path)' listed by \(repo): \(reason); nothing was written for it"
+        case .repoNotFound(let repo):
+            return "repository \(repo) not found on the Hub (or it is private: set HF_TOKEN to a token that can read it)"
+        case .gatedRepo(let repo, let message):
+            return "repository \(repo) is gated: accept its terms on the Hub page and set HF_TOKEN to a token of that account"
+                + (message.isEmpty ? "" : " (\(message))")
+        case .revisionNotFound(let repo, let revision):
+            return "revision '\(revision)' not found in \(repo): check the branch, tag or commit id"
+        case .entryNotFound(let repo, let path):
+            return "file '\(path)' not found in \(repo)"
+        case .http(let status, let url, let message, _):
+            return "HTTP \(status) from \(url)" + (message.isEmpty ? "" : ": \(message)")
+        case .transport(let error):
+            return "could not reach the Hub: \(error)"
+        case .badResponse(let url, let reason):
+            return "unusable answer from \(url): \(reason)"
+        }
+    }
+
+    /// Maps a non-success HTTP answer to the typed error the Hub's `X-Error-Code` names.
+    public static func from(_ response: HTTPResponse, repo: RepoID, revision: String? = nil, path: String? = nil) -> HubError {
+        let code = response.headers["X-Error-Code"] ?? ""
+        let message = errorMessage(response)
+        switch (code, response.status) {
+        case ("GatedRepo", _):
+            return .gatedRepo(repo, message: message)
+        case ("RepoNotFound", _):
+            return .repoNotFound(repo)
+        case ("RevisionNotFound", _):
+            return .revisionNotFound(repo, revision: revision ?? "?")
+        case ("EntryNotFound", _):
+            return .entryNotFound(repo, path: path ?? "?")
+        case (_, 401):
+            return .repoNotFound(repo)
+        default:
+            let after = response.headers["Retry-After"].flatMap { Double($0.trimmingCharacters(in: .whitespaces)) }
+            return .http(status: response.status, url: response.url, message: message, retryAfter: after)
+        }
+    }
+
+    private static func errorMessage(_ response: HTTPResponse) -> String {
+        if let header = response.headers["X-Error-Message"] { return header }
+        if let json = try? JSONSerialization.jsonObject(with: response.body) as? [String: Any],
+           let error = json["error"] as? String { return error }
+        return ""
+    }
+}

@@ -1,0 +1,30 @@
+// CacheError - failures of the on-disk cache: misses, bad files, checksum mismatches.
+import Foundation
+
+public enum CacheError: Error, Sendable, CustomStringConvertible {
+    /// Offline (or Hub unreachable) and these files are not complete in `directory`.
+    case cacheMiss(repo: String, directory: String, missing: [String], reason: String)
+    case checksumMismatch(path: String, expected: String, actual: String)
+    case sizeMismatch(path: String, expected: Int64, actual: Int64)
+    case badShardIndex(path: String, reason: String)
+    case io(path: String, operation: String, errno: Int32)
+    case notInRepo(repo: String, paths: [String])
+
+    public var description: String {
+        switch self {
+        case .cacheMiss(let repo, let directory, let missing, let reason):
+            let list = missing.prefix(10).joined(separator: ", ") + (missing.count > 10 ? ", … (\(missing.count) in all)" : "")
+            return "\(reason): \(repo) is not complete in \(directory); missing: \(list)"
+        case .checksumMismatch(let path, let expected, let actual):
+            return "checksum mismatch for \(path): expected sha256 \(expected), got \(actual); the corrupt file was deleted, run the download again"
+        case .sizeMismatch(let path, let expected, let actual):
+            return "size mismatch for \(path): expected \(expected) bytes, got \(actual); the file was deleted, run the download again"
+        case .badShardIndex(let path, let reason):
+            return "shard index \(path) is unusable: \(reason)"
+        case .io(let path, let operation, let code):
+            return "cannot \(operation) \(path): \(String(cString: strerror(code)))"
+        case .notInRepo(let repo, let paths):
+            return "\(repo) has no file \(paths.joined(separator: ", ")); check the --include names"
+        }
+    }
+}

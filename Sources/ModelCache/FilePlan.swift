@@ -1,0 +1,30 @@
+// FilePlan - from a repo's file list and a selection to the exact files a call needs.
+import Foundation
+import HubClient
+
+public enum FilePlan {
+    /// Files the selection picks, and the shard indexes among them.
+    public static func select(_ files: [RepoFile], _ selection: FileSelection, repo: String) throws -> [RepoFile] {
+        let paths = Set(files.map(\.path))
+        let unknown = selection.literalPaths.filter { !paths.contains($0) }
+        if !unknown.isEmpty { throw CacheError.notInRepo(repo: repo, paths: unknown) }
+        return files.filter { selection.matches($0.path) }
+    }
+
+    /// Applies shard indexes: every shard an index names is needed; a `.safetensors` file in an
+    /// index's folder that no index names (a consolidated copy) is dropped.
+    public static func applyIndexes(_ indexes: [ShardIndex], selected: [RepoFile], all: [RepoFile],
+                                    repo: String) throws -> [RepoFile] {
+        guard !indexes.isEmpty else { return selected }
+        let named = indexes.reduce(into: Set<String>()) { $0.formUnion($1.shards) }
+        let byPath = Dictionary(all.map { ($0.path, $0) }, uniquingKeysWith: { a, _ in a })
+        let missing = named.filter { byPath[$0] == nil }.sorted()
+        if !missing.isEmpty { throw CacheError.notInRepo(repo: repo, paths: missing) }
+        var result = selected.filter { file in
+            !indexes.contains { $0.governs(file.path) } || named.contains(file.path)
+        }
+        let have = Set(result.map(\.path))
+        result += named.subtracting(have).sorted().compactMap { byPath[$0] }
+        return result
+    }
+}

@@ -1,0 +1,76 @@
+// FileSelection - which files of a repo a call asks for: globs (where `*` crosses `/`) or literal paths.
+import Foundation
+
+public struct FileSelection: Sendable, Equatable, CustomStringConvertible {
+    /// Patterns; empty means every file.
+    public let patterns: [String]
+
+    public init(_ patterns: [String] = []) { self.patterns = patterns }
+
+    public static let all = FileSelection()
+
+    public var isAll: Bool { patterns.isEmpty }
+
+    public func matches(_ path: String) -> Bool {
+        patterns.isEmpty || patterns.contains { FileSelection.glob($0, matches: path) }
+    }
+
+    /// Patterns without wildcards: files the caller named exactly, which must exist.
+    public var literalPaths: [String] { patterns.filter { !FileSelection.isPattern($0) } }
+
+    public static func isPattern(_ s: String) -> Bool { s.contains { "*?[".contains($0) } }
+
+    public var description: String { patterns.isEmpty ? "all files" : patterns.joined(separator: ", ") }
+
+    /// `*` and `**` match any run of characters including `/`; `?` one character; `[abc]` a class.
+    public static func glob(_ pattern: String, matches text: String) -> Bool {
+        let p = Array(pattern.unicodeScalars), t = Array(text.unicodeScalars)
+        var pi = 0, ti = 0, starP = -1, starT = 0
+        while ti < t.count {
+            if pi < p.count, p[pi] == "*" {
+                while pi < p.count, p[pi] == "*" { pi += 1 }
+                starP = pi
+                starT = ti
+                continue
+            }
+            if pi < p.count, let step = matchOne(p, pi, t[ti]) {
+                pi = step
+                ti += 1
+                continue
+            }
+            guard starP >= 0 else { return false }
+            starT += 1
+            ti = starT
+            pi = starP
+        }
+        while pi < p.count, p[pi] == "*" { pi += 1 }
+        return pi == p.count
+    }
+
+    /// Matches one pattern element at `pi` against `c`; returns the next pattern index.
+    private static func matchOne(_ p: [Unicode.Scalar], _ pi: Int, _ c: Unicode.Scalar) -> Int? {
+        switch p[pi] {
+        case "?": return pi + 1
+        case "[":
+            var i = pi + 1
+            var negate = false
+            if i < p.count, p[i] == "!" || p[i] == "^" { negate = true; i += 1 }
+            var matched = false
+            var first = true
+            while i < p.count, p[i] != "]" || first {
+                first = false
+                if i + 2 < p.count, p[i + 1] == "-", p[i + 2] != "]" {
+                    if p[i] <= c && c <= p[i + 2] { matched = true }
+                    i += 3
+                } else {
+                    if p[i] == c { matched = true }
+                    i += 1
+                }
+            }
+            guard i < p.count else { return p[pi] == c ? pi + 1 : nil }  // unterminated: literal '['
+            return matched != negate ? i + 1 : nil
+        default:
+            return p[pi] == c ? pi + 1 : nil
+        }
+    }
+}

@@ -1,0 +1,231 @@
+// StagingFile - one in-flight file under `.incomplete/`: its bytes, its sidecar, and its finalization.
+//
+// The staging file is created at full size (sparse) and written at each range's offset; the
+// sidecar records what a resume depends on. A sidecar that does not match the transfer
+// (size, range size, commit, etag) is discarded together with the staging file.
+import Digest
+import Foundation
+import HubClient
+
+/// What the sidecar (`<staging name>.sidecar.json`) records.
+public struct Sidecar: Codable, Sendable, Equatable {
+    public var version = 1
+    public var path: String
+    public var size: Int64
+    public var rangeSize: Int64
+    public var commit: String
+    /// sha256 for LFS files, the git blob id otherwise: the identity every range is pinned to.
+    public var etag: String
+    public var sha256: String?
+    /// Indices of ranges whose bytes are durable in the staging file.
+    public var done: [Int]
+    /// Bytes from offset 0 already fed to `hashState`.
+    public var hashedBytes: Int64
+    /// Saved SHA-256 state (base64), valid for `hashedBytes`.
+    public var hashState: String?
+
+    func matches(_ other: Sidecar) -> Bool {
+        version == other.version && path == other.path && size == other.size && rangeSize == other.rangeSize
+            && commit == other.commit && etag == other.etag && sha256 == other.sha256
+    }
+}
+
+/// A staged file. Ranges are written concurrently with `write(_:at:)`; bookkeeping is locked.
+public final class StagingFile: @unchecked Sendable {
+    public let file: RepoFile
+    public let directory: ModelDirectory
+    public let rangeSize: Int64
+    public let rangeCount: Int
+    public let dataURL: URL
+    public let sidecarURL: URL
+    private let fd: Int32
+    private let lock = NSLock()
+    private var record: Sidecar
+    private var hasher: SHA256
+
+    /// Opens (or creates) the staging file for `file`, keeping prior progress only when its sidecar
+    /// matches this transfer. Returns with the ranges already done.
+    public init(file: RepoFile, in directory: ModelDirectory, commit: String, rangeSize: Int64) throws {
+        self.file = file
+        self.directory = directory
+        self.rangeSize = max(1, file.size > 0 ? min(rangeSize, file.size) : 1)
+        self.rangeCount = file.size == 0 ? 0 : Int((file.size + self.rangeSize - 1) / self.rangeSize)
+        let staging = directory.stagingDirectory
+        let name = StagingFile.stagingName(file.path)
+        dataURL = staging.appendingPathComponent(name)
+        sidecarURL = staging.appendingPathComponent(name + ".sidecar.json")
+        let wanted = Sidecar(path: file.path, size: file.size, rangeSize: self.rangeSize, commit: commit,
+                             etag: file.sha256 ?? file.blobID, sha256: file.sha256, done: [], hashedBytes: 0, hashState: nil)
+
+        try StagingFile.makeDirectory(staging)
+        var kept: Sidecar?
+        if let data = FileManager.default.contents(atPath: sidecarURL.path),
+           let old = try? JSONDecoder().decode(Sidecar.self, from: data), old.matches(wanted) {
+            kept = old
+        }
+        if kept == nil {
+            // No sidecar, or one for another transfer: the staged bytes cannot be trusted.
+            unlink(sidecarURL.path)
+            unlink(dataURL.path)
+        }
+        let fd = open(dataURL.path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o644)
+        guard fd >= 0 else { throw CacheError.io(path: dataURL.path, operation: "create staging file", errno: errno) }
+        var st = stat()
+        fstat(fd, &st)
+        if Int64(st.st_size) != file.size {
+            if kept != nil && Int64(st.st_size) < file.size { kept = nil }  // truncated under us: start over
+            guard ftruncate(fd, off_t(file.size)) == 0 else {
+                let code = errno
+                close(fd)
+                throw CacheError.io(path: dataURL.path, operation: "size staging file", errno: code)
+            }
+        }
+        self.fd = fd
+        var record = kept ?? wanted
+        let count = rangeCount
+        record.done = record.done.filter { $0 >= 0 && $0 < count }
+        var hasher = SHA256()
+        if let state = record.hashState, let data = Data(base64Encoded: state), let restored = SHA256(savedState: data),
+           restored.count == record.hashedBytes,
+           record.hashedBytes <= StagingFile.contiguousEnd(Set(record.done), rangeSize: self.rangeSize, size: file.size) {
+            hasher = restored
+        } else {
+            record.hashedBytes = 0
+            record.hashState = nil
+        }
+        self.record = record
+        self.hasher = hasher
+    }
+
+    deinit { close(fd) }
+
+    /// `a/b.safetensors` → `a%2Fb.safetensors`: one flat folder, reversible, no collisions.
+    public static func stagingName(_ path: String) -> String {
+        path.replacingOccurrences(of: "%", with: "%25").replacingOccurrences(of: "/", with: "%2F")
+    }
+
+    public var doneRanges: Set<Int> { lock.withLock { Set(record.done) } }
+
+    public func range(_ index: Int) -> (start: Int64, end: Int64) {
+        let start = Int64(index) * rangeSize
+        return (start, min(file.size, start + rangeSize) - 1)
+    }
+
+    /// Writes bytes at a file offset (any thread; each range has one writer).
+    public func write(_ bytes: UnsafeRawBufferPointer, at offset: Int64) throws {
+        var done = 0
+        while done < bytes.count {
+            let n = pwrite(fd, bytes.baseAddress! + done, bytes.count - done, off_t(offset + Int64(done)))
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw CacheError.io(path: dataURL.path, operation: "write", errno: errno)
+            }
+            done += n
+        }
+    }
+
+    public func markDone(_ index: Int) {
+        lock.withLock { if !record.done.contains(index) { record.done.append(index) } }
+    }
+
+    /// Records every range as done (a whole-file stream finished).
+    public func markAllDone() {
+        lock.withLock { record.done = Array(0..<rangeCount) }
+    }
+
+    /// Forgets every range (the server ignored Range and the file restarts as one stream).
+    public func resetProgress() {
+        lock.withLock {
+            record.done = []
+            record.hashedBytes = 0
+            record.hashState = nil
+            hasher = SHA256()
+        }
+    }
+
+    public var isFullyDone: Bool { lock.withLock { record.done.count == rangeCount } }
+
+    /// Feeds the hash with the bytes that are now contiguous from the start (read back from the
+    /// page cache), so verification at the end has little left to do.
+    public func advanceHash() throws {
+        guard file.sha256 != nil else { return }
+        let (from, to, current) = lock.withLock {
+            (record.hashedBytes, StagingFile.contiguousEnd(Set(record.done), rangeSize: rangeSize, size: file.size), hasher)
+        }
+        guard to > from else { return }
+        var h = current
+        try h.update(fileAt: dataURL.path, from: from, to: to)
+        lock.withLock {
+            if record.hashedBytes == from {  // nobody reset us meanwhile
+                hasher = h
+                record.hashedBytes = to
+            }
+        }
+    }
+
+    /// Makes the done ranges durable, then records them (fdatasync before the sidecar rename).
+    public func persist() throws {
+        guard fdatasync(fd) == 0 else { throw CacheError.io(path: dataURL.path, operation: "sync", errno: errno) }
+        let snapshot: Sidecar = lock.withLock {
+            var r = record
+            r.done.sort()
+            r.hashState = r.hashedBytes > 0 ? hasher.savedState.base64EncodedString() : nil
+            return r
+        }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        try AtomicFile.write(try encoder.encode(snapshot), to: sidecarURL)
+    }
+
+    /// Checks size and (for LFS files) SHA-256, then renames the file into place. A file that does
+    /// not verify is deleted with its sidecar and the error says so.
+    public func finalize() throws {
+        var st = stat()
+        fstat(fd, &st)
+        if Int64(st.st_size) != file.size {
+            discard()
+            throw CacheError.sizeMismatch(path: file.path, expected: file.size, actual: Int64(st.st_size))
+        }
+        if let expected = file.sha256 {
+            try advanceHash()
+            let actual = lock.withLock { hasher.finalizeHex() }
+            if actual != expected {
+                discard()
+                throw CacheError.checksumMismatch(path: file.path, expected: expected, actual: actual)
+            }
+        }
+        guard fsync(fd) == 0 else { throw CacheError.io(path: dataURL.path, operation: "sync", errno: errno) }
+        let target = directory.finalURL(file.path)
+        try StagingFile.makeDirectory(target.deletingLastPathComponent())
+        guard rename(dataURL.path, target.path) == 0 else {
+            throw CacheError.io(path: target.path, operation: "rename into place", errno: errno)
+        }
+        unlink(sidecarURL.path)
+        StagingFile.removeStagingIfEmpty(directory)
+    }
+
+    /// Deletes the staged bytes and the sidecar.
+    public func discard() {
+        unlink(dataURL.path)
+        unlink(sidecarURL.path)
+        StagingFile.removeStagingIfEmpty(directory)
+    }
+
+    public static func removeStagingIfEmpty(_ directory: ModelDirectory) {
+        rmdir(directory.stagingDirectory.path)  // fails harmlessly while anything is left
+    }
+
+    static func contiguousEnd(_ done: Set<Int>, rangeSize: Int64, size: Int64) -> Int64 {
+        var i = 0
+        while done.contains(i) { i += 1 }
+        return min(size, Int64(i) * rangeSize)
+    }
+
+    static func makeDirectory(_ url: URL) throws {
+        do {
+            try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        } catch {
+            throw CacheError.io(path: url.path, operation: "create directory", errno: EACCES)
+        }
+    }
+}

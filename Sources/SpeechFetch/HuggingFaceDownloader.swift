@@ -1,0 +1,183 @@
+// HuggingFaceDownloader - the one entry point: a repo id in, verified files in a cache directory out.
+import Foundation
+import HubClient
+import ModelCache
+import Transfer
+
+/// Progress of a download call, weighted by bytes over the whole file set.
+public typealias DownloadProgress = TransferProgress
+
+/// What a download call produced.
+public struct DownloadResult: Sendable {
+    /// The model's directory, ready to load.
+    public let directory: URL
+    /// Repo paths of the files the call asked for, all present in `directory`.
+    public let files: [String]
+    /// The commit the files were fetched at (nil when served from cache without the Hub).
+    public let commit: String?
+    /// Files actually transferred by this call.
+    public let fetched: [String]
+    /// Set when the Hub was unreachable and the call was satisfied from the cache.
+    public let warning: String?
+}
+
+/// Downloads model repositories into the cache. Shared by every model; safe to use from many tasks.
+public final class HuggingFaceDownloader: Sendable {
+    public let client: HubClient
+    public let settings: DownloadSettings
+    private let environment: [String: String]
+
+    /// A downloader configured from the environment (`HF_ENDPOINT`, `HF_TOKEN`, `HF_DOWNLOAD_*`).
+    public init(environment: [String: String] = ProcessInfo.processInfo.environment, settings: DownloadSettings? = nil) {
+        let settings = (settings ?? DownloadSettings.fromEnvironment(environment)).normalized()
+        self.environment = environment
+        self.settings = settings
+        self.client = HubClient(endpoint: .fromEnvironment(environment), token: HubToken.fromEnvironment(environment),
+                                retry: settings.retry, stallTimeout: settings.stallTimeout)
+    }
+
+    /// The cache base used when a call names neither `cacheDir` nor `cacheBaseDir`.
+    public var defaultCacheBase: URL { CacheLocation.defaultBase(environment) }
+
+    /// `HF_HUB_OFFLINE` as a default for `offlineMode`.
+    public var offlineByDefault: Bool {
+        ["1", "true", "yes", "on"].contains((environment["HF_HUB_OFFLINE"] ?? "").lowercased())
+    }
+
+    /// Downloads `repo` and returns the model directory.
+    public func download(repo: String, revision: String = "main", include: [String] = [],
+                         cacheDir: URL? = nil, cacheBaseDir: URL? = nil, offlineMode: Bool? = nil,
+                         progress: @escaping @Sendable (DownloadProgress) -> Void = { _ in }) async throws -> URL {
+        try await downloadWithResult(repo: repo, revision: revision, include: include, cacheDir: cacheDir,
+                                     cacheBaseDir: cacheBaseDir, offlineMode: offlineMode, progress: progress).directory
+    }
+
+    /// Downloads `repo` and says what happened. Cancelling the task stops the transfer and keeps
+    /// everything staged so far for the next call.
+    public func downloadWithResult(repo: String, revision: String = "main", include: [String] = [],
+                                   cacheDir: URL? = nil, cacheBaseDir: URL? = nil, offlineMode: Bool? = nil,
+                                   progress: @escaping @Sendable (DownloadProgress) -> Void = { _ in }) async throws -> DownloadResult {
+        let cancelled = CancellationFlag()
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                let thread = Thread {
+                    continuation.resume(with: Result {
+                        try self.downloadBlocking(repo: repo, revision: revision, include: include, cacheDir: cacheDir,
+                                                  cacheBaseDir: cacheBaseDir, offlineMode: offlineMode,
+                                                  progress: progress, isCancelled: { cancelled.isSet })
+                    })
+                }
+                thread.stackSize = 1 << 20
+                thread.start()
+            }
+        } onCancel: {
+            cancelled.set()
+        }
+    }
+
+    /// The same call, blocking the calling thread (command-line tools, worker processes).
+    public func downloadBlocking(repo rawRepo: String, revision: String = "main", include: [String] = [],
+                                 cacheDir: URL? = nil, cacheBaseDir: URL? = nil, offlineMode: Bool? = nil,
+                                 progress: @escaping @Sendable (DownloadProgress) -> Void = { _ in },
+                                 isCancelled: @escaping @Sendable () -> Bool = { false }) throws -> DownloadResult {
+        if cacheDir != nil && cacheBaseDir != nil { throw DownloadError.conflictingDirectories }
+        let repo = try RepoID(rawRepo)
+        let directory = ModelDirectory(cacheDir ?? CacheLocation.modelDirectory(base: cacheBaseDir ?? defaultCacheBase, repo: repo))
+        let selection = FileSelection(include)
+
+        if offlineMode ?? offlineByDefault {
+            let missing = directory.missingOffline(selection, repo: repo.description)
+            guard missing.isEmpty else {
+                throw CacheError.cacheMiss(repo: repo.description, directory: directory.path, missing: missing,
+                                           reason: "offline mode")
+            }
+            return DownloadResult(directory: directory.url, files: presentFiles(directory, selection, repo),
+                                  commit: directory.readManifest()?.commit, fetched: [], warning: nil)
+        }
+
+        // Resolution always asks the Hub. When the cache already satisfies the call, one attempt is
+        // enough to learn the Hub is unreachable: no waiting through the retry ladder.
+        let satisfied = directory.missingOffline(selection, repo: repo.description).isEmpty
+        let resolver = satisfied ? HubClient(endpoint: client.endpoint, token: HubToken.fromEnvironment(environment),
+                                             retry: RetryPolicy(attempts: 1), stallTimeout: min(settings.stallTimeout, 30))
+                                 : client
+        let snapshot: RepoSnapshot
+        do {
+            snapshot = try resolver.snapshot(of: repo, revision: revision)
+        } catch let error as HubError where error.isTransport {
+            if satisfied {
+                return DownloadResult(directory: directory.url, files: presentFiles(directory, selection, repo), commit: nil,
+                                      fetched: [], warning: "the Hub could not be reached (\(error)); using the complete copy in \(directory.path)")
+            }
+            throw DownloadError.hubUnreachable(repo: repo.description, directory: directory.path,
+                                               missing: directory.missingOffline(selection, repo: repo.description),
+                                               cause: "\(error)")
+        }
+        return try fetch(snapshot, repo: repo, selection: selection, into: directory, progress: progress, isCancelled: isCancelled)
+    }
+
+    private func fetch(_ snapshot: RepoSnapshot, repo: RepoID, selection: FileSelection, into directory: ModelDirectory,
+                       progress: @escaping @Sendable (DownloadProgress) -> Void,
+                       isCancelled: @escaping @Sendable () -> Bool) throws -> DownloadResult {
+        let previous = directory.readManifest()
+        let selected = try FilePlan.select(snapshot.files, selection, repo: repo.description)
+        try directory.writeManifest(mergedManifest(snapshot, previous: previous, directory: directory))
+        let engine = TransferEngine(client: client, settings: settings)
+        var fetched: [String] = []
+
+        // Shard indexes first: they decide which weight files the call needs.
+        let indexFiles = selected.filter { ShardIndex.isIndexPath($0.path) }
+        let staleIndexes = indexFiles.filter { !isCurrent($0, in: directory, previous: previous) }
+        if !staleIndexes.isEmpty {
+            try engine.fetch(staleIndexes, repo: repo, commit: snapshot.commit, into: directory, isCancelled: isCancelled)
+            fetched += staleIndexes.map(\.path)
+        }
+        let indexes = try indexFiles.map { try ShardIndex(contentsOf: directory.finalURL($0.path), path: $0.path) }
+        let needed = try FilePlan.applyIndexes(indexes, selected: selected, all: snapshot.files, repo: repo.description)
+
+        let missing = needed.filter { !isCurrent($0, in: directory, previous: previous) }
+        let present = needed.filter { isCurrent($0, in: directory, previous: previous) }
+        try engine.fetch(missing, alreadyComplete: present, repo: repo, commit: snapshot.commit, into: directory,
+                         progress: progress, isCancelled: isCancelled)
+        fetched += missing.map(\.path)
+        try directory.writeManifest(snapshot)
+        return DownloadResult(directory: directory.url, files: needed.map(\.path), commit: snapshot.commit,
+                              fetched: fetched, warning: nil)
+    }
+
+    /// A file is current when it is on disk at the right size and, if an earlier call recorded
+    /// which content it had, that content is the one this commit lists (no re-hashing).
+    private func isCurrent(_ file: RepoFile, in directory: ModelDirectory, previous: RepoSnapshot?) -> Bool {
+        guard directory.isComplete(file) else { return false }
+        guard let old = previous?.files.first(where: { $0.path == file.path }) else { return true }
+        return (old.sha256 ?? old.blobID) == (file.sha256 ?? file.blobID)
+    }
+
+    /// The new snapshot's listing, keeping the old record for files on disk that are not yet
+    /// replaced, so "current" stays judged against what is actually there.
+    private func mergedManifest(_ snapshot: RepoSnapshot, previous: RepoSnapshot?, directory: ModelDirectory) -> RepoSnapshot {
+        guard let previous else { return snapshot }
+        let old = Dictionary(previous.files.map { ($0.path, $0) }, uniquingKeysWith: { a, _ in a })
+        let files = snapshot.files.map { file -> RepoFile in
+            guard let before = old[file.path], (before.sha256 ?? before.blobID) != (file.sha256 ?? file.blobID),
+                  directory.isComplete(before) else { return file }
+            return before
+        }
+        return RepoSnapshot(repo: snapshot.repo, revision: snapshot.revision, commit: snapshot.commit, files: files)
+    }
+
+    private func presentFiles(_ directory: ModelDirectory, _ selection: FileSelection, _ repo: RepoID) -> [String] {
+        if let manifest = directory.readManifest(), let selected = try? FilePlan.select(manifest.files, selection, repo: repo.description) {
+            return selected.filter { directory.isComplete($0) }.map(\.path)
+        }
+        return directory.listFiles().filter { selection.matches($0) }.sorted()
+    }
+}
+
+/// A flag set from a cancellation handler and read by the transfer loop.
+final class CancellationFlag: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value = false
+    var isSet: Bool { lock.withLock { value } }
+    func set() { lock.withLock { value = true } }
+}

@@ -1,0 +1,41 @@
+// CDNOrigin - the second listener, standing in for the CDN behind LFS redirects: signed
+// URLs `/cdn/<org>/<name>/<commit>/<path>?sig=..&expires=..`, Range support, no auth needed.
+import Foundation
+
+struct CDNOrigin {
+    let state: HubState
+
+    func answer(_ request: HTTPRequest) -> HTTPResponse {
+        guard request.method == "GET" || request.method == "HEAD" else {
+            return .text(405, "method \(request.method) not allowed")
+        }
+        let s = request.segments
+        guard s.count >= 5, s[0] == "cdn" else { return .text(404, "no such object") }
+        let repo = "\(s[1])/\(s[2])"
+        let commit = s[3]
+        let path = s.dropFirst(4).joined(separator: "/")
+        if let refusal = checkSignature(request, object: "\(repo)/\(commit)/\(path)") { return refusal }
+        guard let snapshot = state.catalog.snapshot(of: repo), snapshot.commit == commit.lowercased(),
+              let file = snapshot.file(at: path) else {
+            return .text(404, "no such object")
+        }
+        return FileResponder(state: state).respond(to: request, file: file, fileKey: "\(repo)/\(path)", onCDN: true,
+                                                   headers: [("ETag", "\"\(file.sha256)\"")])
+    }
+
+    /// A URL without `sig` is served as is (tests may build one by hand); a wrong
+    /// signature or a past `expires` is refused like a real CDN would (403).
+    private func checkSignature(_ request: HTTPRequest, object: String) -> HTTPResponse? {
+        guard let sig = request.queryValue("sig") else { return nil }
+        let expires = Int(request.queryValue("expires") ?? "") ?? 0
+        let denied = { (why: String) in
+            HTTPResponse(status: 403, headers: [("Content-Type", "application/xml")], body: .bytes(Data(
+                "<?xml version=\"1.0\" encoding=\"UTF-8\"?><Error><Code>AccessDenied</Code><Message>\(why)</Message></Error>".utf8)))
+        }
+        guard sig == state.signature(object: object, expires: expires) else {
+            return denied("Signature does not match")
+        }
+        guard Double(expires) > Date().timeIntervalSince1970 else { return denied("Request has expired") }
+        return nil
+    }
+}

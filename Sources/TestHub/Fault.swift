@@ -1,0 +1,90 @@
+// Fault - one misbehaviour the test Hub can put on a file's body endpoints (the resolve
+// answer of a small file, or the CDN answer of an LFS file), so clients can be tested
+// against dropped connections, stalls, corrupt bytes, refusals and ignored ranges.
+import Foundation
+
+/// A misbehaviour applied when the test Hub serves a file's body.
+///
+/// Faults with `times` apply to the next `times` responses of that file and are then used up;
+/// `flipByte`, `ignoreRange` and `rateLimit` stay until `TestHub.clearFaults()`.
+public enum Fault: Sendable, Codable, Equatable {
+    /// Close the socket after sending `afterBytes` body bytes of the response (the whole body
+    /// when it is shorter), for the next `times` responses that carry a body.
+    case dropConnection(afterBytes: Int, times: Int)
+    /// Stop sending for `seconds` after `afterBytes` body bytes, then go on, for the next `times` body responses.
+    case stall(afterBytes: Int, seconds: Double, times: Int)
+    /// Every response covering file offset `offset` carries that byte XORed with 0xFF.
+    case flipByte(offset: Int)
+    /// Answer `code` (500, 503, 429, 408, ...) instead of the file for the next `times` requests,
+    /// with `Retry-After: retryAfter` when given.
+    case status(code: Int, times: Int, retryAfter: Int?)
+    /// Answer 200 with the whole body even when a Range is asked.
+    case ignoreRange
+    /// Pace body bytes to `bytesPerSecond` on each response.
+    case rateLimit(bytesPerSecond: Int)
+    /// The CDN answers 403 (signature expired) for the next `times` requests of this file.
+    case cdnExpired(times: Int)
+
+    private enum CodingKeys: String, CodingKey {
+        case type, afterBytes, seconds, times, offset, code, retryAfter, bytesPerSecond
+    }
+
+    /// The `type` names of the JSON form, as documented in docs/testhub.md.
+    private enum Kind: String, Codable {
+        case dropConnection, stall, flipByte, status, ignoreRange, rateLimit, cdnExpired
+    }
+
+    public init(from decoder: Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        let times = try c.decodeIfPresent(Int.self, forKey: .times) ?? 1
+        switch try c.decode(Kind.self, forKey: .type) {
+        case .dropConnection:
+            self = .dropConnection(afterBytes: try c.decodeIfPresent(Int.self, forKey: .afterBytes) ?? 0, times: times)
+        case .stall:
+            self = .stall(afterBytes: try c.decodeIfPresent(Int.self, forKey: .afterBytes) ?? 0,
+                          seconds: try c.decode(Double.self, forKey: .seconds), times: times)
+        case .flipByte:
+            self = .flipByte(offset: try c.decode(Int.self, forKey: .offset))
+        case .status:
+            self = .status(code: try c.decode(Int.self, forKey: .code), times: times,
+                           retryAfter: try c.decodeIfPresent(Int.self, forKey: .retryAfter))
+        case .ignoreRange:
+            self = .ignoreRange
+        case .rateLimit:
+            self = .rateLimit(bytesPerSecond: try c.decode(Int.self, forKey: .bytesPerSecond))
+        case .cdnExpired:
+            self = .cdnExpired(times: times)
+        }
+    }
+
+    public func encode(to encoder: Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        switch self {
+        case .dropConnection(let afterBytes, let times):
+            try c.encode(Kind.dropConnection, forKey: .type)
+            try c.encode(afterBytes, forKey: .afterBytes)
+            try c.encode(times, forKey: .times)
+        case .stall(let afterBytes, let seconds, let times):
+            try c.encode(Kind.stall, forKey: .type)
+            try c.encode(afterBytes, forKey: .afterBytes)
+            try c.encode(seconds, forKey: .seconds)
+            try c.encode(times, forKey: .times)
+        case .flipByte(let offset):
+            try c.encode(Kind.flipByte, forKey: .type)
+            try c.encode(offset, forKey: .offset)
+        case .status(let code, let times, let retryAfter):
+            try c.encode(Kind.status, forKey: .type)
+            try c.encode(code, forKey: .code)
+            try c.encode(times, forKey: .times)
+            try c.encodeIfPresent(retryAfter, forKey: .retryAfter)
+        case .ignoreRange:
+            try c.encode(Kind.ignoreRange, forKey: .type)
+        case .rateLimit(let bytesPerSecond):
+            try c.encode(Kind.rateLimit, forKey: .type)
+            try c.encode(bytesPerSecond, forKey: .bytesPerSecond)
+        case .cdnExpired(let times):
+            try c.encode(Kind.cdnExpired, forKey: .type)
+            try c.encode(times, forKey: .times)
+        }
+    }
+}

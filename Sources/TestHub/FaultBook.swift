@@ -1,0 +1,94 @@
+// FaultBook - the faults in force per file, and the decision each response takes from
+// them. Counted faults are used up here, under one lock, so two connections racing for
+// the last `times` of a fault never both get it.
+import Foundation
+
+/// What a body endpoint does with a request before looking at its Range.
+enum FaultAdmission: Equatable {
+    /// Answer this status instead of the file.
+    case refuse(status: Int, retryAfter: Int?)
+    /// The CDN says the signed URL has expired (403).
+    case expired
+    /// Serve the file; `ignoreRange` asks for a 200 with the whole body whatever the Range.
+    case serve(ignoreRange: Bool)
+}
+
+/// The faults that shape one body being sent.
+struct BodyFaults: Sendable {
+    var flipOffsets: [Int] = []
+    var dropAfter: Int?
+    var stall: (afterBytes: Int, seconds: Double)?
+    var bytesPerSecond: Int?
+}
+
+final class FaultBook: @unchecked Sendable {
+    private struct Entry {
+        var fault: Fault
+        var remaining: Int
+    }
+
+    private let lock = NSLock()
+    private var entries: [String: [Entry]] = [:]
+
+    func add(_ fault: Fault, for file: String) {
+        let remaining: Int
+        switch fault {
+        case .dropConnection(_, let times), .stall(_, _, let times), .status(_, let times, _), .cdnExpired(let times):
+            remaining = times
+        case .flipByte, .ignoreRange, .rateLimit:
+            remaining = Int.max
+        }
+        lock.withLock { entries[file, default: []].append(Entry(fault: fault, remaining: remaining)) }
+    }
+
+    func clear() {
+        lock.withLock { entries.removeAll() }
+    }
+
+    /// Decides whether a request to `file`'s body is answered at all; uses up one `status`
+    /// (or, on the CDN, one `cdnExpired`) when it applies.
+    func admission(for file: String, onCDN: Bool) -> FaultAdmission {
+        lock.withLock {
+            guard var list = entries[file], !list.isEmpty else { return .serve(ignoreRange: false) }
+            defer { entries[file] = list.filter { $0.remaining > 0 } }
+            if onCDN, let i = list.firstIndex(where: { if case .cdnExpired = $0.fault { return $0.remaining > 0 }; return false }) {
+                list[i].remaining -= 1
+                return .expired
+            }
+            for i in list.indices where list[i].remaining > 0 {
+                if case .status(let code, _, let retryAfter) = list[i].fault {
+                    list[i].remaining -= 1
+                    return .refuse(status: code, retryAfter: retryAfter)
+                }
+            }
+            let ignore = list.contains { if case .ignoreRange = $0.fault { return true }; return false }
+            return .serve(ignoreRange: ignore)
+        }
+    }
+
+    /// The faults for one body about to be sent; uses up one `dropConnection` and one `stall`.
+    func bodyFaults(for file: String) -> BodyFaults {
+        lock.withLock {
+            var result = BodyFaults()
+            guard var list = entries[file], !list.isEmpty else { return result }
+            defer { entries[file] = list.filter { $0.remaining > 0 } }
+            for i in list.indices where list[i].remaining > 0 {
+                switch list[i].fault {
+                case .flipByte(let offset):
+                    result.flipOffsets.append(offset)
+                case .rateLimit(let bps) where bps > 0:
+                    result.bytesPerSecond = min(result.bytesPerSecond ?? Int.max, bps)
+                case .dropConnection(let after, _) where result.dropAfter == nil:
+                    result.dropAfter = max(0, after)
+                    list[i].remaining -= 1
+                case .stall(let after, let seconds, _) where result.stall == nil:
+                    result.stall = (max(0, after), seconds)
+                    list[i].remaining -= 1
+                default:
+                    break
+                }
+            }
+            return result
+        }
+    }
+}

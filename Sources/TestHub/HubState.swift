@@ -1,0 +1,98 @@
+// HubState - everything the two listeners share: the repos, the faults, the ledger, the
+// access rules and the settings tests may change while the hub runs.
+import Digest
+import Foundation
+
+final class HubState: @unchecked Sendable {
+    let catalog: RepoCatalog
+    let faults = FaultBook()
+    let ledger = TrafficLedger()
+    let stopSignal = StopSignal()
+    let baseURL: String
+    let cdnURL: String
+    /// Signs CDN URLs; new for each hub, so a URL from another run does not verify.
+    let signingKey: String
+    /// How long a signed CDN URL stays valid.
+    let signatureLifetime: TimeInterval = 3600
+
+    private let lock = NSLock()
+    private var pageSize: Int
+    private var oidPrefix = false
+    private var gatedTokens: [String: String] = [:]
+    private var privateTokens: [String: String] = [:]
+
+    init(root: URL, baseURL: String, cdnURL: String, treePageSize: Int) {
+        catalog = RepoCatalog(root: root)
+        self.baseURL = baseURL
+        self.cdnURL = cdnURL
+        pageSize = max(1, treePageSize)
+        var seed = SHA256()
+        seed.update(Data("\(baseURL) \(cdnURL) \(Date().timeIntervalSince1970) \(getpid())".utf8))
+        signingKey = seed.finalizeHex()
+    }
+
+    var treePageSize: Int {
+        get { lock.withLock { pageSize } }
+        set { lock.withLock { pageSize = max(1, newValue) } }
+    }
+
+    var lfsOidPrefix: Bool {
+        get { lock.withLock { oidPrefix } }
+        set { lock.withLock { oidPrefix = newValue } }
+    }
+
+    func setGated(_ repo: String, token: String) {
+        lock.withLock { gatedTokens[repo] = token }
+    }
+
+    func setPrivate(_ repo: String, token: String) {
+        lock.withLock { privateTokens[repo] = token }
+    }
+
+    func isGated(_ repo: String) -> Bool { lock.withLock { gatedTokens[repo] != nil } }
+    func isPrivate(_ repo: String) -> Bool { lock.withLock { privateTokens[repo] != nil } }
+
+    /// The refusal a request to `repo` gets from the API and resolve endpoints, if any:
+    /// a private repo without its token looks missing (401 RepoNotFound); a gated one
+    /// answers 401 GatedRepo without a token and 403 GatedRepo with a wrong one.
+    func refusal(for repo: String, request: HTTPRequest) -> HTTPResponse? {
+        let (privateToken, gatedToken) = lock.withLock { (privateTokens[repo], gatedTokens[repo]) }
+        let presented = request.bearerToken
+        if let privateToken, presented != privateToken {
+            return HubState.repoNotFound()
+        }
+        if let gatedToken, presented != gatedToken {
+            if presented == nil {
+                return .hubError(401, code: "GatedRepo", message: "Access to model \(repo) is restricted. "
+                    + "You must have access to it and be authenticated to access it. Please log in.")
+            }
+            return .hubError(403, code: "GatedRepo", message: "Access to model \(repo) is restricted "
+                + "and you are not in the authorized list. Ask for access on the repo's page.")
+        }
+        return nil
+    }
+
+    static func repoNotFound() -> HTTPResponse {
+        .hubError(401, code: "RepoNotFound", message: "Repository not found")
+    }
+
+    static func revisionNotFound(_ revision: String) -> HTTPResponse {
+        .hubError(404, code: "RevisionNotFound", message: "Invalid rev id: \(revision)")
+    }
+
+    /// The signature of a CDN object ("<org>/<name>/<commit>/<path>", decoded) valid until
+    /// `expires` (Unix seconds).
+    func signature(object: String, expires: Int) -> String {
+        var h = SHA256()
+        h.update(Data("\(signingKey)\n\(object)\n\(expires)".utf8))
+        return h.finalizeHex()
+    }
+
+    /// A signed CDN URL for `file` of `snapshot`.
+    func cdnLocation(for file: RepoFile, in snapshot: RepoSnapshot) -> String {
+        let path = "/cdn/\(URLText.encodePath(snapshot.repo))/\(snapshot.commit)/\(URLText.encodePath(file.path))"
+        let expires = Int(Date().timeIntervalSince1970 + signatureLifetime)
+        let object = "\(snapshot.repo)/\(snapshot.commit)/\(file.path)"
+        return "\(cdnURL)\(path)?sig=\(signature(object: object, expires: expires))&expires=\(expires)"
+    }
+}

@@ -1,0 +1,59 @@
+// DownloadSettings - the tuning knobs, with the page's defaults and their environment variables.
+import Foundation
+import HubClient
+
+public struct DownloadSettings: Sendable, Equatable {
+    /// Files at or above this size transfer as concurrent ranges (`HF_DOWNLOAD_RANGE_THRESHOLD`).
+    public var rangeThreshold: Int64 = 8 << 20
+    /// Bytes per range, a multiple of 64 KiB (`HF_DOWNLOAD_RANGE_CHUNK`).
+    public var rangeSize: Int64 = 8 << 20
+    /// Requests in flight across the whole file set, 1...16 (`HF_DOWNLOAD_RANGE_CONCURRENCY`).
+    public var concurrency: Int = 16
+    /// Seconds without progress before an attempt is abandoned and retried (`HF_DOWNLOAD_STALL_TIMEOUT`).
+    public var stallTimeout: Double = 300
+    public var connectTimeout: Double = 15
+    /// Attempts and backoff (`SPEECH_FETCH_RETRY_ATTEMPTS`, `SPEECH_FETCH_RETRY_DELAYS` as "5,15,30,60").
+    public var retry = RetryPolicy()
+
+    public static let pageSize: Int64 = 64 << 10
+
+    public init() {}
+
+    /// The defaults overridden by whichever variables are set to valid values.
+    public static func fromEnvironment(_ env: [String: String] = ProcessInfo.processInfo.environment) -> DownloadSettings {
+        var s = DownloadSettings()
+        if let v = env["HF_DOWNLOAD_RANGE_THRESHOLD"].flatMap({ Int64($0.trimmingCharacters(in: .whitespaces)) }), v > 0 {
+            s.rangeThreshold = v
+        }
+        if let v = env["HF_DOWNLOAD_RANGE_CHUNK"].flatMap({ Int64($0.trimmingCharacters(in: .whitespaces)) }), v > 0 {
+            s.rangeSize = v
+        }
+        if let v = env["HF_DOWNLOAD_RANGE_CONCURRENCY"].flatMap({ Int($0.trimmingCharacters(in: .whitespaces)) }), v > 0 {
+            s.concurrency = v
+        }
+        if let v = env["HF_DOWNLOAD_STALL_TIMEOUT"].flatMap({ Double($0.trimmingCharacters(in: .whitespaces)) }), v > 0 {
+            s.stallTimeout = v
+        }
+        var attempts = s.retry.attempts
+        var delays = s.retry.delays
+        if let v = env["SPEECH_FETCH_RETRY_ATTEMPTS"].flatMap({ Int($0.trimmingCharacters(in: .whitespaces)) }), v > 0 {
+            attempts = v
+        }
+        if let raw = env["SPEECH_FETCH_RETRY_DELAYS"] {
+            let parsed = raw.split(separator: ",").compactMap { Double($0.trimmingCharacters(in: .whitespaces)) }
+            if !parsed.isEmpty, parsed.allSatisfy({ $0 >= 0 }) { delays = parsed }
+        }
+        s.retry = RetryPolicy(attempts: attempts, delays: delays)
+        return s.normalized()
+    }
+
+    /// Range size rounded to 64 KiB (at least one page), concurrency capped to 1...16.
+    public func normalized() -> DownloadSettings {
+        var s = self
+        let pages = max(1, (rangeSize + DownloadSettings.pageSize / 2) / DownloadSettings.pageSize)
+        s.rangeSize = pages * DownloadSettings.pageSize
+        s.concurrency = min(16, max(1, concurrency))
+        s.rangeThreshold = max(1, rangeThreshold)
+        return s
+    }
+}

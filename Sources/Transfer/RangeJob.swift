@@ -1,0 +1,78 @@
+// RangeJob - one byte range of one file to fetch, and the file task it belongs to.
+import Foundation
+import HubClient
+import ModelCache
+
+/// A file being transferred: its staging file, where its bytes come from, and what is left.
+final class FileTask: @unchecked Sendable {
+    let file: RepoFile
+    let staging: StagingFile
+    /// Ranged transfer (large file) rather than one stream.
+    let ranged: Bool
+    /// The URL ranges are fetched from (the CDN location for large files, the resolve URL otherwise).
+    var url: String
+    /// The server ignored Range: the file restarted as one stream.
+    var wholeFallback = false
+    /// The ETag the first range came with; every later range must carry the same.
+    var pinnedEtag: String?
+    /// Ranges not yet done.
+    var pending: Int
+    /// Bytes credited to progress for this file.
+    var countedBytes: Int64 = 0
+    var finalizing = false
+    var dirty = false
+    var syncScheduled = false
+    /// Serial queue for this file's hashing, sidecar writes and finalization.
+    let queue: DispatchQueue
+
+    init(file: RepoFile, staging: StagingFile, ranged: Bool, url: String) {
+        self.file = file
+        self.staging = staging
+        self.ranged = ranged
+        self.url = url
+        let done = staging.doneRanges
+        pending = staging.rangeCount - done.count
+        countedBytes = done.reduce(0) { sum, i in let r = staging.range(i); return sum + r.end - r.start + 1 }
+        queue = DispatchQueue(label: "speech-fetch.file.\(file.path)")
+    }
+}
+
+/// Why a job's response was refused before (or while) its body was written.
+enum JobFailure {
+    case redirect(String)
+    case rangeIgnored
+    case expiredLocation
+    case http(HubError)
+    case badRange(String)
+    case changedOnServer(String)
+    case write(Error)
+    case overflow
+}
+
+/// One request's worth of work: a range of a file (`index == nil` for the whole file).
+final class RangeJob {
+    let task: FileTask
+    let index: Int?
+    let start: Int64
+    let end: Int64
+    /// Bytes of this job already on disk (a retry resumes after them).
+    var written: Int64 = 0
+    var attempts = 0
+    var redirects = 0
+    var notBefore = Date.distantPast
+    var url: String
+    var failure: JobFailure?
+
+    init(task: FileTask, index: Int?, start: Int64, end: Int64) {
+        self.task = task
+        self.index = index
+        self.start = start
+        self.end = end
+        self.url = task.url
+    }
+
+    var length: Int64 { end - start + 1 }
+    var isComplete: Bool { written == length }
+    /// A Range header is sent for ranged files and for any resume.
+    var sendsRange: Bool { (task.ranged && !task.wholeFallback) || written > 0 }
+}

@@ -1,0 +1,140 @@
+// speech-testhub - runs the local Hugging Face Hub stand-in until killed.
+//
+// Prints the Hub's base URL as the first line of stdout (then nothing else on stdout),
+// the CDN URL and repos on stderr. SIGTERM and SIGINT stop it with exit status 0.
+import Foundation
+import TestHub
+
+let usage = """
+    usage: speech-testhub --root DIR [--port N] [--cdn-port N] [--page-size N] [--faults FILE]
+                          [--lfs-oid-prefix] [--generate org/name:path=SIZE[,path=SIZE...]]...
+      --root DIR        folder whose <org>/<name>/ subfolders are served as repos (created if missing)
+      --port N          Hub port on 127.0.0.1 (0, the default, picks a free one)
+      --cdn-port N      CDN port on 127.0.0.1 (0, the default, picks a free one)
+      --page-size N     tree listing entries per page (default 1000)
+      --faults FILE     JSON scenario: faults, gated and private repos (see docs/testhub.md)
+      --lfs-oid-prefix  write tree lfs.oid as "sha256:<hex>"
+      --generate SPEC   write synthetic files first; SIZE takes K, M or G (binary), e.g. org/m:model.bin=3M
+
+    """
+
+func fail(_ message: String) -> Never {
+    FileHandle.standardError.write(Data("speech-testhub: \(message)\n".utf8))
+    exit(2)
+}
+
+/// "3M" → 3 MiB; K, M, G are binary; a plain number is bytes.
+func parseSize(_ text: String) -> Int? {
+    let multipliers: [Character: Double] = ["K": 1024, "M": 1024 * 1024, "G": 1024 * 1024 * 1024]
+    var number = text.uppercased()
+    var multiplier = 1.0
+    if number.hasSuffix("IB") { number.removeLast(2) } else if number.hasSuffix("B") && number.count > 1 { number.removeLast() }
+    if let last = number.last, let m = multipliers[last] {
+        multiplier = m
+        number.removeLast()
+    }
+    guard let value = Double(number), value >= 0 else { return nil }
+    return Int((value * multiplier).rounded())
+}
+
+/// "org/name:a.bin=3M,b/c.txt=10" → ("org/name", ["a.bin": 3 MiB, "b/c.txt": 10]).
+func parseGenerate(_ spec: String) -> (repo: String, files: [String: Int]) {
+    guard let colon = spec.firstIndex(of: ":") else { fail("--generate \(spec): expected org/name:path=SIZE[,path=SIZE...]") }
+    let repo = String(spec[..<colon])
+    var files: [String: Int] = [:]
+    for item in spec[spec.index(after: colon)...].split(separator: ",") {
+        guard let eq = item.lastIndex(of: "="), let size = parseSize(String(item[item.index(after: eq)...])) else {
+            fail("--generate \(spec): '\(item)' is not path=SIZE (SIZE like 10, 4K, 3M, 1G)")
+        }
+        files[String(item[..<eq])] = size
+    }
+    return (repo, files)
+}
+
+/// The command line, parsed.
+struct Options {
+    var root: String?
+    var port: UInt16 = 0
+    var cdnPort: UInt16 = 0
+    var pageSize = 1000
+    var faultsPath: String?
+    var oidPrefix = false
+    var generate: [(repo: String, files: [String: Int])] = []
+
+    static func parse(_ arguments: [String]) -> Options {
+        var options = Options()
+        var args = arguments[...]
+        func value(_ flag: String) -> String {
+            guard let v = args.popFirst() else { fail("\(flag) needs a value\n\(usage)") }
+            return v
+        }
+        while let arg = args.popFirst() {
+            switch arg {
+            case "--root": options.root = value(arg)
+            case "--port": options.port = UInt16(value(arg)) ?? fail("--port takes a number 0-65535")
+            case "--cdn-port": options.cdnPort = UInt16(value(arg)) ?? fail("--cdn-port takes a number 0-65535")
+            case "--page-size":
+                guard let n = Int(value(arg)), n > 0 else { fail("--page-size takes a positive number") }
+                options.pageSize = n
+            case "--faults": options.faultsPath = value(arg)
+            case "--lfs-oid-prefix": options.oidPrefix = true
+            case "--generate": options.generate.append(parseGenerate(value(arg)))
+            case "-h", "--help":
+                print(usage, terminator: "")
+                exit(0)
+            default: fail("unknown argument \(arg)\n\(usage)")
+            }
+        }
+        return options
+    }
+}
+
+let options = Options.parse(Array(CommandLine.arguments.dropFirst()))
+guard let root = options.root else { fail("--root is required\n\(usage)") }
+let (port, cdnPort, pageSize, faultsPath, oidPrefix, generate) =
+    (options.port, options.cdnPort, options.pageSize, options.faultsPath, options.oidPrefix, options.generate)
+let rootURL = URL(fileURLWithPath: root)
+
+var scenario = HubScenario()
+if let faultsPath {
+    do {
+        scenario = try HubScenario.decode(try Data(contentsOf: URL(fileURLWithPath: faultsPath)))
+    } catch {
+        fail("cannot read the faults file \(faultsPath): \(error)")
+    }
+}
+
+do {
+    for item in generate {
+        try TestHub.generateRepo(root: rootURL, repo: item.repo, files: item.files)
+    }
+} catch {
+    fail("\(error)")
+}
+
+let hub: TestHub
+do {
+    hub = try TestHub(root: rootURL, port: port, cdnPort: cdnPort, treePageSize: pageSize)
+} catch {
+    fail("\(error)")
+}
+hub.lfsOidPrefix = oidPrefix
+scenario.apply(to: hub)
+
+FileHandle.standardOutput.write(Data((hub.baseURL + "\n").utf8))
+FileHandle.standardError.write(Data("speech-testhub: hub \(hub.baseURL), cdn \(hub.cdnURL), root \(rootURL.path)\n".utf8))
+
+signal(SIGTERM, SIG_IGN)
+signal(SIGINT, SIG_IGN)
+let stopSources = [SIGTERM, SIGINT].map { number in
+    let source = DispatchSource.makeSignalSource(signal: number, queue: .main)
+    source.setEventHandler {
+        hub.stop()
+        exit(0)
+    }
+    source.resume()
+    return source
+}
+withExtendedLifetime(stopSources) {
+    dispatchMain()
+}

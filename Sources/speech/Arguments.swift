@@ -1,0 +1,52 @@
+// Arguments - a small parser for `speech <command> [options]`: flags, repeated options, positionals.
+import Foundation
+
+struct Arguments {
+    private(set) var positionals: [String] = []
+    private var options: [String: [String]] = [:]
+    private var flags: Set<String> = []
+
+    /// Parses `raw` given which options take a value; anything else starting with `--` is a flag.
+    init(_ raw: [String], valued: Set<String>, flags knownFlags: Set<String>) throws {
+        var i = 0
+        while i < raw.count {
+            let arg = raw[i]
+            if arg == "--" {
+                positionals += raw[(i + 1)...]
+                break
+            }
+            if arg.hasPrefix("--") {
+                var name = String(arg.dropFirst(2))
+                var value: String?
+                if let eq = name.firstIndex(of: "=") {
+                    value = String(name[name.index(after: eq)...])
+                    name = String(name[..<eq])
+                }
+                if valued.contains(name) {
+                    if value == nil {
+                        i += 1
+                        guard i < raw.count else { throw UsageError("--\(name) needs a value") }
+                        value = raw[i]
+                    }
+                    options[name, default: []].append(value!)
+                } else if knownFlags.contains(name), value == nil {
+                    flags.insert(name)
+                } else {
+                    throw UsageError("unknown option --\(name)")
+                }
+            } else {
+                positionals.append(arg)
+            }
+            i += 1
+        }
+    }
+
+    func value(_ name: String) -> String? { options[name]?.last }
+    func values(_ name: String) -> [String] { options[name] ?? [] }
+    func flag(_ name: String) -> Bool { flags.contains(name) }
+}
+
+struct UsageError: Error, CustomStringConvertible {
+    let description: String
+    init(_ message: String) { description = message }
+}

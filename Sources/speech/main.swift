@@ -1,0 +1,154 @@
+// speech - the command-line front of speech-fetch: parsing and printing only.
+import Foundation
+import HubClient
+import SpeechFetch
+import TestHub
+
+let usage = """
+usage: speech <command> [options]
+
+commands:
+  download <org/name> [--revision R] [--include GLOB]... [--cache-dir DIR | --cache-base DIR] [--offline] [--json]
+        download a model repo into the cache, with progress; resumable after Ctrl-C or a crash
+  resolve <org/name> [--revision R]
+        print the commit and the file tree the Hub lists (no file bodies)
+  demo [--size BYTES] [--cache-base DIR]
+        start the bundled test Hub on loopback with a demo repo and download it with progress
+  help  this text
+
+environment: HF_ENDPOINT, HF_TOKEN, HF_HUB_OFFLINE, QWEN3_CACHE_DIR, HF_DOWNLOAD_RANGE_THRESHOLD,
+  HF_DOWNLOAD_RANGE_CHUNK, HF_DOWNLOAD_RANGE_CONCURRENCY, HF_DOWNLOAD_STALL_TIMEOUT,
+  SPEECH_FETCH_RETRY_ATTEMPTS, SPEECH_FETCH_RETRY_DELAYS (see docs/cache-and-offline.md)
+"""
+
+/// Exits with a one-line reason.
+func die(_ message: String, code: Int32 = 1) -> Never {
+    FileHandle.standardError.write(Data("speech: \(message)\n".utf8))
+    exit(code)
+}
+
+/// Set by SIGINT/SIGTERM; the transfer loop stops, keeping what is staged.
+final class Interrupt: @unchecked Sendable {
+    private let lock = NSLock()
+    private var raised = false
+    private var sources: [DispatchSourceSignal] = []
+
+    var isRaised: Bool { lock.withLock { raised } }
+
+    func install() {
+        for sig in [SIGINT, SIGTERM] {
+            signal(sig, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
+            source.setEventHandler { [self] in lock.withLock { raised = true } }
+            source.resume()
+            sources.append(source)
+        }
+    }
+}
+
+func runDownload(_ args: Arguments, environment: [String: String] = ProcessInfo.processInfo.environment,
+                 repoOverride: String? = nil) -> Int32 {
+    guard let repo = repoOverride ?? args.positionals.first else { die("download needs a repo id, e.g. speech download aufklarer/Kokoro-82M-CoreML", code: 64) }
+    if let warning = HubEndpoint.ignoredValueWarning(environment) { FileHandle.standardError.write(Data("speech: warning: \(warning)\n".utf8)) }
+    let downloader = HuggingFaceDownloader(environment: environment)
+    let printer = ProgressPrinter(json: args.flag("json"))
+    let interrupt = Interrupt()
+    interrupt.install()
+    let cacheDir = args.value("cache-dir").map { URL(fileURLWithPath: $0) }
+    let cacheBase = args.value("cache-base").map { URL(fileURLWithPath: $0) }
+    let started = Date()
+    do {
+        let result = try downloader.downloadBlocking(
+            repo: repo, revision: args.value("revision") ?? "main", include: args.values("include"),
+            cacheDir: cacheDir, cacheBaseDir: cacheBase, offlineMode: args.flag("offline") ? true : nil,
+            progress: { printer.update($0) }, isCancelled: { interrupt.isRaised })
+        printer.finish()
+        if let warning = result.warning { FileHandle.standardError.write(Data("speech: warning: \(warning)\n".utf8)) }
+        let seconds = Date().timeIntervalSince(started)
+        if printer.style == .json {
+            var summary: [String: Any] = ["event": "done", "directory": result.directory.path, "files": result.files,
+                                          "fetched": result.fetched, "seconds": seconds]
+            if let commit = result.commit { summary["commit"] = commit }
+            if let warning = result.warning { summary["warning"] = warning }
+            printer.emitJSON(summary)
+        } else {
+            emit("\(repo): \(result.files.count) files in \(result.directory.path) (\(result.fetched.count) fetched, \(String(format: "%.1f", seconds)) s)\n")
+        }
+        return 0
+    } catch is CancellationError {
+        printer.finish()
+        let dir = cacheDir?.path ?? "the model directory"
+        die("interrupted; what was transferred is kept under \(dir)/.incomplete — run the same command again to resume", code: 130)
+    } catch {
+        printer.finish()
+        if printer.style == .json { printer.emitJSON(["event": "error", "message": "\(error)"]) }
+        die("\(error)")
+    }
+}
+
+func runResolve(_ args: Arguments) -> Int32 {
+    guard let raw = args.positionals.first else { die("resolve needs a repo id", code: 64) }
+    do {
+        let repo = try RepoID(raw)
+        let client = HubClient()
+        let snapshot = try client.snapshot(of: repo, revision: args.value("revision") ?? "main")
+        print("\(repo) @ \(snapshot.commit) (\(client.endpoint))")
+        for file in snapshot.files {
+            print(String(format: "%12lld  %@  %@", file.size, file.isLFS ? "lfs" : "git", file.path))
+        }
+        return 0
+    } catch {
+        die("\(error)")
+    }
+}
+
+func runDemo(_ args: Arguments) -> Int32 {
+    let size = args.value("size").flatMap { Int($0) } ?? (256 << 20)
+    let temp = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("speech-demo-\(getpid())")
+    let root = temp.appendingPathComponent("hub")
+    let base = args.value("cache-base").map { URL(fileURLWithPath: $0) } ?? temp.appendingPathComponent("cache")
+    defer { try? FileManager.default.removeItem(at: root) }
+    do {
+        let shard = max(1, size / 4)
+        var files: [String: Int] = [:]
+        for i in 1...4 { files["model-0000\(i)-of-00004.safetensors"] = shard }
+        files["model.safetensors"] = shard * 4   // a consolidated copy the index does not name: never fetched
+        try TestHub.generateRepo(root: root, repo: "demo/Speech-Demo-Model", files: files)
+        let weightMap = (1...4).map { "\"layer\($0).weight\": \"model-0000\($0)-of-00004.safetensors\"" }.joined(separator: ", ")
+        try TestHub.writeRepo(root: root, repo: "demo/Speech-Demo-Model", files: [
+            "model.safetensors.index.json": Data("{\"metadata\": {}, \"weight_map\": {\(weightMap)}}".utf8),
+            "config.json": Data("{\"model_type\": \"demo\"}".utf8),
+            "tokenizer/vocab.json": Data("{\"a\": 0, \"b\": 1}".utf8),
+        ])
+        let hub = try TestHub(root: root)
+        defer { hub.stop() }
+        emit("test Hub at \(hub.baseURL); downloading demo/Speech-Demo-Model into \(base.path)\n")
+        var env = ProcessInfo.processInfo.environment
+        env["HF_ENDPOINT"] = hub.baseURL
+        env["HF_HUB_OFFLINE"] = nil
+        let code = runDownload(args, environment: env, repoOverride: "demo/Speech-Demo-Model")
+        return code
+    } catch {
+        die("demo failed: \(error)")
+    }
+}
+
+var argv = Array(CommandLine.arguments.dropFirst())
+let command = argv.isEmpty ? "help" : argv.removeFirst()
+do {
+    switch command {
+    case "download":
+        exit(runDownload(try Arguments(argv, valued: ["revision", "include", "cache-dir", "cache-base"],
+                                       flags: ["offline", "json"])))
+    case "resolve":
+        exit(runResolve(try Arguments(argv, valued: ["revision"], flags: [])))
+    case "demo":
+        exit(runDemo(try Arguments(argv, valued: ["size", "cache-base"], flags: ["json"])))
+    case "help", "--help", "-h":
+        print(usage)
+    default:
+        die("unknown command '\(command)'\n\(usage)", code: 64)
+    }
+} catch {
+    die("\(error)\n\(usage)", code: 64)
+}
