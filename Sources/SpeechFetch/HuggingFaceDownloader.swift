@@ -6,6 +6,8 @@ import Transfer
 
 /// Progress of a download call, weighted by bytes over the whole file set.
 public typealias DownloadProgress = TransferProgress
+/// Tuning knobs (range size, concurrency, stall guard, retries); see docs/cache-and-offline.md.
+public typealias DownloadSettings = Transfer.DownloadSettings
 
 /// What a download call produced.
 public struct DownloadResult: Sendable {

@@ -138,6 +138,13 @@ public final class TestHub: @unchecked Sendable {
         state.ledger.sawAuthorization(on: onCDN ? .cdn : .hub)
     }
 
+    /// Calls `observer` with each request-log line as it arrives, and whether the request
+    /// carried an Authorization header (on the connection's thread); nil stops it.
+    /// speech-testhub's `--log` prints them.
+    public func observeRequests(_ observer: (@Sendable (_ line: String, _ hadAuthorization: Bool) -> Void)?) {
+        state.ledger.observe(observer)
+    }
+
     public func resetCounters() {
         state.ledger.reset()
     }

@@ -26,13 +26,21 @@ final class TrafficLedger: @unchecked Sendable {
     /// Per file, each body's (start offset, bytes booked).
     private var fileRanges: [String: [(start: Int, count: Int)]] = [:]
     private var authorizationSeen: Set<String> = []
+    private var observer: (@Sendable (String, Bool) -> Void)?
 
     func recordRequest(on listener: Listener, method: String, target: String, hasAuthorization: Bool) {
-        lock.withLock {
+        let line = "\(listener.rawValue) \(method) \(target)"
+        let observer: (@Sendable (String, Bool) -> Void)? = lock.withLock {
             total += 1
-            log.append("\(listener.rawValue) \(method) \(target)")
+            log.append(line)
             if hasAuthorization { authorizationSeen.insert(listener.rawValue) }
+            return self.observer
         }
+        observer?(line, hasAuthorization)
+    }
+
+    func observe(_ observer: (@Sendable (String, Bool) -> Void)?) {
+        lock.withLock { self.observer = observer }
     }
 
     func recordFileRequest(_ file: String) {

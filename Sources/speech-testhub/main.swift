@@ -7,13 +7,15 @@ import TestHub
 
 let usage = """
     usage: speech-testhub --root DIR [--port N] [--cdn-port N] [--page-size N] [--faults FILE]
-                          [--lfs-oid-prefix] [--generate org/name:path=SIZE[,path=SIZE...]]...
+                          [--lfs-oid-prefix] [--log] [--generate org/name:path=SIZE[,path=SIZE...]]...
       --root DIR        folder whose <org>/<name>/ subfolders are served as repos (created if missing)
       --port N          Hub port on 127.0.0.1 (0, the default, picks a free one)
       --cdn-port N      CDN port on 127.0.0.1 (0, the default, picks a free one)
       --page-size N     tree listing entries per page (default 1000)
       --faults FILE     JSON scenario: faults, gated and private repos (see docs/testhub.md)
       --lfs-oid-prefix  write tree lfs.oid as "sha256:<hex>"
+      --log             print each request on stderr ("hub GET /api/...", "cdn GET /cdn/...",
+                        "[authorization]" after those that carried that header)
       --generate SPEC   write synthetic files first; SIZE takes K, M or G (binary), e.g. org/m:model.bin=3M
 
     """
@@ -51,6 +53,11 @@ func parseGenerate(_ spec: String) -> (repo: String, files: [String: Int]) {
     return (repo, files)
 }
 
+func parsePort(_ text: String, flag: String) -> UInt16 {
+    guard let port = UInt16(text) else { fail("\(flag) takes a number 0-65535, not '\(text)'") }
+    return port
+}
+
 /// The command line, parsed.
 struct Options {
     var root: String?
@@ -59,6 +66,7 @@ struct Options {
     var pageSize = 1000
     var faultsPath: String?
     var oidPrefix = false
+    var log = false
     var generate: [(repo: String, files: [String: Int])] = []
 
     static func parse(_ arguments: [String]) -> Options {
@@ -71,13 +79,14 @@ struct Options {
         while let arg = args.popFirst() {
             switch arg {
             case "--root": options.root = value(arg)
-            case "--port": options.port = UInt16(value(arg)) ?? fail("--port takes a number 0-65535")
-            case "--cdn-port": options.cdnPort = UInt16(value(arg)) ?? fail("--cdn-port takes a number 0-65535")
+            case "--port": options.port = parsePort(value(arg), flag: arg)
+            case "--cdn-port": options.cdnPort = parsePort(value(arg), flag: arg)
             case "--page-size":
                 guard let n = Int(value(arg)), n > 0 else { fail("--page-size takes a positive number") }
                 options.pageSize = n
             case "--faults": options.faultsPath = value(arg)
             case "--lfs-oid-prefix": options.oidPrefix = true
+            case "--log": options.log = true
             case "--generate": options.generate.append(parseGenerate(value(arg)))
             case "-h", "--help":
                 print(usage, terminator: "")
@@ -120,6 +129,11 @@ do {
 }
 hub.lfsOidPrefix = oidPrefix
 scenario.apply(to: hub)
+if options.log {
+    hub.observeRequests { line, hadAuthorization in
+        FileHandle.standardError.write(Data("speech-testhub: \(line)\(hadAuthorization ? " [authorization]" : "")\n".utf8))
+    }
+}
 
 FileHandle.standardOutput.write(Data((hub.baseURL + "\n").utf8))
 FileHandle.standardError.write(Data("speech-testhub: hub \(hub.baseURL), cdn \(hub.cdnURL), root \(rootURL.path)\n".utf8))
