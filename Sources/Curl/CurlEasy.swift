@@ -72,6 +72,8 @@ public final class CurlEasy: @unchecked Sendable {
         // The stall guard: fewer than 1 byte/s for `stallTimeout` seconds abandons the attempt.
         setLong(CURLOPT_LOW_SPEED_LIMIT, 1)
         setLong(CURLOPT_LOW_SPEED_TIME, max(1, Int(request.stallTimeout.rounded(.up))))
+        // libcurl's check averages speed over a few seconds; callers that need a precise guard
+        // (the transfer engine) run their own clock on top.
         setLong(CURLOPT_BUFFERSIZE, 256 * 1024)
         if request.method == .head { setLong(CURLOPT_NOBODY, 1) }
         if let r = request.range {

@@ -24,6 +24,19 @@ public struct Sidecar: Codable, Sendable, Equatable {
     /// Saved SHA-256 state (base64), valid for `hashedBytes`.
     public var hashState: String?
 
+    public init(path: String, size: Int64, rangeSize: Int64, commit: String, etag: String, sha256: String?,
+                done: [Int], hashedBytes: Int64, hashState: String?) {
+        self.path = path
+        self.size = size
+        self.rangeSize = rangeSize
+        self.commit = commit
+        self.etag = etag
+        self.sha256 = sha256
+        self.done = done
+        self.hashedBytes = hashedBytes
+        self.hashState = hashState
+    }
+
     func matches(_ other: Sidecar) -> Bool {
         version == other.version && path == other.path && size == other.size && rangeSize == other.rangeSize
             && commit == other.commit && etag == other.etag && sha256 == other.sha256
