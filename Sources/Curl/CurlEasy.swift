@@ -34,6 +34,9 @@ public final class CurlEasy: @unchecked Sendable {
     private var onBody: (UnsafeRawBufferPointer) -> Bool = { _ in true }
     /// Bytes of body received for the current request.
     public private(set) var bodyBytes: Int64 = 0
+    /// The stall guard's clock: when a byte last arrived (or the request started).
+    private var lastActivity = Date()
+    private var stalled = false
 
     public init() {
         _ = curlGlobalInit
@@ -61,6 +64,8 @@ public final class CurlEasy: @unchecked Sendable {
         collected = Data()
         abortedByUs = false
         bodyBytes = 0
+        lastActivity = Date()
+        stalled = false
 
         setString(CURLOPT_URL, request.url)
         setLong(CURLOPT_FOLLOWLOCATION, 0)
@@ -69,11 +74,10 @@ public final class CurlEasy: @unchecked Sendable {
         setString(CURLOPT_USERAGENT, "speech-fetch/0.1")
         setString(CURLOPT_ACCEPT_ENCODING, "identity")
         setLong(CURLOPT_CONNECTTIMEOUT_MS, max(1, Int(request.connectTimeout * 1000)))
-        // The stall guard: fewer than 1 byte/s for `stallTimeout` seconds abandons the attempt.
-        setLong(CURLOPT_LOW_SPEED_LIMIT, 1)
-        setLong(CURLOPT_LOW_SPEED_TIME, max(1, Int(request.stallTimeout.rounded(.up))))
-        // libcurl's check averages speed over a few seconds; callers that need a precise guard
-        // (the transfer engine) run their own clock on top.
+        // The stall guard runs in the progress callback (libcurl calls it at least once a second,
+        // idle or not): no byte for `stallTimeout` seconds abandons the attempt. libcurl's own
+        // low-speed check averages over several seconds, so it would fire late.
+        setLong(CURLOPT_NOPROGRESS, 0)
         setLong(CURLOPT_BUFFERSIZE, 256 * 1024)
         if request.method == .head { setLong(CURLOPT_NOBODY, 1) }
         if let r = request.range {
@@ -93,6 +97,10 @@ public final class CurlEasy: @unchecked Sendable {
             easy.headerLine(UnsafeRawBufferPointer(start: ptr, count: n))
             return n
         })
+        _ = sf_easy_setopt_pointer(handle, CURLOPT_XFERINFODATA, me)
+        _ = sf_easy_setopt_xferinfo_cb(handle, CURLOPT_XFERINFOFUNCTION, { user, _, _, _, _ in
+            Unmanaged<CurlEasy>.fromOpaque(user!).takeUnretainedValue().checkStall() ? 1 : 0
+        })
         _ = sf_easy_setopt_pointer(handle, CURLOPT_WRITEDATA, me)
         _ = sf_easy_setopt_data_cb(handle, CURLOPT_WRITEFUNCTION, { ptr, size, count, user in
             let easy = Unmanaged<CurlEasy>.fromOpaque(user!).takeUnretainedValue()
@@ -101,7 +109,15 @@ public final class CurlEasy: @unchecked Sendable {
         })
     }
 
+    /// True when the attempt must be abandoned: nothing arrived for the stall timeout.
+    private func checkStall() -> Bool {
+        if Date().timeIntervalSince(lastActivity) < request.stallTimeout { return false }
+        stalled = true
+        return true
+    }
+
     private func headerLine(_ bytes: UnsafeRawBufferPointer) {
+        lastActivity = Date()
         let line = String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
         if line.hasPrefix("HTTP/") {
             // A new response (e.g. after a 100 Continue): start over.
@@ -125,6 +141,7 @@ public final class CurlEasy: @unchecked Sendable {
     }
 
     private func body(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        lastActivity = Date()
         if !headersDone { decide() }
         switch disposition {
         case .abort:
@@ -149,10 +166,13 @@ public final class CurlEasy: @unchecked Sendable {
     func finish(code: CURLcode) -> CurlResult {
         if !headersDone, status >= 200 { decide() }
         if abortedByUs { return .aborted(status: status, headers: headers) }
+        if stalled {
+            return .transport(TransportError(code: Int(code.rawValue), message: "no data for \(request.stallTimeout) s",
+                                             url: request.url, isStall: true))
+        }
         if code != CURLE_OK {
             let message = String(cString: curl_easy_strerror(code))
-            let stall = code == CURLE_OPERATION_TIMEDOUT && status != 0
-            return .transport(TransportError(code: Int(code.rawValue), message: message, url: request.url, isStall: stall))
+            return .transport(TransportError(code: Int(code.rawValue), message: message, url: request.url))
         }
         return .response(HTTPResponse(status: status, headers: headers, body: collected, url: request.url))
     }

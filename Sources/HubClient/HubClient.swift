@@ -184,20 +184,36 @@ public final class HubClient: Sendable {
         return v
     }
 
-    /// The `rel="next"` target of a Link header, made absolute.
+    /// The `rel="next"` target of a Link header (RFC 8288), made absolute. Links are split only
+    /// at commas outside `<…>`, since a URL may itself contain commas.
     public static func nextLink(_ header: String?, relativeTo base: String) -> String? {
         guard let header else { return nil }
-        for part in header.split(separator: ",") {
-            let pieces = part.split(separator: ";").map { $0.trimmingCharacters(in: .whitespaces) }
-            guard let first = pieces.first, first.hasPrefix("<"), first.hasSuffix(">") else { continue }
-            let isNext = pieces.dropFirst().contains { p in
-                let compact = p.replacingOccurrences(of: " ", with: "")
-                return compact == "rel=\"next\"" || compact == "rel=next"
+        var links: [Substring] = []
+        var start = header.startIndex
+        var inURL = false
+        for i in header.indices {
+            switch header[i] {
+            case "<": inURL = true
+            case ">": inURL = false
+            case "," where !inURL:
+                links.append(header[start..<i])
+                start = header.index(after: i)
+            default: break
             }
-            if isNext {
-                let target = String(first.dropFirst().dropLast())
-                return URL(string: target, relativeTo: URL(string: base))?.absoluteString
+        }
+        links.append(header[start...])
+        for link in links {
+            let trimmed = link.trimmingCharacters(in: .whitespaces)
+            guard trimmed.hasPrefix("<"), let close = trimmed.firstIndex(of: ">") else { continue }
+            let target = String(trimmed[trimmed.index(after: trimmed.startIndex)..<close])
+            let params = trimmed[trimmed.index(after: close)...].split(separator: ";")
+                .map { $0.replacingOccurrences(of: " ", with: "").lowercased() }
+            let isNext = params.contains { p in
+                guard p.hasPrefix("rel=") else { return false }
+                let value = p.dropFirst(4).trimmingCharacters(in: CharacterSet(charactersIn: "\""))
+                return value.split(separator: " ").contains("next")
             }
+            if isNext { return URL(string: target, relativeTo: URL(string: base))?.absoluteString }
         }
         return nil
     }

@@ -62,8 +62,6 @@ final class RangeJob {
     var notBefore = Date.distantPast
     var url: String
     var failure: JobFailure?
-    /// When the current attempt last received a byte (or started): the stall guard's clock.
-    var lastActivity = Date()
 
     init(task: FileTask, index: Int?, start: Int64, end: Int64) {
         self.task = task

@@ -159,25 +159,10 @@ final class TransferRun: @unchecked Sendable {
                 idleHandles.append(easy)
                 handle(entry.job, result)
             }
-            abandonStalledJobs()
             // Done ranges become durable promptly: one sync at a time per file, so a crash
             // loses little more than the ranges in flight.
             for task in tasks where task.dirty { scheduleSync(task) }
             report(force: false)
-        }
-    }
-
-    /// The stall guard: an attempt with no byte for `stallTimeout` seconds is abandoned and retried
-    /// from the bytes it already wrote. (libcurl's own low-speed check averages over several
-    /// seconds, so it stays only as a backstop.)
-    private func abandonStalledJobs() {
-        let now = Date()
-        for (key, entry) in active where now.timeIntervalSince(entry.job.lastActivity) >= settings.stallTimeout {
-            multi.remove(entry.easy)
-            active.removeValue(forKey: key)
-            idleHandles.append(entry.easy)
-            retry(entry.job, HubError.transport(TransportError(
-                code: 28, message: "no data for \(settings.stallTimeout) s", url: entry.job.url, isStall: true)))
         }
     }
 
@@ -216,7 +201,6 @@ final class TransferRun: @unchecked Sendable {
     private func start(_ job: RangeJob) {
         let easy = idleHandles.popLast() ?? CurlEasy()
         job.failure = nil
-        job.lastActivity = Date()
         var request = HTTPRequest(url: job.url, headers: engine.client.headers(for: job.url),
                                   connectTimeout: settings.connectTimeout, stallTimeout: settings.stallTimeout)
         let ranged = job.sendsRange
@@ -283,7 +267,6 @@ final class TransferRun: @unchecked Sendable {
     }
 
     private func write(_ job: RangeJob, _ bytes: UnsafeRawBufferPointer) -> Bool {
-        job.lastActivity = Date()
         let offset = job.start + job.written
         let room = job.end - offset + 1
         let take = min(Int64(bytes.count), max(0, room))
