@@ -21,6 +21,7 @@ let package = Package(
                        providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CInotify",
                        providers: [.apt(["libinotifytools0-dev"])]),
+        .systemLibrary(name: "CSplice"),
 
         // One thin Swift wrapper per C library.
         .target(name: "Curl", dependencies: ["CCurl"]),
@@ -29,10 +30,10 @@ let package = Package(
 
         // The layers of docs/architecture.md, lowest first.
         .target(name: "HubClient", dependencies: ["Curl"]),
-        .target(name: "ModelCache", dependencies: ["HubClient", "Digest"]),
+        .target(name: "ModelCache", dependencies: ["HubClient", "Digest", "CSplice"]),
         .target(name: "Transfer", dependencies: ["Curl", "HubClient", "ModelCache", "Digest"]),
-        .target(name: "Spool", dependencies: ["ModelCache", "FileEvents"]),
-        .target(name: "SpeechFetch", dependencies: ["HubClient", "ModelCache", "Transfer", "Spool"]),
+        .target(name: "Spool", dependencies: ["HubClient", "ModelCache", "FileEvents"]),
+        .target(name: "SpeechFetch", dependencies: ["HubClient", "ModelCache", "Transfer", "Spool", "FileEvents"]),
 
         // The local stand-in for the Hub (tests, demo, fidelity check).
         .target(name: "TestHub", dependencies: ["Digest"]),

@@ -3,6 +3,7 @@
 // The staging file is created at full size (sparse) and written at each range's offset; the
 // sidecar records what a resume depends on. A sidecar that does not match the transfer
 // (size, range size, commit, etag) is discarded together with the staging file.
+import CSplice
 import Digest
 import Foundation
 import HubClient
@@ -134,6 +135,31 @@ public final class StagingFile: @unchecked Sendable {
                 throw CacheError.io(path: dataURL.path, operation: "write", errno: errno)
             }
             done += n
+        }
+    }
+
+    /// Copies a completed part (a file holding exactly range `index`) into place in the kernel
+    /// (reflink where the filesystem shares blocks, else copy_file_range), without marking it done.
+    public func splice(partAt partPath: String, index: Int) throws {
+        let r = range(index)
+        let length = r.end - r.start + 1
+        let part = open(partPath, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+        guard part >= 0 else { throw CacheError.io(path: partPath, operation: "open part", errno: errno) }
+        defer { close(part) }
+        var st = stat()
+        guard fstat(part, &st) == 0, Int64(st.st_size) == length else {
+            throw CacheError.sizeMismatch(path: partPath, expected: length, actual: Int64(st.st_size))
+        }
+        if sf_clone_range(part, 0, length, fd, r.start) == 0 { return }
+        var inOffset: Int64 = 0
+        var outOffset: Int64 = r.start
+        while inOffset < length {
+            let n = sf_copy_file_range(part, &inOffset, fd, &outOffset, Int(length - inOffset))
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw CacheError.io(path: dataURL.path, operation: "splice a part into", errno: errno)
+            }
+            if n == 0 { throw CacheError.sizeMismatch(path: partPath, expected: length, actual: inOffset) }
         }
     }
 

@@ -37,18 +37,6 @@ final class FileTask: @unchecked Sendable {
     }
 }
 
-/// Why a job's response was refused before (or while) its body was written.
-enum JobFailure {
-    case redirect(String)
-    case rangeIgnored
-    case expiredLocation
-    case http(HubError)
-    case badRange(String)
-    case changedOnServer(String)
-    case write(Error)
-    case overflow
-}
-
 /// One request's worth of work: a range of a file (`index == nil` for the whole file).
 final class RangeJob {
     let task: FileTask

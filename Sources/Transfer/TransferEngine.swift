@@ -216,48 +216,22 @@ final class TransferRun: @unchecked Sendable {
 
     /// Decides, from status and headers alone, whether this body may be written for `job`.
     private func accept(_ job: RangeJob, status: Int, headers: HTTPHeaders, ranged: Bool) -> BodyDisposition {
-        let task = job.task
-        switch status {
-        case 206 where ranged:
-            let want = (job.start + job.written, job.end, task.file.size)
-            guard let got = TransferRun.parseContentRange(headers["Content-Range"]),
-                  got.start == want.0, got.end == want.1, got.total == nil || got.total == want.2 else {
-                job.failure = .badRange("Content-Range '\(headers["Content-Range"] ?? "none")' does not match bytes \(want.0)-\(want.1)/\(want.2)")
-                return .abort
-            }
-            return checkEtag(job, headers) ? .stream : .abort
-        case 200:
-            if ranged && !(job.start + job.written == 0 && job.end == task.file.size - 1) {
-                job.failure = .rangeIgnored  // never write a whole body at a range's offset
-                return .abort
-            }
-            if let length = headers["Content-Length"].flatMap({ Int64($0) }), length != task.file.size {
-                job.failure = .badRange("Content-Length \(length) but the tree says \(task.file.size) bytes")
-                return .abort
-            }
-            return checkEtag(job, headers) ? .stream : .abort
-        case 206:
-            job.failure = .badRange("206 to a request without Range")
+        switch RangeResponse.verdict(status: status, headers: headers, url: job.url, from: job.start + job.written,
+                                     end: job.end, size: job.task.file.size, ranged: ranged,
+                                     isHubOrigin: engine.client.endpoint.isSameOrigin(job.url)) {
+        case .stream(let etag):
+            return pin(job, etag) ? .stream : .abort
+        case .refuse(let why):
+            job.failure = why
             return .abort
-        case 300..<400:
-            if let location = headers["Location"],
-               let target = URL(string: location, relativeTo: URL(string: job.url))?.absoluteString {
-                job.failure = .redirect(target)
-            } else {
-                job.failure = .badRange("redirect without Location")
-            }
-            return .abort
-        case 403 where !engine.client.endpoint.isSameOrigin(job.url):
-            job.failure = .expiredLocation  // a signed CDN URL that expired: resolve again
-            return .abort
-        default:
-            return .collect(limit: 64 << 10)  // an error answer: keep its message
+        case .errorBody:
+            return .collect(limit: 64 << 10)
         }
     }
 
-    private func checkEtag(_ job: RangeJob, _ headers: HTTPHeaders) -> Bool {
-        guard let raw = headers["ETag"] else { return true }
-        let etag = raw.hasPrefix("W/") ? String(raw.dropFirst(2)) : raw
+    /// Every range of a file must carry the ETag its first range came with.
+    private func pin(_ job: RangeJob, _ etag: String?) -> Bool {
+        guard let etag else { return true }
         if let pinned = job.task.pinnedEtag, pinned != etag {
             job.failure = .changedOnServer("ETag changed from \(pinned) to \(etag)")
             return false
@@ -338,8 +312,6 @@ final class TransferRun: @unchecked Sendable {
             fail(error)
         case .overflow:
             retry(job, HubError.badResponse(url: job.url, reason: "the server sent more bytes than asked for"))
-        case .http(let error):
-            error.isRetryable ? retry(job, error) : fail(error)
         case nil:
             retry(job, HubError.badResponse(url: job.url, reason: "transfer stopped (HTTP \(status))"))
         }
@@ -448,17 +420,6 @@ final class TransferRun: @unchecked Sendable {
         progress(TransferProgress(completedBytes: completedBytes, totalBytes: totalBytes, filesDone: filesDone,
                                   filesTotal: filesTotal, currentFile: currentFile, bytesPerSecond: max(0, rate),
                                   completedFile: completed))
-    }
-
-    /// Parses `bytes a-b/total` (total may be `*`).
-    static func parseContentRange(_ header: String?) -> (start: Int64, end: Int64, total: Int64?)? {
-        guard let header, header.lowercased().hasPrefix("bytes ") else { return nil }
-        let spec = header.dropFirst(6)
-        let halves = spec.split(separator: "/", maxSplits: 1)
-        guard halves.count == 2 else { return nil }
-        let bounds = halves[0].split(separator: "-", maxSplits: 1)
-        guard bounds.count == 2, let start = Int64(bounds[0]), let end = Int64(bounds[1]) else { return nil }
-        return (start, end, halves[1] == "*" ? nil : Int64(halves[1]))
     }
 }
 

@@ -1,0 +1,50 @@
+// DirectoryWatcher - sleeps until something changes in a few directories (inotify through
+// libinotifytools), or a timeout passes. libinotifytools keeps global state, so there is one
+// watcher per process.
+import CInotify
+import Foundation
+
+public final class DirectoryWatcher: @unchecked Sendable {
+    /// The process's watcher; nil when inotify cannot be initialised (then callers only poll).
+    public static let shared: DirectoryWatcher? = DirectoryWatcher()
+
+    private let lock = NSLock()
+    private var watched = Set<String>()
+
+    private init?() {
+        guard inotifytools_initialize() != 0 else { return nil }
+    }
+
+    /// Watches `directory` for files created, moved in, written or deleted. Idempotent.
+    @discardableResult
+    public func watch(_ directory: String) -> Bool {
+        lock.withLock {
+            if watched.contains(directory) { return true }
+            let events = Int32(IN_CREATE | IN_MOVED_TO | IN_CLOSE_WRITE | IN_DELETE | IN_MOVED_FROM | IN_ATTRIB)
+            guard inotifytools_watch_file(directory, events) != 0 else { return false }
+            watched.insert(directory)
+            return true
+        }
+    }
+
+    /// Blocks until an event arrives in a watched directory (true) or `seconds` pass (false),
+    /// then drains whatever else is queued. Costs no CPU while it waits.
+    public func wait(seconds: Int) -> Bool {
+        guard inotifytools_next_event(max(1, seconds)) != nil else { return false }
+        while inotifytools_next_event(0) != nil {}
+        return true
+    }
+}
+
+/// Which filesystems report other machines' writes through inotify.
+public enum FilesystemKind {
+    /// False for network and FUSE filesystems (NFS, SMB/CIFS, FUSE, Ceph, Lustre, GPFS, 9p…),
+    /// where inotify sees only this machine's writes and a bounded poll is needed.
+    public static func inotifySeesAllWriters(_ path: String) -> Bool {
+        var st = statfs()
+        guard statfs(path, &st) == 0 else { return false }
+        let remote: Set<Int> = [0x6969, 0x65735546, 0xFF534D42, 0xFE534D42, 0x517B, 0x00C36400, 0x0BD00BD0,
+                                0x47504653, 0x01021997, 0x013111A8, 0x73757245]
+        return !remote.contains(Int(UInt32(truncatingIfNeeded: Int(st.f_type))))
+    }
+}

@@ -1,0 +1,252 @@
+// Spool - the filesystem job queue one cache base shares between processes and nodes.
+// docs/protocol.md ("The spool") is the specification; every method below is one of its steps.
+import Foundation
+import HubClient
+import ModelCache
+
+public enum RequestState: Sendable, Equatable {
+    case active
+    case done
+    case failed(String)
+}
+
+/// A range job claimed by this process: `claimed/<job>@<node>@<pid>`, its mtime the lease.
+public struct ClaimedJob: Sendable {
+    public let name: String
+    public let path: String
+    public let plan: PlannedFile
+    public let index: Int
+}
+
+public final class Spool: @unchecked Sendable {
+    public let root: String
+    public let owner: LockOwner
+    /// Seconds after which a claim or lock that was not refreshed may be revoked.
+    public let lease: Double
+    private var counter = 0
+    private let lock = NSLock()
+
+    public var tmp: String { root + "/tmp" }
+    public var requestsDir: String { root + "/requests" }
+    public var doneDir: String { root + "/done" }
+    public var failedDir: String { root + "/failed" }
+    public var plansDir: String { root + "/plans" }
+    public var readyDir: String { root + "/jobs/ready" }
+    public var claimedDir: String { root + "/jobs/claimed" }
+    public var partsDir: String { root + "/parts" }
+    public var failuresDir: String { root + "/failures" }
+    public var supervisorsDir: String { root + "/supervisors" }
+
+    /// Opens (creating when needed) the spool of the cache base `base`.
+    public init(base: URL, node: String, lease: Double = 30) throws {
+        root = base.standardizedFileURL.path + "/spool"
+        owner = LockOwner(node: node)
+        self.lease = lease
+        for dir in [root, tmp, requestsDir, doneDir, failedDir, plansDir, root + "/jobs", readyDir, claimedDir,
+                    partsDir, failuresDir, supervisorsDir] {
+            try SpoolFS.makeDirectory(dir)
+        }
+    }
+
+    /// A fresh unique name in `tmp/` (node, pid, counter: unique across nodes).
+    public func tempPath(_ hint: String) -> String {
+        let n = lock.withLock { counter += 1; return counter }
+        return "\(tmp)/\(hint).\(owner.node).\(owner.pid).\(n)"
+    }
+
+    /// "Now" on the spool filesystem's clock.
+    public func serverNow() -> Double { SpoolFS.serverNow(probe: root + "/clock") }
+
+    // MARK: Requests
+
+    /// Writes a request unless the same one exists. Returns false when it was already there.
+    @discardableResult
+    public func submit(_ request: SpoolRequest) throws -> Bool {
+        let temp = tempPath("request")
+        try SpoolFS.writeNew(temp, try JSONEncoder().encode(request))
+        let target = "\(requestsDir)/\(request.id).json"
+        let fresh = try SpoolFS.publishOnce(temp, as: target)
+        if !fresh {
+            // Asked again: a failure or completion of the earlier round no longer applies.
+            unlink("\(failedDir)/\(request.id).json")
+            unlink("\(doneDir)/\(request.id)")
+        }
+        return fresh
+    }
+
+    public func requests() -> [SpoolRequest] {
+        SpoolFS.list(requestsDir).filter { $0.hasSuffix(".json") }.compactMap { name in
+            SpoolFS.read("\(requestsDir)/\(name)").flatMap { try? JSONDecoder().decode(SpoolRequest.self, from: $0) }
+        }
+    }
+
+    public func state(of id: String) -> RequestState {
+        if let data = SpoolFS.read("\(failedDir)/\(id).json") {
+            let reason = (try? JSONSerialization.jsonObject(with: data) as? [String: Any])?["reason"] as? String
+            return .failed(reason ?? "failed")
+        }
+        return access("\(doneDir)/\(id)", F_OK) == 0 ? .done : .active
+    }
+
+    public func markDone(_ id: String) {
+        let temp = tempPath("done")
+        guard (try? SpoolFS.writeNew(temp, Data())) != nil else { return }
+        _ = try? SpoolFS.publishOnce(temp, as: "\(doneDir)/\(id)")
+    }
+
+    public func markFailed(_ id: String, reason: String) {
+        let temp = tempPath("failed")
+        guard let data = try? JSONSerialization.data(withJSONObject: ["reason": reason]),
+              (try? SpoolFS.writeNew(temp, data)) != nil else { return }
+        _ = try? SpoolFS.publishOnce(temp, as: "\(failedDir)/\(id).json")
+    }
+
+    // MARK: Plans and jobs
+
+    public func plannedFile(_ key: String) -> PlannedFile? {
+        SpoolFS.read("\(plansDir)/\(key).json").flatMap { try? JSONDecoder().decode(PlannedFile.self, from: $0) }
+    }
+
+    public func plannedFiles() -> [PlannedFile] {
+        SpoolFS.list(plansDir).filter { $0.hasSuffix(".json") }.compactMap { plannedFile(String($0.dropLast(5))) }
+    }
+
+    /// Splits a file into ready jobs for `pending` ranges, then publishes the plan. Jobs are
+    /// created with link(2) under deterministic names, so two planners create each job once;
+    /// the plan is published last, so a planner that dies half way leaves a file others re-plan.
+    public func plan(_ file: PlannedFile, pending: [Int]) throws {
+        for index in pending where !hasPart(file, index) {
+            let name = file.jobName(index)
+            if claimant(of: name) != nil { continue }
+            let temp = tempPath("job")
+            try SpoolFS.writeNew(temp, Data())
+            try SpoolFS.publishOnce(temp, as: "\(readyDir)/\(name)")
+        }
+        let temp = tempPath("plan")
+        try SpoolFS.writeNew(temp, try JSONEncoder().encode(file))
+        try SpoolFS.publishOnce(temp, as: "\(plansDir)/\(file.key).json")
+    }
+
+    public func readyJobs() -> [String] { SpoolFS.list(readyDir).sorted() }
+
+    /// Claims a ready job by renaming it to `claimed/<job>@<node>@<pid>`; nil when someone else won.
+    public func claim(_ name: String) -> ClaimedJob? {
+        guard let (key, index) = PlannedFile.parseJob(name), let plan = plannedFile(key) else { return nil }
+        let path = "\(claimedDir)/\(name)@\(owner)"
+        guard rename("\(readyDir)/\(name)", path) == 0 else { return nil }
+        SpoolFS.touch(path)
+        return ClaimedJob(name: name, path: path, plan: plan, index: index)
+    }
+
+    /// Who holds a job's claim, if anyone.
+    public func claimant(of job: String) -> String? {
+        SpoolFS.list(claimedDir).first { $0.hasPrefix(job + "@") }
+    }
+
+    public func refresh(_ claim: ClaimedJob) { SpoolFS.touch(claim.path) }
+
+    /// Where a worker writes a part before publishing it.
+    public func partTempPath(_ claim: ClaimedJob) -> String { tempPath("part-\(claim.name)") }
+
+    /// Publishes a finished, synced part and drops the claim.
+    public func publishPart(_ temp: String, for claim: ClaimedJob) throws {
+        guard rename(temp, "\(partsDir)/\(claim.name).part") == 0 else {
+            throw SpoolError.io(path: temp, operation: "publish part", errno: errno)
+        }
+        unlink(claim.path)
+    }
+
+    /// Gives a claim back (the job returns to ready), e.g. when a worker drains.
+    public func unclaim(_ claim: ClaimedJob) { rename(claim.path, "\(readyDir)/\(claim.name)") }
+
+    public func hasPart(_ file: PlannedFile, _ index: Int) -> Bool {
+        access("\(partsDir)/\(file.jobName(index)).part", F_OK) == 0
+    }
+
+    /// Completed parts waiting to be spliced, by file key.
+    public func partsByFile() -> [String: [Int]] {
+        var result: [String: [Int]] = [:]
+        for name in SpoolFS.list(partsDir) where name.hasSuffix(".part") {
+            if let (key, index) = PlannedFile.parseJob(String(name.dropLast(5))) { result[key, default: []].append(index) }
+        }
+        return result
+    }
+
+    public func partPath(_ file: PlannedFile, _ index: Int) -> String { "\(partsDir)/\(file.jobName(index)).part" }
+
+    /// Moves claims of dead local processes, and claims not refreshed within the lease (on the
+    /// file server's clock), back to ready. Claims whose part was published are just dropped.
+    /// Returns the revoked job names.
+    @discardableResult
+    public func revokeExpiredClaims() -> [String] {
+        var revoked: [String] = []
+        let now = serverNow()
+        for entry in SpoolFS.list(claimedDir) {
+            guard let at = entry.firstIndex(of: "@"), let holder = LockOwner(tag: String(entry[entry.index(after: at)...])) else { continue }
+            let job = String(entry[..<at])
+            let path = "\(claimedDir)/\(entry)"
+            let dead: Bool
+            if holder.node == owner.node {
+                dead = !SpoolFS.processAlive(holder.pid)
+            } else {
+                dead = now - (SpoolFS.mtime(path) ?? now) > lease
+            }
+            guard dead else { continue }
+            if access("\(partsDir)/\(job).part", F_OK) == 0 {
+                unlink(path)
+            } else if rename(path, "\(readyDir)/\(job)") == 0 {
+                revoked.append(job)
+            }
+        }
+        return revoked
+    }
+
+    /// A file's unrecoverable failure (404, gated, checksum), recorded by whoever met it.
+    public func recordFailure(_ key: String, reason: String) {
+        let temp = tempPath("failure")
+        guard let data = try? JSONSerialization.data(withJSONObject: ["reason": reason]),
+              (try? SpoolFS.writeNew(temp, data)) != nil else { return }
+        _ = try? SpoolFS.publishOnce(temp, as: "\(failuresDir)/\(key).json")
+    }
+
+    public func failure(of key: String) -> String? {
+        SpoolFS.read("\(failuresDir)/\(key).json").flatMap {
+            (try? JSONSerialization.jsonObject(with: $0) as? [String: Any])?["reason"] as? String
+        }
+    }
+
+    public func clearFailure(_ key: String) { unlink("\(failuresDir)/\(key).json") }
+
+    /// Forgets a file once it is final or failed: its ready jobs, its leftover parts, its plan.
+    public func dropPlan(_ file: PlannedFile) {
+        for index in 0..<file.rangeCount {
+            unlink("\(readyDir)/\(file.jobName(index))")
+            unlink(partPath(file, index))
+        }
+        unlink("\(plansDir)/\(file.key).json")
+    }
+
+    // MARK: Supervisors
+
+    /// Records that this node's supervisor is alive (its mtime is the heartbeat).
+    public func heartbeat() {
+        let path = "\(supervisorsDir)/\(owner.node)"
+        let temp = tempPath("supervisor")
+        if (try? SpoolFS.writeNew(temp, Data("\(owner.pid)".utf8))) != nil { rename(temp, path) }
+    }
+
+    public func retireSupervisor() { unlink("\(supervisorsDir)/\(owner.node)") }
+
+    /// Nodes whose supervisor is alive: a live pid on this node, a fresh heartbeat elsewhere.
+    public func liveSupervisors() -> [String] {
+        let now = serverNow()
+        return SpoolFS.list(supervisorsDir).filter { node in
+            let path = "\(supervisorsDir)/\(node)"
+            if node == owner.node {
+                guard let data = SpoolFS.read(path), let pid = Int32(String(decoding: data, as: UTF8.self)) else { return false }
+                return SpoolFS.processAlive(pid)
+            }
+            return now - (SpoolFS.mtime(path) ?? 0) <= lease
+        }
+    }
+}

@@ -1,0 +1,71 @@
+// SpoolRecords - the JSON records of the spool: requests and planned files.
+import Digest
+import Foundation
+import HubClient
+
+/// A caller's request: these files of this repo at this commit, into this model directory.
+public struct SpoolRequest: Codable, Sendable, Equatable {
+    public var version = 1
+    /// Deterministic: the same directory, commit and files give the same id, so two callers
+    /// asking for the same thing create one request.
+    public let id: String
+    public let repo: String
+    public let revision: String
+    public let commit: String
+    public let modelDir: String
+    public let files: [RepoFile]
+    public let node: String
+    public let createdAt: Double
+
+    public init(repo: String, revision: String, commit: String, modelDir: String, files: [RepoFile], node: String) {
+        let paths = files.map(\.path).sorted().joined(separator: "\n")
+        id = String(SHA256.hex(of: Data("\(modelDir)\n\(commit)\n\(paths)".utf8)).prefix(24))
+        self.repo = repo
+        self.revision = revision
+        self.commit = commit
+        self.modelDir = modelDir
+        self.files = files
+        self.node = node
+        createdAt = Date().timeIntervalSince1970
+    }
+}
+
+/// One file split into range jobs: everything a worker or splicer needs to know about it.
+public struct PlannedFile: Codable, Sendable, Equatable {
+    public var version = 1
+    public let key: String
+    public let repo: String
+    public let modelDir: String
+    public let commit: String
+    public let file: RepoFile
+    public let rangeSize: Int64
+    public let rangeCount: Int
+
+    public init(repo: String, modelDir: String, commit: String, file: RepoFile, rangeSize: Int64) {
+        key = PlannedFile.key(modelDir: modelDir, path: file.path, commit: commit)
+        self.repo = repo
+        self.modelDir = modelDir
+        self.commit = commit
+        self.file = file
+        self.rangeSize = rangeSize
+        rangeCount = Int((file.size + rangeSize - 1) / rangeSize)
+    }
+
+    /// The file's key in job and part names: a digest of directory, path and commit.
+    public static func key(modelDir: String, path: String, commit: String) -> String {
+        String(SHA256.hex(of: Data("\(modelDir)\n\(path)\n\(commit)".utf8)).prefix(24))
+    }
+
+    public func jobName(_ index: Int) -> String { String(format: "%@.%06d", key, index) }
+
+    public func range(_ index: Int) -> (start: Int64, end: Int64) {
+        let start = Int64(index) * rangeSize
+        return (start, min(file.size, start + rangeSize) - 1)
+    }
+
+    /// Splits a job name into file key and range index.
+    public static func parseJob(_ name: String) -> (key: String, index: Int)? {
+        guard let dot = name.lastIndex(of: "."), let index = Int(name[name.index(after: dot)...]) else { return nil }
+        return (String(name[..<dot]), index)
+    }
+}
