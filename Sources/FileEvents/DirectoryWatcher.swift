@@ -27,12 +27,12 @@ public final class DirectoryWatcher: @unchecked Sendable {
         }
     }
 
-    /// Blocks until an event arrives in a watched directory (true) or `seconds` pass (false),
-    /// then drains whatever else is queued. Costs no CPU while it waits.
+    /// Blocks until an event arrives in a watched directory (true) or `seconds` pass (false).
+    /// Costs no CPU while it waits. Events are not drained: callers re-scan on every wake, so a
+    /// queued event only causes one more cheap scan. (libinotifytools treats a timeout of 0 as
+    /// "block", so there is no non-blocking drain.)
     public func wait(seconds: Int) -> Bool {
-        guard inotifytools_next_event(max(1, seconds)) != nil else { return false }
-        while inotifytools_next_event(0) != nil {}
-        return true
+        inotifytools_next_event(max(1, seconds)) != nil
     }
 }
 

@@ -2,6 +2,7 @@
 import Foundation
 import HubClient
 import ModelCache
+import Spool
 import Transfer
 
 /// Progress of a download call, weighted by bytes over the whole file set.
@@ -21,13 +22,15 @@ public struct DownloadResult: Sendable {
     public let fetched: [String]
     /// Set when the Hub was unreachable and the call was satisfied from the cache.
     public let warning: String?
+    /// True when the transfer was handed to speech-fetchd (detached, or waited for).
+    public var handedOver: Bool = false
 }
 
 /// Downloads model repositories into the cache. Shared by every model; safe to use from many tasks.
 public final class HuggingFaceDownloader: Sendable {
     public let client: HubClient
     public let settings: DownloadSettings
-    private let environment: [String: String]
+    let environment: [String: String]
 
     /// A downloader configured from the environment (`HF_ENDPOINT`, `HF_TOKEN`, `HF_DOWNLOAD_*`).
     public init(environment: [String: String] = ProcessInfo.processInfo.environment, settings: DownloadSettings? = nil) {
@@ -80,6 +83,7 @@ public final class HuggingFaceDownloader: Sendable {
     /// The same call, blocking the calling thread (command-line tools, worker processes).
     public func downloadBlocking(repo rawRepo: String, revision: String = "main", include: [String] = [],
                                  cacheDir: URL? = nil, cacheBaseDir: URL? = nil, offlineMode: Bool? = nil,
+                                 host: TransferHost = .automatic,
                                  progress: @escaping @Sendable (DownloadProgress) -> Void = { _ in },
                                  isCancelled: @escaping @Sendable () -> Bool = { false }) throws -> DownloadResult {
         if cacheDir != nil && cacheBaseDir != nil { throw DownloadError.conflictingDirectories }
@@ -115,11 +119,12 @@ public final class HuggingFaceDownloader: Sendable {
                                                missing: directory.missingOffline(selection, repo: repo.description),
                                                cause: "\(error)")
         }
-        return try fetch(snapshot, repo: repo, selection: selection, into: directory, progress: progress, isCancelled: isCancelled)
+        return try fetch(snapshot, repo: repo, selection: selection, into: directory, spoolBase: cacheBaseDir ?? defaultCacheBase,
+                         host: host, progress: progress, isCancelled: isCancelled)
     }
 
     private func fetch(_ snapshot: RepoSnapshot, repo: RepoID, selection: FileSelection, into directory: ModelDirectory,
-                       progress: @escaping @Sendable (DownloadProgress) -> Void,
+                       spoolBase: URL, host: TransferHost, progress: @escaping @Sendable (DownloadProgress) -> Void,
                        isCancelled: @escaping @Sendable () -> Bool) throws -> DownloadResult {
         let previous = directory.readManifest()
         let selected = try FilePlan.select(snapshot.files, selection, repo: repo.description)
@@ -137,10 +142,35 @@ public final class HuggingFaceDownloader: Sendable {
         let indexes = try indexFiles.map { try ShardIndex(contentsOf: directory.finalURL($0.path), path: $0.path) }
         let needed = try FilePlan.applyIndexes(indexes, selected: selected, all: snapshot.files, repo: repo.description)
 
-        let missing = needed.filter { !isCurrent($0, in: directory, previous: previous) }
-        let present = needed.filter { isCurrent($0, in: directory, previous: previous) }
+        var missing = needed.filter { !isCurrent($0, in: directory, previous: previous) }
+        let spool = spool(base: spoolBase)
+        if !missing.isEmpty, let spool {
+            let daemon = !spool.liveSupervisors().isEmpty
+            switch host {
+            case .detach(let executable):
+                let request = SpoolRequest(repo: repo.description, revision: snapshot.revision, commit: snapshot.commit,
+                                           modelDir: directory.path, files: needed, node: settings.node)
+                try spool.submit(request)
+                if !daemon { try startDaemon(executable: executable, base: spoolBase, spool: spool) }
+                return DownloadResult(directory: directory.url, files: needed.map(\.path), commit: snapshot.commit,
+                                      fetched: [], warning: nil, handedOver: true)
+            case .automatic where daemon:
+                let request = SpoolRequest(repo: repo.description, revision: snapshot.revision, commit: snapshot.commit,
+                                           modelDir: directory.path, files: needed, node: settings.node)
+                try spool.submit(request)
+                try waitFor(request, spool: spool, progress: progress, isCancelled: isCancelled)
+                try directory.writeManifest(snapshot)
+                return DownloadResult(directory: directory.url, files: needed.map(\.path), commit: snapshot.commit,
+                                      fetched: missing.map(\.path), warning: nil, handedOver: true)
+            default:
+                adopt(missing, commit: snapshot.commit, directory: directory, spool: spool)
+                missing = missing.filter { !directory.isComplete($0) }
+            }
+        }
+        let present = needed.filter { file in !missing.contains { $0.path == file.path } }
         try engine.fetch(missing, alreadyComplete: present, repo: repo, commit: snapshot.commit, into: directory,
                          progress: progress, isCancelled: isCancelled)
+        if let spool { retirePlans(missing, commit: snapshot.commit, directory: directory, spool: spool) }
         fetched += missing.map(\.path)
         try directory.writeManifest(snapshot)
         return DownloadResult(directory: directory.url, files: needed.map(\.path), commit: snapshot.commit,

@@ -25,12 +25,14 @@ final class RepoCatalog: @unchecked Sendable {
 
     private struct Digests {
         let sha256: String
-        let blobSHA1: String
+        /// Only for files stored in git (not LFS): their blob id.
+        let blobSHA1: String?
     }
 
     let root: URL
     private let lock = NSLock()
-    private var digestCache: [DigestKey: Digests] = [:]
+    /// Per disk path, the digests of its last seen version (an older version is forgotten).
+    private var digestCache: [String: (key: DigestKey, digests: Digests)] = [:]
 
     init(root: URL) {
         self.root = root.standardizedFileURL
@@ -100,26 +102,27 @@ final class RepoCatalog: @unchecked Sendable {
         let size = Int(st.st_size)
         let key = DigestKey(path: diskPath, size: size, mtimeSeconds: Int(st.st_mtim.tv_sec),
                             mtimeNanoseconds: Int(st.st_mtim.tv_nsec), inode: UInt64(st.st_ino))
+        let lfs = RepoCatalog.isLFS(path: path, size: size)
         let digests: Digests
-        if let cached = digestCache[key] {
-            digests = cached
+        if let cached = digestCache[diskPath], cached.key == key, lfs || cached.digests.blobSHA1 != nil {
+            digests = cached.digests
         } else {
-            guard let fresh = RepoCatalog.hash(diskPath: diskPath, size: size) else { return nil }
-            digestCache[key] = fresh
+            guard let fresh = RepoCatalog.hash(diskPath: diskPath, size: size, gitBlob: !lfs) else { return nil }
+            digestCache[diskPath] = (key, fresh)
             digests = fresh
         }
-        if RepoCatalog.isLFS(path: path, size: size) {
+        if lfs {
             let pointer = LFSPointer.text(sha256: digests.sha256, size: size)
             return RepoFile(path: path, diskPath: diskPath, size: size, sha256: digests.sha256,
                             gitOid: LFSPointer.gitBlobID(of: Data(pointer.utf8)), isLFS: true,
                             pointerSize: pointer.utf8.count)
         }
         return RepoFile(path: path, diskPath: diskPath, size: size, sha256: digests.sha256,
-                        gitOid: digests.blobSHA1, isLFS: false, pointerSize: 0)
+                        gitOid: digests.blobSHA1 ?? "", isLFS: false, pointerSize: 0)
     }
 
-    /// SHA-256 of the content and its git blob SHA-1, in one pass of 1 MiB reads.
-    private static func hash(diskPath: String, size: Int) -> Digests? {
+    /// SHA-256 of the content and, when `gitBlob`, its git blob SHA-1, in one pass of 1 MiB reads.
+    private static func hash(diskPath: String, size: Int, gitBlob: Bool) -> Digests? {
         let fd = open(diskPath, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { return nil }
         defer { close(fd) }
@@ -135,10 +138,10 @@ final class RepoCatalog: @unchecked Sendable {
             guard n > 0 else { return nil }
             let chunk = UnsafeRawBufferPointer(rebasing: buffer[0 ..< n])
             sha256.update(chunk)
-            sha1.update(chunk)
+            if gitBlob { sha1.update(chunk) }
             offset += n
         }
-        return Digests(sha256: sha256.finalizeHex(), blobSHA1: sha1.finalizeHex())
+        return Digests(sha256: sha256.finalizeHex(), blobSHA1: gitBlob ? sha1.finalizeHex() : nil)
     }
 }
 

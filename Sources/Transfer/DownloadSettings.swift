@@ -1,6 +1,7 @@
 // DownloadSettings - the tuning knobs, with the page's defaults and their environment variables.
 import Foundation
 import HubClient
+import ModelCache
 
 public struct DownloadSettings: Sendable, Equatable {
     /// Files at or above this size transfer as concurrent ranges (`HF_DOWNLOAD_RANGE_THRESHOLD`).
@@ -14,6 +15,12 @@ public struct DownloadSettings: Sendable, Equatable {
     public var connectTimeout: Double = 15
     /// Attempts and backoff (`SPEECH_FETCH_RETRY_ATTEMPTS`, `SPEECH_FETCH_RETRY_DELAYS` as "5,15,30,60").
     public var retry = RetryPolicy()
+    /// This machine's name in claims and locks (`SPEECH_FETCH_NODE`, default the host name).
+    public var node: String = LockOwner.localNode()
+    /// Seconds after which a claim or lock that was not refreshed may be revoked (`SPEECH_FETCH_LEASE_SECONDS`).
+    public var lease: Double = 30
+    /// Bounded poll where inotify cannot see other machines' writes (`SPEECH_FETCH_POLL_SECONDS`).
+    public var pollInterval: Double = 1
 
     public static let pageSize: Int64 = 64 << 10
 
@@ -33,6 +40,15 @@ public struct DownloadSettings: Sendable, Equatable {
         }
         if let v = env["HF_DOWNLOAD_STALL_TIMEOUT"].flatMap({ Double($0.trimmingCharacters(in: .whitespaces)) }), v > 0 {
             s.stallTimeout = v
+        }
+        if let v = env["SPEECH_FETCH_NODE"], !v.trimmingCharacters(in: .whitespaces).isEmpty {
+            s.node = LockOwner.localNode(v)
+        }
+        if let v = env["SPEECH_FETCH_LEASE_SECONDS"].flatMap({ Double($0.trimmingCharacters(in: .whitespaces)) }), v > 0 {
+            s.lease = v
+        }
+        if let v = env["SPEECH_FETCH_POLL_SECONDS"].flatMap({ Double($0.trimmingCharacters(in: .whitespaces)) }), v > 0 {
+            s.pollInterval = v
         }
         var attempts = s.retry.attempts
         var delays = s.retry.delays

@@ -48,6 +48,10 @@ final class TransferRun: @unchecked Sendable {
     var active: [ObjectIdentifier: (job: RangeJob, easy: CurlEasy)] = [:]
     var tasks: [FileTask] = []
     var fatal: Error?
+    /// Staging locks this run holds (one per file it writes), and files another process holds.
+    var locks: [StagingLock] = []
+    var heldElsewhere: [RepoFile] = []
+    var lastLockRefresh = Date()
 
     // Progress.
     var completedBytes: Int64 = 0
@@ -81,11 +85,52 @@ final class TransferRun: @unchecked Sendable {
         report(force: true)
         do {
             try loop()
+            releaseLocks()
+            try waitForOtherWriters()
         } catch {
             shutDown()
             throw error
         }
         report(force: true)
+    }
+
+    /// Files another live process is staging: wait until they are final, or take them over
+    /// when their writer goes away.
+    private func waitForOtherWriters() throws {
+        while !heldElsewhere.isEmpty {
+            if isCancelled() { throw CancellationError() }
+            var takeOver: [RepoFile] = []
+            heldElsewhere.removeAll { file in
+                if directory.isComplete(file) {
+                    filesDone += 1
+                    completedBytes += file.size
+                    report(force: true, completed: file.path)
+                    return true
+                }
+                if let lock = StagingLock.acquire(file.path, in: directory, owner: owner, lease: settings.lease) {
+                    lock.release()
+                    takeOver.append(file)
+                    return true
+                }
+                return false
+            }
+            if !takeOver.isEmpty {
+                let run = TransferRun(engine: engine, repo: repo, commit: commit, directory: directory,
+                                      progress: progress, isCancelled: isCancelled)
+                try run.execute(takeOver, alreadyComplete: [])
+                filesDone += takeOver.count
+                completedBytes += takeOver.reduce(0) { $0 + $1.size }
+            } else if !heldElsewhere.isEmpty {
+                Thread.sleep(forTimeInterval: 0.2)
+            }
+        }
+    }
+
+    private var owner: LockOwner { LockOwner(node: settings.node) }
+
+    private func releaseLocks() {
+        for lock in locks { lock.release() }
+        locks.removeAll()
     }
 
     // MARK: Planning
@@ -98,6 +143,11 @@ final class TransferRun: @unchecked Sendable {
                 filesDone += 1
                 continue
             }
+            guard let lock = StagingLock.acquire(file.path, in: directory, owner: owner, lease: settings.lease) else {
+                heldElsewhere.append(file)
+                continue
+            }
+            locks.append(lock)
             let ranged = file.size >= settings.rangeThreshold
             let staging = try StagingFile(file: file, in: directory, commit: commit,
                                           rangeSize: ranged ? settings.rangeSize : file.size)
@@ -162,6 +212,10 @@ final class TransferRun: @unchecked Sendable {
             // Done ranges become durable promptly: one sync at a time per file, so a crash
             // loses little more than the ranges in flight.
             for task in tasks where task.dirty { scheduleSync(task) }
+            if Date().timeIntervalSince(lastLockRefresh) >= settings.lease / 4 {
+                lastLockRefresh = Date()
+                for lock in locks { lock.refresh() }
+            }
             report(force: false)
         }
     }
@@ -403,6 +457,7 @@ final class TransferRun: @unchecked Sendable {
             task.queue.sync { try? task.staging.persist() }
         }
         for task in tasks { task.queue.sync {} }
+        releaseLocks()
     }
 
     // MARK: Progress

@@ -1,9 +1,84 @@
-// speech-fetchd - the per-node supervisor of the worker pool (not built yet: see issue 4).
+// speech-fetchd - the per-node supervisor of the worker pool over a cache base's spool.
+// Parsing and printing only; the work is SpeechFetch.Supervisor and SpeechFetch.Worker.
 import Foundation
+import SpeechFetch
 
-FileHandle.standardError.write(Data("""
-speech-fetchd: the spool supervisor is not implemented yet; downloads run inside the caller \
-(speech download). Track the daemon work in issue 4.
+let usage = """
+usage: speech-fetchd --cache-base DIR [--workers N] [--node NAME]
 
-""".utf8))
-exit(69)
+Serves the spool of one cache base: splits requested files into range jobs, keeps N worker
+processes fetching them (default: HF_DOWNLOAD_RANGE_CONCURRENCY, 16), revokes dead claims,
+splices parts and finalizes files. Foreground; logs to stderr; SIGTERM or SIGINT drains.
+"""
+
+func fail(_ message: String) -> Never {
+    FileHandle.standardError.write(Data("speech-fetchd: \(message)\n".utf8))
+    exit(64)
+}
+
+final class StopFlag: @unchecked Sendable {
+    private let lock = NSLock()
+    private var stopped = false
+    private var sources: [DispatchSourceSignal] = []
+    var isSet: Bool { lock.withLock { stopped } }
+
+    func install() {
+        for sig in [SIGTERM, SIGINT] {
+            signal(sig, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
+            source.setEventHandler { [self] in lock.withLock { stopped = true } }
+            source.resume()
+            sources.append(source)
+        }
+    }
+}
+
+var args = Array(CommandLine.arguments.dropFirst())
+var base: String?
+var workers: Int?
+var node: String?
+var isWorker = false
+while !args.isEmpty {
+    let arg = args.removeFirst()
+    func value() -> String {
+        guard !args.isEmpty else { fail("\(arg) needs a value\n\(usage)") }
+        return args.removeFirst()
+    }
+    switch arg {
+    case "--cache-base": base = value()
+    case "--workers":
+        guard let n = Int(value()), n > 0 else { fail("--workers needs a positive number") }
+        workers = n
+    case "--node": node = value()
+    case "--worker": isWorker = true
+    case "-h", "--help":
+        print(usage)
+        exit(0)
+    default: fail("unknown argument \(arg)\n\(usage)")
+    }
+}
+var environment = ProcessInfo.processInfo.environment
+if let node { environment["SPEECH_FETCH_NODE"] = node }
+let cacheBase = URL(fileURLWithPath: base ?? HuggingFaceDownloader(environment: environment).defaultCacheBase.path)
+let stop = StopFlag()
+stop.install()
+let role = isWorker ? "speech-fetchd[\(getpid())] worker" : "speech-fetchd[\(getpid())]"
+let log: @Sendable (String) -> Void = { line in
+    let stamp = ISO8601DateFormatter().string(from: Date())
+    FileHandle.standardError.write(Data("\(stamp) \(role): \(line)\n".utf8))
+}
+
+do {
+    if isWorker {
+        try Worker(cacheBase: cacheBase, environment: environment, log: log).run(shouldStop: { stop.isSet })
+    } else {
+        let me = URL(fileURLWithPath: CommandLine.arguments[0]).standardizedFileURL.path
+        let selfPath = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? me
+        let command = [selfPath, "--worker", "--cache-base", cacheBase.path]
+        try Supervisor(cacheBase: cacheBase, workers: workers, workerCommand: command, environment: environment, log: log)
+            .run(shouldStop: { stop.isSet })
+    }
+    exit(0)
+} catch {
+    fail("\(error)")
+}

@@ -8,8 +8,13 @@ let usage = """
 usage: speech <command> [options]
 
 commands:
-  download <org/name> [--revision R] [--include GLOB]... [--cache-dir DIR | --cache-base DIR] [--offline] [--json]
+  download <org/name> [--revision R] [--include GLOB]... [--cache-dir DIR | --cache-base DIR] [--offline] [--json] [--detach]
         download a model repo into the cache, with progress; resumable after Ctrl-C or a crash
+        --detach: hand the transfer to speech-fetchd (started if none serves the base) and return at once
+  wait <org/name> [--cache-base DIR] [--timeout S]
+        block until the repo's requested files are final (exit 0), its request failed (1), or timeout (2)
+  status [--cache-base DIR]
+        requests, jobs per file, workers per node
   resolve <org/name> [--revision R]
         print the commit and the file tree the Hub lists (no file bodies)
   demo [--size BYTES] [--cache-base DIR]
@@ -57,11 +62,12 @@ func runDownload(_ args: Arguments, environment: [String: String] = ProcessInfo.
     let cacheDir = args.value("cache-dir").map { URL(fileURLWithPath: $0) }
     let cacheBase = args.value("cache-base").map { URL(fileURLWithPath: $0) }
     let started = Date()
+    let host: TransferHost = args.flag("detach") ? .detach(daemonExecutable: siblingExecutable("speech-fetchd")) : .automatic
     do {
         let result = try downloader.downloadBlocking(
             repo: repo, revision: args.value("revision") ?? "main", include: args.values("include"),
             cacheDir: cacheDir, cacheBaseDir: cacheBase, offlineMode: args.flag("offline") ? true : nil,
-            progress: { printer.update($0) }, isCancelled: { interrupt.isRaised })
+            host: host, progress: { printer.update($0) }, isCancelled: { interrupt.isRaised })
         printer.finish()
         if let warning = result.warning { FileHandle.standardError.write(Data("speech: warning: \(warning)\n".utf8)) }
         let seconds = Date().timeIntervalSince(started)
@@ -71,6 +77,8 @@ func runDownload(_ args: Arguments, environment: [String: String] = ProcessInfo.
             if let commit = result.commit { summary["commit"] = commit }
             if let warning = result.warning { summary["warning"] = warning }
             printer.emitJSON(summary)
+        } else if result.handedOver && result.fetched.isEmpty {
+            emit("\(repo): handed to speech-fetchd; `speech wait \(repo)` blocks until it is ready\n")
         } else {
             emit("\(repo): \(result.files.count) files in \(result.directory.path) (\(result.fetched.count) fetched, \(String(format: "%.1f", seconds)) s)\n")
         }
@@ -82,6 +90,41 @@ func runDownload(_ args: Arguments, environment: [String: String] = ProcessInfo.
     } catch {
         printer.finish()
         if printer.style == .json { printer.emitJSON(["event": "error", "message": "\(error)"]) }
+        die("\(error)")
+    }
+}
+
+/// A program installed beside this one (speech-fetchd next to speech).
+func siblingExecutable(_ name: String) -> String {
+    let me = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+    return URL(fileURLWithPath: me).deletingLastPathComponent().appendingPathComponent(name).path
+}
+
+func runWait(_ args: Arguments) -> Int32 {
+    guard let repo = args.positionals.first else { die("wait needs a repo id", code: 64) }
+    let interrupt = Interrupt()
+    interrupt.install()
+    do {
+        let outcome = try HuggingFaceDownloader().wait(
+            repo: repo, cacheBaseDir: args.value("cache-base").map { URL(fileURLWithPath: $0) },
+            timeout: args.value("timeout").flatMap { Double($0) }, isCancelled: { interrupt.isRaised })
+        if case .complete(let directory) = outcome { emit("\(repo): ready in \(directory)\n") }
+        return 0
+    } catch is CancellationError {
+        die("stopped waiting; the transfer goes on", code: 130)
+    } catch DownloadError.timedOut {
+        die("timed out waiting for \(repo); the transfer goes on", code: 2)
+    } catch {
+        die("\(error)")
+    }
+}
+
+func runStatus(_ args: Arguments) -> Int32 {
+    let base = args.value("cache-base").map { URL(fileURLWithPath: $0) } ?? HuggingFaceDownloader().defaultCacheBase
+    do {
+        emit(try SpoolStatus.report(cacheBase: base))
+        return 0
+    } catch {
         die("\(error)")
     }
 }
@@ -139,7 +182,11 @@ do {
     switch command {
     case "download":
         exit(runDownload(try Arguments(argv, valued: ["revision", "include", "cache-dir", "cache-base"],
-                                       flags: ["offline", "json"])))
+                                       flags: ["offline", "json", "detach"])))
+    case "wait":
+        exit(runWait(try Arguments(argv, valued: ["cache-base", "timeout"], flags: [])))
+    case "status":
+        exit(runStatus(try Arguments(argv, valued: ["cache-base"], flags: [])))
     case "resolve":
         exit(runResolve(try Arguments(argv, valued: ["revision"], flags: [])))
     case "demo":

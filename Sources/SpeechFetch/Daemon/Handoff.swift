@@ -1,0 +1,151 @@
+// Handoff - a caller's side of the spool: hand a request to the daemon and wait for it,
+// adopt what a daemon left behind, and `speech wait`.
+import FileEvents
+import Foundation
+import HubClient
+import ModelCache
+import Spool
+import Transfer
+
+/// Who runs the transfer of a download call.
+public enum TransferHost: Sendable {
+    /// The daemon when one serves the cache base, else this process.
+    case automatic
+    /// Always this process (the embedded engine).
+    case embedded
+    /// Hand the request to the daemon and return at once, starting a daemon when none runs.
+    case detach(daemonExecutable: String)
+}
+
+/// How `wait` ended.
+public enum WaitOutcome: Sendable, Equatable {
+    /// Every requested file is final.
+    case complete(directory: String)
+}
+
+extension HuggingFaceDownloader {
+    /// The spool of a cache base (callers with only a `cacheDir` use the default base's spool).
+    func spool(base: URL) -> Spool? {
+        try? Spool(base: base, node: settings.node, lease: settings.lease)
+    }
+
+    /// Splices parts a daemon (or a dead worker) left for these files before the embedded
+    /// engine starts, so no published byte is fetched again.
+    func adopt(_ files: [RepoFile], commit: String, directory: ModelDirectory, spool: Spool) {
+        for file in files {
+            let key = PlannedFile.key(modelDir: directory.path, path: file.path, commit: commit)
+            if let plan = spool.plannedFile(key) { Splicer(spool: spool).splice(plan) }
+        }
+    }
+
+    /// After the embedded engine finished these files: forget their jobs, settle requests.
+    func retirePlans(_ files: [RepoFile], commit: String, directory: ModelDirectory, spool: Spool) {
+        for file in files {
+            let key = PlannedFile.key(modelDir: directory.path, path: file.path, commit: commit)
+            if let plan = spool.plannedFile(key), directory.isComplete(file) { spool.dropPlan(plan) }
+            spool.clearFailure(key)
+        }
+        Splicer(spool: spool).settleRequests()
+    }
+
+    /// Blocks until the request is done (returns) or failed (throws), reporting progress from
+    /// the staging sidecars and the parts. Splices parts it finds (any process may). Cancelling
+    /// stops only the waiting; the transfer goes on in the daemon.
+    func waitFor(_ request: SpoolRequest, spool: Spool, timeout: Double? = nil,
+                 progress: @escaping @Sendable (DownloadProgress) -> Void = { _ in },
+                 isCancelled: @escaping @Sendable () -> Bool = { false }) throws {
+        let watcher = DirectoryWatcher.shared
+        for dir in [spool.doneDir, spool.failedDir, spool.partsDir] { watcher?.watch(dir) }
+        let poll = FilesystemKind.inotifySeesAllWriters(spool.root) ? 2 : max(1, Int(settings.pollInterval.rounded()))
+        let directory = ModelDirectory(URL(fileURLWithPath: request.modelDir))
+        let splicer = Splicer(spool: spool)
+        let deadline = timeout.map { Date().addingTimeInterval($0) }
+        let total = request.files.reduce(Int64(0)) { $0 + $1.size }
+        while true {
+            if !spool.partsByFile().isEmpty { splicer.spliceAll() } else { splicer.settleRequests() }
+            switch spool.state(of: request.id) {
+            case .done:
+                progress(TransferProgress(completedBytes: total, totalBytes: total, filesDone: request.files.count,
+                                          filesTotal: request.files.count))
+                return
+            case .failed(let reason):
+                throw DownloadError.requestFailed(repo: request.repo, reason: reason)
+            case .active:
+                break
+            }
+            progress(handedOverProgress(request, directory: directory, spool: spool, total: total))
+            if isCancelled() { throw CancellationError() }
+            if let deadline, Date() >= deadline { throw DownloadError.timedOut(repo: request.repo) }
+            let seconds = deadline.map { max(1, min(poll, Int($0.timeIntervalSinceNow.rounded(.up)))) } ?? poll
+            _ = watcher?.wait(seconds: seconds) ?? { sleep(UInt32(seconds)); return false }()
+        }
+    }
+
+    private func handedOverProgress(_ request: SpoolRequest, directory: ModelDirectory, spool: Spool, total: Int64) -> TransferProgress {
+        var bytes: Int64 = 0
+        var done = 0
+        let parts = spool.partsByFile()
+        for file in request.files {
+            if directory.isComplete(file) {
+                bytes += file.size
+                done += 1
+                continue
+            }
+            let key = PlannedFile.key(modelDir: request.modelDir, path: file.path, commit: request.commit)
+            let sidecar = directory.stagingDirectory.appendingPathComponent(StagingFile.stagingName(file.path) + ".sidecar.json")
+            if let record = SpoolFS.read(sidecar.path).flatMap({ try? JSONDecoder().decode(Sidecar.self, from: $0) }) {
+                let ranges = Set(record.done).union(parts[key] ?? [])
+                bytes += ranges.reduce(Int64(0)) { sum, i in
+                    sum + max(0, min(record.size, Int64(i + 1) * record.rangeSize) - Int64(i) * record.rangeSize)
+                }
+            }
+        }
+        return TransferProgress(completedBytes: min(bytes, total), totalBytes: total, filesDone: done,
+                                filesTotal: request.files.count)
+    }
+
+    /// `speech wait`: blocks until the latest request for `repo` in this cache base is final
+    /// (returns), failed (throws its reason) or the timeout passes. With no request it answers
+    /// at once from the cache.
+    public func wait(repo rawRepo: String, cacheBaseDir: URL? = nil, timeout: Double? = nil,
+                     isCancelled: @escaping @Sendable () -> Bool = { false }) throws -> WaitOutcome {
+        let repo = try RepoID(rawRepo)
+        let base = cacheBaseDir ?? defaultCacheBase
+        let directory = ModelDirectory(CacheLocation.modelDirectory(base: base, repo: repo))
+        if let spool = spool(base: base),
+           let request = spool.requests().filter({ $0.repo == repo.description }).max(by: { $0.createdAt < $1.createdAt }) {
+            try waitFor(request, spool: spool, timeout: timeout, isCancelled: isCancelled)
+            return .complete(directory: request.modelDir)
+        }
+        let missing = directory.missingOffline(.all, repo: repo.description)
+        guard missing.isEmpty else {
+            throw CacheError.cacheMiss(repo: repo.description, directory: directory.path, missing: missing,
+                                       reason: "nothing is requested for \(repo) in \(base.path)")
+        }
+        return .complete(directory: directory.path)
+    }
+
+    /// Starts `speech-fetchd` for a cache base in its own session, logging to the spool.
+    func startDaemon(executable: String, base: URL, spool: Spool) throws {
+        let logPath = spool.root + "/fetchd-\(settings.node).log"
+        let fd = open(logPath, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        let logHandle = fd >= 0 ? FileHandle(fileDescriptor: fd, closeOnDealloc: true) : FileHandle.nullDevice
+        let process = Process()
+        let setsid = "/usr/bin/setsid"
+        if FileManager.default.isExecutableFile(atPath: setsid) {
+            process.executableURL = URL(fileURLWithPath: setsid)
+            process.arguments = [executable, "--cache-base", base.path]
+        } else {
+            process.executableURL = URL(fileURLWithPath: executable)
+            process.arguments = ["--cache-base", base.path]
+        }
+        process.environment = environment
+        process.standardInput = FileHandle.nullDevice
+        process.standardOutput = logHandle
+        process.standardError = logHandle
+        try process.run()
+        // Wait briefly for its heartbeat so a following `speech wait` sees it.
+        let deadline = Date().addingTimeInterval(5)
+        while spool.liveSupervisors().isEmpty && Date() < deadline { usleep(20_000) }
+    }
+}

@@ -1,0 +1,100 @@
+// Supervisor - speech-fetchd's main loop: keeps the worker processes alive, plans requests
+// into range jobs, revokes dead claims, splices parts and settles requests.
+import FileEvents
+import Foundation
+import ModelCache
+import Spool
+import Transfer
+
+public final class Supervisor: @unchecked Sendable {
+    public let spool: Spool
+    let settings: DownloadSettings
+    let workerCount: Int
+    /// The command that starts one worker (this executable with `--worker …`).
+    let workerCommand: [String]
+    let environment: [String: String]
+    let log: @Sendable (String) -> Void
+    private var workers: [Process] = []
+    private var recentDeaths: [Date] = []
+
+    public init(cacheBase: URL, workers: Int?, workerCommand: [String],
+                environment: [String: String] = ProcessInfo.processInfo.environment,
+                log: @escaping @Sendable (String) -> Void) throws {
+        settings = DownloadSettings.fromEnvironment(environment)
+        spool = try Spool(base: cacheBase, node: settings.node, lease: settings.lease)
+        workerCount = max(1, workers ?? settings.concurrency)
+        self.workerCommand = workerCommand
+        self.environment = environment
+        self.log = log
+    }
+
+    /// Runs until `shouldStop` turns true, then drains: workers are asked to stop (their jobs
+    /// go back to ready) and are waited for.
+    public func run(shouldStop: @escaping @Sendable () -> Bool) {
+        log("serving \(spool.root) as node \(settings.node) with \(workerCount) workers")
+        spool.heartbeat()
+        let watcher = DirectoryWatcher.shared
+        for dir in [spool.requestsDir, spool.partsDir, spool.claimedDir, spool.failuresDir] { watcher?.watch(dir) }
+        let local = FilesystemKind.inotifySeesAllWriters(spool.root)
+        let planner = Planner(spool: spool, rangeSize: settings.rangeSize)
+        let splicer = Splicer(spool: spool)
+        var lastRepair = Date.distantPast
+        var lastBeat = Date()
+        while !shouldStop() {
+            keepWorkers()
+            let revoked = spool.revokeExpiredClaims()
+            if !revoked.isEmpty { log("revoked \(revoked.count) claims: \(revoked.joined(separator: ", "))") }
+            planner.planRequests()
+            splicer.spliceAll()
+            if Date().timeIntervalSince(lastRepair) >= 10 {
+                lastRepair = Date()
+                planner.repairLostJobs()
+            }
+            if Date().timeIntervalSince(lastBeat) >= 1 {
+                lastBeat = Date()
+                spool.heartbeat()
+            }
+            _ = watcher?.wait(seconds: local ? 1 : max(1, Int(settings.pollInterval.rounded()))) ?? { sleep(1); return false }()
+        }
+        drain()
+    }
+
+    private func keepWorkers() {
+        workers.removeAll { !$0.isRunning }
+        while workers.count < workerCount {
+            // A worker that dies at once is throttled, not respawned in a loop.
+            let deaths = deathLock.withLock {
+                recentDeaths.removeAll { Date().timeIntervalSince($0) > 10 }
+                return recentDeaths.count
+            }
+            if deaths > workerCount * 3 { return }
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: workerCommand[0])
+            process.arguments = Array(workerCommand.dropFirst())
+            process.environment = environment
+            do {
+                try process.run()
+                workers.append(process)
+                let died = { @Sendable [weak self] (_: Process) -> Void in self?.noteDeath() }
+                process.terminationHandler = died
+            } catch {
+                log("cannot start a worker (\(workerCommand[0])): \(error)")
+                return
+            }
+        }
+    }
+
+    private let deathLock = NSLock()
+    private func noteDeath() { deathLock.withLock { recentDeaths.append(Date()) } }
+
+    private func drain() {
+        log("draining \(workers.count) workers")
+        for w in workers where w.isRunning { kill(w.processIdentifier, SIGTERM) }
+        let deadline = Date().addingTimeInterval(10)
+        while workers.contains(where: \.isRunning) && Date() < deadline { usleep(20_000) }
+        for w in workers where w.isRunning { kill(w.processIdentifier, SIGKILL) }
+        spool.revokeExpiredClaims()
+        spool.retireSupervisor()
+        log("stopped")
+    }
+}

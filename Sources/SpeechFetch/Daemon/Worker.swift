@@ -1,0 +1,76 @@
+// Worker - one worker process of speech-fetchd: claims a range job, fetches it into a part,
+// publishes the part, splices what it can, and goes back for the next job.
+import FileEvents
+import Foundation
+import HubClient
+import ModelCache
+import Spool
+import Transfer
+
+public final class Worker: @unchecked Sendable {
+    public let spool: Spool
+    let fetcher: RangeFetch
+    let settings: DownloadSettings
+    let log: @Sendable (String) -> Void
+
+    public init(cacheBase: URL, environment: [String: String] = ProcessInfo.processInfo.environment,
+                log: @escaping @Sendable (String) -> Void) throws {
+        settings = DownloadSettings.fromEnvironment(environment)
+        spool = try Spool(base: cacheBase, node: settings.node, lease: settings.lease)
+        // Workers use the credential of the node they run on, never one from the spool.
+        let client = HubClient(endpoint: .fromEnvironment(environment), token: HubToken.fromEnvironment(environment),
+                               retry: settings.retry, stallTimeout: settings.stallTimeout)
+        fetcher = RangeFetch(client: client, settings: settings)
+        self.log = log
+    }
+
+    /// Works until `shouldStop` turns true, or the supervisor that started it is gone.
+    public func run(shouldStop: @escaping @Sendable () -> Bool) {
+        let parent = getppid()
+        let watcher = DirectoryWatcher.shared
+        watcher?.watch(spool.readyDir)
+        let poll = FilesystemKind.inotifySeesAllWriters(spool.root) ? 5 : max(1, Int(settings.pollInterval.rounded()))
+        while !shouldStop() && getppid() == parent {
+            var worked = false
+            for name in spool.readyJobs().shuffled() {
+                guard let claim = spool.claim(name) else { continue }
+                work(claim, shouldStop: shouldStop)
+                worked = true
+                break
+            }
+            if !worked { _ = watcher?.wait(seconds: poll) ?? { sleep(UInt32(poll)); return false }() }
+        }
+    }
+
+    private func work(_ claim: ClaimedJob, shouldStop: @escaping @Sendable () -> Bool) {
+        let plan = claim.plan
+        let temp = spool.partTempPath(claim)
+        let range = plan.range(claim.index)
+        var lastRefresh = Date()
+        let spool = self.spool
+        let lease = settings.lease
+        do {
+            let repo = try RepoID(plan.repo)
+            try fetcher.fetch(plan.file, repo: repo, commit: plan.commit, start: range.start, end: range.end, into: temp,
+                              onProgress: {
+                                  if Date().timeIntervalSince(lastRefresh) >= lease / 4 {
+                                      lastRefresh = Date()
+                                      spool.refresh(claim)
+                                  }
+                              }, isCancelled: shouldStop)
+            try spool.publishPart(temp, for: claim)
+            Splicer(spool: spool).splice(plan)
+            Splicer(spool: spool).settleRequests()
+        } catch is CancellationError {
+            unlink(temp)
+            spool.unclaim(claim)
+        } catch {
+            unlink(temp)
+            log("\(plan.repo)/\(plan.file.path) bytes \(range.start)-\(range.end): \(error)")
+            spool.recordFailure(plan.key, reason: "\(error)")
+            unlink(claim.path)
+            spool.dropPlan(plan)
+            Splicer(spool: spool).settleRequests()
+        }
+    }
+}

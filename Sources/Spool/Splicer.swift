@@ -1,0 +1,166 @@
+// Splicer - puts completed parts into their staging files and finishes files and requests.
+// Any process may run it (supervisor, worker, waiter, a new caller): the staging lock makes
+// one of them the writer of a file at a time; the rest leave the parts for it.
+import Foundation
+import HubClient
+import ModelCache
+
+public enum SpliceOutcome: Sendable, Equatable {
+    case nothing
+    /// Another live process holds the file's staging lock.
+    case busy
+    case progressed
+    case finalized
+    case failed(String)
+}
+
+public struct Splicer: Sendable {
+    public let spool: Spool
+
+    public init(spool: Spool) { self.spool = spool }
+
+    /// Splices every file that has parts waiting, then settles requests. Returns what happened per file key.
+    @discardableResult
+    public func spliceAll() -> [String: SpliceOutcome] {
+        var outcomes: [String: SpliceOutcome] = [:]
+        for (key, indices) in spool.partsByFile() {
+            guard let plan = spool.plannedFile(key) else {
+                // A part whose plan is gone belongs to a file that is final or failed.
+                for index in indices { unlink("\(spool.partsDir)/\(key).\(String(format: "%06d", index)).part") }
+                continue
+            }
+            outcomes[key] = splice(plan)
+        }
+        settleRequests()
+        return outcomes
+    }
+
+    /// Splices the parts of one file, records them in its sidecar, and finalizes it when whole.
+    @discardableResult
+    public func splice(_ plan: PlannedFile) -> SpliceOutcome {
+        let directory = ModelDirectory(URL(fileURLWithPath: plan.modelDir))
+        if directory.isComplete(plan.file) {
+            spool.dropPlan(plan)
+            return .finalized
+        }
+        guard let lock = StagingLock.acquire(plan.file.path, in: directory, owner: spool.owner, lease: spool.lease) else {
+            return .busy
+        }
+        defer { lock.release() }
+        do {
+            let staging = try StagingFile(file: plan.file, in: directory, commit: plan.commit, rangeSize: plan.rangeSize)
+            let done = staging.doneRanges
+            var spliced: [String] = []
+            for index in 0..<plan.rangeCount where spool.hasPart(plan, index) {
+                let part = spool.partPath(plan, index)
+                if done.contains(index) { spliced.append(part); continue }
+                do {
+                    try staging.splice(partAt: part, index: index)
+                    staging.markDone(index)
+                    spliced.append(part)
+                } catch {
+                    // A part of the wrong size is dropped and its range fetched again.
+                    unlink(part)
+                    try? spool.plan(plan, pending: [index])
+                }
+            }
+            if !spliced.isEmpty {
+                try staging.advanceHash()
+                try staging.persist()  // durable before the parts go
+                for part in spliced { unlink(part) }
+            }
+            guard staging.isFullyDone else { return spliced.isEmpty ? .nothing : .progressed }
+            do {
+                try staging.finalize()
+            } catch {
+                spool.recordFailure(plan.key, reason: "\(error)")
+                spool.dropPlan(plan)
+                return .failed("\(error)")
+            }
+            spool.dropPlan(plan)
+            return .finalized
+        } catch {
+            return .failed("\(error)")
+        }
+    }
+
+    /// Marks requests done when every file is final, failed when one of their files failed.
+    public func settleRequests() {
+        for request in spool.requests() where spool.state(of: request.id) == .active {
+            let directory = ModelDirectory(URL(fileURLWithPath: request.modelDir))
+            var complete = true
+            for file in request.files where !directory.isComplete(file) {
+                complete = false
+                let key = PlannedFile.key(modelDir: request.modelDir, path: file.path, commit: request.commit)
+                if let reason = spool.failure(of: key) {
+                    spool.markFailed(request.id, reason: "\(file.path): \(reason)")
+                    break
+                }
+            }
+            if complete { spool.markDone(request.id) }
+        }
+    }
+}
+
+/// Turns requests into range jobs (what a supervisor does on every pass).
+public struct Planner: Sendable {
+    public let spool: Spool
+    public let rangeSize: Int64
+
+    public init(spool: Spool, rangeSize: Int64) {
+        self.spool = spool
+        self.rangeSize = rangeSize
+    }
+
+    /// Plans every file of every active request that is neither final, planned nor failed.
+    public func planRequests() {
+        for request in spool.requests() where spool.state(of: request.id) == .active {
+            let directory = ModelDirectory(URL(fileURLWithPath: request.modelDir))
+            for file in request.files where !directory.isComplete(file) {
+                let key = PlannedFile.key(modelDir: request.modelDir, path: file.path, commit: request.commit)
+                if spool.failure(of: key) != nil || spool.plannedFile(key) != nil { continue }
+                plan(file, of: request, in: directory)
+            }
+        }
+    }
+
+    private func plan(_ file: RepoFile, of request: SpoolRequest, in directory: ModelDirectory) {
+        if file.size == 0 {
+            try? AtomicFile.write(Data(), to: directory.finalURL(file.path))
+            return
+        }
+        let planned = PlannedFile(repo: request.repo, modelDir: request.modelDir, commit: request.commit, file: file,
+                                  rangeSize: min(rangeSize, file.size))
+        // The staging file and sidecar are made (or validated) under the lock; the ranges the
+        // sidecar already lists are not planned again.
+        guard let lock = StagingLock.acquire(file.path, in: directory, owner: spool.owner, lease: spool.lease) else { return }
+        defer { lock.release() }
+        guard let staging = try? StagingFile(file: file, in: directory, commit: request.commit, rangeSize: planned.rangeSize) else {
+            return
+        }
+        let done = staging.doneRanges
+        try? staging.persist()
+        try? spool.plan(planned, pending: (0..<planned.rangeCount).filter { !done.contains($0) })
+    }
+
+    /// Recreates jobs that got lost (a planner or splicer that died half way): a range of a
+    /// planned file that is not done, not ready, not claimed and has no part.
+    public func repairLostJobs() {
+        for plan in spool.plannedFiles() {
+            let directory = ModelDirectory(URL(fileURLWithPath: plan.modelDir))
+            if directory.isComplete(plan.file) { spool.dropPlan(plan); continue }
+            // Look in the order a job moves (ready, claimed, part, done), so a job that moves
+            // while we look is seen at a later stage, never missed.
+            let ready = Set(spool.readyJobs())
+            let candidates = (0..<plan.rangeCount).filter { index in
+                let name = plan.jobName(index)
+                return !ready.contains(name) && spool.claimant(of: name) == nil && !spool.hasPart(plan, index)
+            }
+            guard !candidates.isEmpty else { continue }
+            let sidecar = directory.stagingDirectory.appendingPathComponent(StagingFile.stagingName(plan.file.path) + ".sidecar.json")
+            let done = Set(SpoolFS.read(sidecar.path).flatMap { try? JSONDecoder().decode(Sidecar.self, from: $0) }?.done ?? [])
+            let lost = candidates.filter { !done.contains($0) }
+            if !lost.isEmpty { try? spool.plan(plan, pending: lost) }
+        }
+    }
+}
