@@ -48,10 +48,10 @@ public final class Spool: @unchecked Sendable {
         }
     }
 
-    /// A fresh unique name in `tmp/` (node, pid, counter: unique across nodes).
+    /// A fresh unique name in `tmp/`: `<hint>@<node>@<pid>@<counter>`, unique across nodes.
     public func tempPath(_ hint: String) -> String {
         let n = lock.withLock { counter += 1; return counter }
-        return "\(tmp)/\(hint).\(owner.node).\(owner.pid).\(n)"
+        return "\(tmp)/\(hint)@\(owner.node)@\(owner.pid)@\(n)"
     }
 
     /// "Now" on the spool filesystem's clock.
@@ -224,6 +224,23 @@ public final class Spool: @unchecked Sendable {
             unlink(partPath(file, index))
         }
         unlink("\(plansDir)/\(file.key).json")
+    }
+
+    /// Removes temp files whose writer is gone: a dead local process at once, a foreign node's
+    /// after 36 hours (as maildir sweeps tmp/). Returns how many were removed.
+    @discardableResult
+    public func sweepTemp() -> Int {
+        var removed = 0
+        let now = serverNow()
+        for name in SpoolFS.list(tmp) {
+            let pieces = name.split(separator: "@")
+            guard pieces.count == 4, let pid = Int32(pieces[2]) else { continue }
+            let node = String(pieces[1])
+            let path = "\(tmp)/\(name)"
+            let stale = node == owner.node ? !SpoolFS.processAlive(pid) : now - (SpoolFS.mtime(path) ?? now) > 36 * 3600
+            if stale, unlink(path) == 0 { removed += 1 }
+        }
+        return removed
     }
 
     // MARK: Supervisors

@@ -49,6 +49,7 @@ public final class Supervisor: @unchecked Sendable {
             if Date().timeIntervalSince(lastRepair) >= 10 {
                 lastRepair = Date()
                 planner.repairLostJobs()
+                spool.sweepTemp()
             }
             if Date().timeIntervalSince(lastBeat) >= 1 {
                 lastBeat = Date()
