@@ -104,7 +104,13 @@ struct HubRoutes {
             start = offset
         }
         let end = min(listing.count, start + pageSize)
-        let page = listing[start ..< end].map { entry(for: $0, snapshot: snapshot, expand: expand) }
+        var page = listing[start ..< end].map { entry(for: $0, snapshot: snapshot, expand: expand) }
+        if end == listing.count {
+            for forged in state.forgedEntries(snapshot.repo) {
+                page.append(.object([("type", .string("file")), ("oid", .string(String(repeating: "0", count: 40))),
+                                     ("size", .int(forged.size)), ("path", .string(forged.path))]))
+            }
+        }
         var headers: [(name: String, value: String)] = [("X-Repo-Commit", snapshot.commit)]
         if end < listing.count {
             let query = request.query.filter { $0.name != "cursor" }

@@ -49,6 +49,15 @@ final class HubState: @unchecked Sendable {
         lock.withLock { privateTokens[repo] = token }
     }
 
+    /// Tree entries a hostile server adds for files that do not exist (path, size), per repo.
+    private var forged: [String: [(path: String, size: Int)]] = [:]
+
+    func forgeTreeEntry(_ repo: String, path: String, size: Int) {
+        lock.withLock { forged[repo, default: []].append((path, size)) }
+    }
+
+    func forgedEntries(_ repo: String) -> [(path: String, size: Int)] { lock.withLock { forged[repo] ?? [] } }
+
     func isGated(_ repo: String) -> Bool { lock.withLock { gatedTokens[repo] != nil } }
     func isPrivate(_ repo: String) -> Bool { lock.withLock { privateTokens[repo] != nil } }
 

@@ -68,6 +68,12 @@ public final class TestHub: @unchecked Sendable {
         set { state.lfsOidPrefix = newValue }
     }
 
+    /// Makes the tree listing of `repo` also name `path` (e.g. `../../etc/evil`), a file that does
+    /// not exist: a hostile or broken server, for testing that clients refuse unsafe paths.
+    public func forgeTreeEntry(_ repo: String, path: String, size: Int = 16) {
+        state.forgeTreeEntry(repo, path: path, size: size)
+    }
+
     // MARK: - Repos
 
     /// Writes files of deterministic pseudo-random bytes into `root/<repo>/`, each seeded

@@ -130,3 +130,31 @@ final class FaultTests: HubTestCase {
         XCTAssertTrue(FileManager.default.fileExists(atPath: snapshotFile.path))
     }
 }
+
+final class HostileServerTests: HubTestCase {
+    func testPathTraversalEntryIsRefusedAndNothingIsWrittenOutside() throws {
+        let repo = "org/Hostile"
+        try TestHub.writeRepo(root: root, repo: repo, files: ["config.json": Data("{}".utf8)])
+        hub.forgeTreeEntry(repo, path: "../../escaped.txt")
+        XCTAssertThrowsError(try download(repo)) { error in
+            guard case HubError.unsafePath(let path, _, _) = error else { return XCTFail("\(error)") }
+            XCTAssertEqual(path, "../../escaped.txt")
+            XCTAssertTrue("\(error)".contains("../../escaped.txt"))
+        }
+        XCTAssertFalse(FileManager.default.fileExists(atPath: cacheBase.appendingPathComponent("models/escaped.txt").path))
+        XCTAssertFalse(FileManager.default.fileExists(atPath: cacheBase.appendingPathComponent("escaped.txt").path))
+        let log = hub.requestLog()
+        XCTAssertFalse(log.contains { $0.contains("/resolve/") }, "no file was fetched: \(log)")
+    }
+
+    func testAbsoluteAndEmptyComponentEntriesAreRefused() throws {
+        for (i, forged) in ["/etc/passwd-copy", "a//b", ".incomplete/x"].enumerated() {
+            let hubRepo = "org/Hostile\(i)"
+            try TestHub.writeRepo(root: root, repo: hubRepo, files: ["ok.json": Data("{}".utf8)])
+            hub.forgeTreeEntry(hubRepo, path: forged)
+            XCTAssertThrowsError(try download(hubRepo), forged) { error in
+                guard case HubError.unsafePath = error else { return XCTFail("\(forged): \(error)") }
+            }
+        }
+    }
+}
