@@ -81,24 +81,29 @@ public final class Spool: @unchecked Sendable {
     }
 
     public func state(of id: String) -> RequestState {
-        if let data = SpoolFS.read("\(failedDir)/\(id).json") {
-            let reason = (try? JSONSerialization.jsonObject(with: data) as? [String: Any])?["reason"] as? String
-            return .failed(reason ?? "failed")
+        if access("\(failedDir)/\(id).json", F_OK) == 0 {
+            return .failed(readReason("\(failedDir)/\(id).json") ?? "failed")
         }
         return access("\(doneDir)/\(id)", F_OK) == 0 ? .done : .active
     }
 
-    public func markDone(_ id: String) {
-        let temp = tempPath("done")
-        guard (try? SpoolFS.writeNew(temp, Data())) != nil else { return }
-        _ = try? SpoolFS.publishOnce(temp, as: "\(doneDir)/\(id)")
+    public func markDone(_ id: String) { publishMarker("\(doneDir)/\(id)", Data()) }
+
+    public func markFailed(_ id: String, reason: String) { publishMarker("\(failedDir)/\(id).json", reasonJSON(reason)) }
+
+    /// Publishes a small marker file once (the first writer wins; later ones are no-ops).
+    private func publishMarker(_ target: String, _ data: Data) {
+        let temp = tempPath("marker")
+        guard (try? SpoolFS.writeNew(temp, data)) != nil else { return }
+        _ = try? SpoolFS.publishOnce(temp, as: target)
     }
 
-    public func markFailed(_ id: String, reason: String) {
-        let temp = tempPath("failed")
-        guard let data = try? JSONSerialization.data(withJSONObject: ["reason": reason]),
-              (try? SpoolFS.writeNew(temp, data)) != nil else { return }
-        _ = try? SpoolFS.publishOnce(temp, as: "\(failedDir)/\(id).json")
+    private func reasonJSON(_ reason: String) -> Data {
+        (try? JSONSerialization.data(withJSONObject: ["reason": reason])) ?? Data()
+    }
+
+    private func readReason(_ path: String) -> String? {
+        SpoolFS.read(path).flatMap { (try? JSONSerialization.jsonObject(with: $0) as? [String: Any])?["reason"] as? String }
     }
 
     // MARK: Plans and jobs
@@ -203,17 +208,10 @@ public final class Spool: @unchecked Sendable {
 
     /// A file's unrecoverable failure (404, gated, checksum), recorded by whoever met it.
     public func recordFailure(_ key: String, reason: String) {
-        let temp = tempPath("failure")
-        guard let data = try? JSONSerialization.data(withJSONObject: ["reason": reason]),
-              (try? SpoolFS.writeNew(temp, data)) != nil else { return }
-        _ = try? SpoolFS.publishOnce(temp, as: "\(failuresDir)/\(key).json")
+        publishMarker("\(failuresDir)/\(key).json", reasonJSON(reason))
     }
 
-    public func failure(of key: String) -> String? {
-        SpoolFS.read("\(failuresDir)/\(key).json").flatMap {
-            (try? JSONSerialization.jsonObject(with: $0) as? [String: Any])?["reason"] as? String
-        }
-    }
+    public func failure(of key: String) -> String? { readReason("\(failuresDir)/\(key).json") }
 
     public func clearFailure(_ key: String) { unlink("\(failuresDir)/\(key).json") }
 

@@ -16,23 +16,6 @@ func fail(_ message: String) -> Never {
     exit(64)
 }
 
-final class StopFlag: @unchecked Sendable {
-    private let lock = NSLock()
-    private var stopped = false
-    private var sources: [DispatchSourceSignal] = []
-    var isSet: Bool { lock.withLock { stopped } }
-
-    func install() {
-        for sig in [SIGTERM, SIGINT] {
-            signal(sig, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
-            source.setEventHandler { [self] in lock.withLock { stopped = true } }
-            source.resume()
-            sources.append(source)
-        }
-    }
-}
-
 var args = Array(CommandLine.arguments.dropFirst())
 var base: String?
 var workers: Int?
@@ -60,7 +43,7 @@ while !args.isEmpty {
 var environment = ProcessInfo.processInfo.environment
 if let node { environment["SPEECH_FETCH_NODE"] = node }
 let cacheBase = URL(fileURLWithPath: base ?? HuggingFaceDownloader(environment: environment).defaultCacheBase.path)
-let stop = StopFlag()
+let stop = StopSignal()
 stop.install()
 let role = isWorker ? "speech-fetchd[\(getpid())] worker" : "speech-fetchd[\(getpid())]"
 let log: @Sendable (String) -> Void = { line in
@@ -70,13 +53,13 @@ let log: @Sendable (String) -> Void = { line in
 
 do {
     if isWorker {
-        try Worker(cacheBase: cacheBase, environment: environment, log: log).run(shouldStop: { stop.isSet })
+        try Worker(cacheBase: cacheBase, environment: environment, log: log).run(shouldStop: { stop.isRaised })
     } else {
         let me = URL(fileURLWithPath: CommandLine.arguments[0]).standardizedFileURL.path
         let selfPath = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? me
         let command = [selfPath, "--worker", "--cache-base", cacheBase.path]
         try Supervisor(cacheBase: cacheBase, workers: workers, workerCommand: command, environment: environment, log: log)
-            .run(shouldStop: { stop.isSet })
+            .run(shouldStop: { stop.isRaised })
     }
     exit(0)
 } catch {

@@ -32,32 +32,13 @@ func die(_ message: String, code: Int32 = 1) -> Never {
     exit(code)
 }
 
-/// Set by SIGINT/SIGTERM; the transfer loop stops, keeping what is staged.
-final class Interrupt: @unchecked Sendable {
-    private let lock = NSLock()
-    private var raised = false
-    private var sources: [DispatchSourceSignal] = []
-
-    var isRaised: Bool { lock.withLock { raised } }
-
-    func install() {
-        for sig in [SIGINT, SIGTERM] {
-            signal(sig, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
-            source.setEventHandler { [self] in lock.withLock { raised = true } }
-            source.resume()
-            sources.append(source)
-        }
-    }
-}
-
 func runDownload(_ args: Arguments, environment: [String: String] = ProcessInfo.processInfo.environment,
                  repoOverride: String? = nil) -> Int32 {
     guard let repo = repoOverride ?? args.positionals.first else { die("download needs a repo id, e.g. speech download aufklarer/Kokoro-82M-CoreML", code: 64) }
     if let warning = HubEndpoint.ignoredValueWarning(environment) { FileHandle.standardError.write(Data("speech: warning: \(warning)\n".utf8)) }
     let downloader = HuggingFaceDownloader(environment: environment)
     let printer = ProgressPrinter(json: args.flag("json"))
-    let interrupt = Interrupt()
+    let interrupt = StopSignal()
     interrupt.install()
     let cacheDir = args.value("cache-dir").map { URL(fileURLWithPath: $0) }
     let cacheBase = args.value("cache-base").map { URL(fileURLWithPath: $0) }
@@ -102,7 +83,7 @@ func siblingExecutable(_ name: String) -> String {
 
 func runWait(_ args: Arguments) -> Int32 {
     guard let repo = args.positionals.first else { die("wait needs a repo id", code: 64) }
-    let interrupt = Interrupt()
+    let interrupt = StopSignal()
     interrupt.install()
     do {
         let outcome = try HuggingFaceDownloader().wait(
