@@ -106,15 +106,19 @@ public struct Splicer: Sendable {
 public struct Planner: Sendable {
     public let spool: Spool
     public let rangeSize: Int64
+    /// Plan only requests made on this node (`speech-fetchd --own-requests`).
+    public let ownRequestsOnly: Bool
 
-    public init(spool: Spool, rangeSize: Int64) {
+    public init(spool: Spool, rangeSize: Int64, ownRequestsOnly: Bool = false) {
         self.spool = spool
         self.rangeSize = rangeSize
+        self.ownRequestsOnly = ownRequestsOnly
     }
 
     /// Plans every file of every active request that is neither final, planned nor failed.
     public func planRequests() {
         for request in spool.requests() where spool.state(of: request.id) == .active {
+            if ownRequestsOnly && request.node != spool.owner.node { continue }
             let directory = ModelDirectory(URL(fileURLWithPath: request.modelDir))
             for file in request.files where !directory.isComplete(file) {
                 let key = PlannedFile.key(modelDir: request.modelDir, path: file.path, commit: request.commit)
@@ -130,7 +134,7 @@ public struct Planner: Sendable {
             return
         }
         let planned = PlannedFile(repo: request.repo, modelDir: request.modelDir, commit: request.commit, file: file,
-                                  rangeSize: min(rangeSize, file.size))
+                                  rangeSize: min(rangeSize, file.size), node: request.node)
         // The staging file and sidecar are made (or validated) under the lock; the ranges the
         // sidecar already lists are not planned again.
         guard let lock = StagingLock.acquire(file.path, in: directory, owner: spool.owner, lease: spool.lease) else { return }

@@ -40,8 +40,10 @@ public struct PlannedFile: Codable, Sendable, Equatable {
     public let file: RepoFile
     public let rangeSize: Int64
     public let rangeCount: Int
+    /// The node whose request caused this plan (workers limited to their own node's requests look at it).
+    public let node: String
 
-    public init(repo: String, modelDir: String, commit: String, file: RepoFile, rangeSize: Int64) {
+    public init(repo: String, modelDir: String, commit: String, file: RepoFile, rangeSize: Int64, node: String) {
         key = PlannedFile.key(modelDir: modelDir, path: file.path, commit: commit)
         self.repo = repo
         self.modelDir = modelDir
@@ -49,6 +51,7 @@ public struct PlannedFile: Codable, Sendable, Equatable {
         self.file = file
         self.rangeSize = rangeSize
         rangeCount = Int((file.size + rangeSize - 1) / rangeSize)
+        self.node = node
     }
 
     /// The file's key in job and part names: a digest of directory, path and commit.

@@ -4,11 +4,15 @@ import Foundation
 import SpeechFetch
 
 let usage = """
-usage: speech-fetchd --cache-base DIR [--workers N] [--node NAME]
+usage: speech-fetchd --cache-base DIR [--workers N] [--node NAME] [--own-requests]
 
 Serves the spool of one cache base: splits requested files into range jobs, keeps N worker
 processes fetching them (default: HF_DOWNLOAD_RANGE_CONCURRENCY, 16), revokes dead claims,
 splices parts and finalizes files. Foreground; logs to stderr; SIGTERM or SIGINT drains.
+Every node's workers help with every request in the spool, unless --own-requests limits
+them to requests made on this node. --node (default: the host name) names this node in
+every claim; SPEECH_FETCH_LEASE_SECONDS (30) and SPEECH_FETCH_POLL_SECONDS (1, where inotify
+cannot see other nodes' writes) tune the cluster behaviour.
 """
 
 func fail(_ message: String) -> Never {
@@ -21,6 +25,7 @@ var base: String?
 var workers: Int?
 var node: String?
 var isWorker = false
+var ownRequests = false
 while !args.isEmpty {
     let arg = args.removeFirst()
     func value() -> String {
@@ -34,6 +39,7 @@ while !args.isEmpty {
         workers = n
     case "--node": node = value()
     case "--worker": isWorker = true
+    case "--own-requests": ownRequests = true
     case "-h", "--help":
         print(usage)
         exit(0)
@@ -53,12 +59,14 @@ let log: @Sendable (String) -> Void = { line in
 
 do {
     if isWorker {
-        try Worker(cacheBase: cacheBase, environment: environment, log: log).run(shouldStop: { stop.isRaised })
+        try Worker(cacheBase: cacheBase, environment: environment, ownRequestsOnly: ownRequests, log: log)
+            .run(shouldStop: { stop.isRaised })
     } else {
         let me = URL(fileURLWithPath: CommandLine.arguments[0]).standardizedFileURL.path
         let selfPath = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? me
-        let command = [selfPath, "--worker", "--cache-base", cacheBase.path]
-        try Supervisor(cacheBase: cacheBase, workers: workers, workerCommand: command, environment: environment, log: log)
+        let command = [selfPath, "--worker", "--cache-base", cacheBase.path] + (node.map { ["--node", $0] } ?? [])
+        try Supervisor(cacheBase: cacheBase, workers: workers, workerCommand: command, ownRequestsOnly: ownRequests,
+                       environment: environment, log: log)
             .run(shouldStop: { stop.isRaised })
     }
     exit(0)

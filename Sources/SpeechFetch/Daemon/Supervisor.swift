@@ -14,16 +14,19 @@ public final class Supervisor: @unchecked Sendable {
     let workerCommand: [String]
     let environment: [String: String]
     let log: @Sendable (String) -> Void
+    /// Work only on requests made on this node.
+    let ownRequestsOnly: Bool
     private var workers: [Process] = []
     private var recentDeaths: [Date] = []
 
-    public init(cacheBase: URL, workers: Int?, workerCommand: [String],
+    public init(cacheBase: URL, workers: Int?, workerCommand: [String], ownRequestsOnly: Bool = false,
                 environment: [String: String] = ProcessInfo.processInfo.environment,
                 log: @escaping @Sendable (String) -> Void) throws {
         settings = DownloadSettings.fromEnvironment(environment)
         spool = try Spool(base: cacheBase, node: settings.node, lease: settings.lease)
         workerCount = max(1, workers ?? settings.concurrency)
-        self.workerCommand = workerCommand
+        self.workerCommand = workerCommand + (ownRequestsOnly ? ["--own-requests"] : [])
+        self.ownRequestsOnly = ownRequestsOnly
         self.environment = environment
         self.log = log
     }
@@ -31,12 +34,13 @@ public final class Supervisor: @unchecked Sendable {
     /// Runs until `shouldStop` turns true, then drains: workers are asked to stop (their jobs
     /// go back to ready) and are waited for.
     public func run(shouldStop: @escaping @Sendable () -> Bool) {
-        log("serving \(spool.root) as node \(settings.node) with \(workerCount) workers")
+        log("serving \(spool.root) as node \(settings.node) with \(workerCount) workers"
+            + (ownRequestsOnly ? ", own requests only" : ""))
         spool.heartbeat()
         let watcher = DirectoryWatcher.shared
         for dir in [spool.requestsDir, spool.partsDir, spool.claimedDir, spool.failuresDir] { watcher?.watch(dir) }
         let local = FilesystemKind.inotifySeesAllWriters(spool.root)
-        let planner = Planner(spool: spool, rangeSize: settings.rangeSize)
+        let planner = Planner(spool: spool, rangeSize: settings.rangeSize, ownRequestsOnly: ownRequestsOnly)
         let splicer = Splicer(spool: spool)
         var lastRepair = Date.distantPast
         var lastBeat = Date()

@@ -12,9 +12,12 @@ public final class Worker: @unchecked Sendable {
     let fetcher: RangeFetch
     let settings: DownloadSettings
     let log: @Sendable (String) -> Void
+    /// Claim only jobs planned for requests made on this node.
+    let ownRequestsOnly: Bool
 
     public init(cacheBase: URL, environment: [String: String] = ProcessInfo.processInfo.environment,
-                log: @escaping @Sendable (String) -> Void) throws {
+                ownRequestsOnly: Bool = false, log: @escaping @Sendable (String) -> Void) throws {
+        self.ownRequestsOnly = ownRequestsOnly
         settings = DownloadSettings.fromEnvironment(environment)
         spool = try Spool(base: cacheBase, node: settings.node, lease: settings.lease)
         // Workers use the credential of the node they run on, never one from the spool.
@@ -33,6 +36,9 @@ public final class Worker: @unchecked Sendable {
         while !shouldStop() && getppid() == parent {
             var worked = false
             for name in spool.readyJobs().shuffled() {
+                if ownRequestsOnly, let (key, _) = PlannedFile.parseJob(name), spool.plannedFile(key)?.node != settings.node {
+                    continue
+                }
                 guard let claim = spool.claim(name) else { continue }
                 work(claim, shouldStop: shouldStop)
                 worked = true
