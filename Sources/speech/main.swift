@@ -8,9 +8,11 @@ let usage = """
 usage: speech <command> [options]
 
 commands:
-  download <org/name> [--revision R] [--include GLOB]... [--cache-dir DIR | --cache-base DIR] [--offline] [--json] [--detach]
+  download <org/name | model> [--revision R] [--include GLOB]... [--cache-dir DIR | --cache-base DIR] [--offline] [--json] [--detach]
         download a model repo into the cache, with progress; resumable after Ctrl-C or a crash
         --detach: hand the transfer to speech-fetchd (started if none serves the base) and return at once
+  models [--cache-base DIR]
+        the model catalog: name, CLI alias, repo, size, whether it is in the cache
   wait <org/name> [--cache-base DIR] [--timeout S]
         block until the repo's requested files are final (exit 0), its request failed (1), or timeout (2)
   status [--cache-base DIR]
@@ -34,7 +36,13 @@ func die(_ message: String, code: Int32 = 1) -> Never {
 
 func runDownload(_ args: Arguments, environment: [String: String] = ProcessInfo.processInfo.environment,
                  repoOverride: String? = nil) -> Int32 {
-    guard let repo = repoOverride ?? args.positionals.first else { die("download needs a repo id, e.g. speech download aufklarer/Kokoro-82M-CoreML", code: 64) }
+    guard let repo = repoOverride ?? args.positionals.first else { die("download needs a repo id or a model name, e.g. speech download kokoro", code: 64) }
+    if !repo.contains("/") {
+        guard let entry = ModelCatalog.find(repo) else {
+            die("unknown model '\(repo)': give org/name, or a model name from `speech models`", code: 64)
+        }
+        return runModelDownload(entry, args, environment: environment)
+    }
     if let warning = HubEndpoint.ignoredValueWarning(environment) { FileHandle.standardError.write(Data("speech: warning: \(warning)\n".utf8)) }
     let downloader = HuggingFaceDownloader(environment: environment)
     let printer = ProgressPrinter(json: args.flag("json"))
@@ -73,6 +81,50 @@ func runDownload(_ args: Arguments, environment: [String: String] = ProcessInfo.
         if printer.style == .json { printer.emitJSON(["event": "error", "message": "\(error)"]) }
         die("\(error)")
     }
+}
+
+/// `speech download <model name>`: every repo the catalog entry needs.
+func runModelDownload(_ entry: CatalogEntry, _ args: Arguments, environment: [String: String]) -> Int32 {
+    let printer = ProgressPrinter(json: args.flag("json"))
+    let interrupt = StopSignal()
+    interrupt.install()
+    let host: TransferHost = args.flag("detach") ? .detach(daemonExecutable: siblingExecutable("speech-fetchd")) : .automatic
+    do {
+        let model = try ModelCatalog.downloadBlocking(
+            entry, cacheDir: args.value("cache-dir").map { URL(fileURLWithPath: $0) },
+            cacheBaseDir: args.value("cache-base").map { URL(fileURLWithPath: $0) },
+            offlineMode: args.flag("offline") ? true : nil, host: host,
+            progress: { printer.update($0.transfer) }, isCancelled: { interrupt.isRaised },
+            downloader: HuggingFaceDownloader(environment: environment))
+        printer.finish()
+        for warning in model.warnings { FileHandle.standardError.write(Data("speech: warning: \(warning)\n".utf8)) }
+        for part in model.components {
+            emit("\(entry.displayName) \(part.role.rawValue): \(part.repo) → \(part.directory.path) (\(part.files.count) files, \(part.fetched.count) fetched)\n")
+        }
+        return 0
+    } catch is CancellationError {
+        printer.finish()
+        die("interrupted; run the same command again to resume", code: 130)
+    } catch {
+        printer.finish()
+        die("\(error)")
+    }
+}
+
+func runModels(_ args: Arguments) -> Int32 {
+    let base = args.value("cache-base").map { URL(fileURLWithPath: $0) }
+    var rows = [["model", "alias", "repo", "size", "cached"]]
+    for entry in ModelCatalog.all {
+        let size = entry.approximateSize.map { Format.bytes($0) } ?? "?"
+        let cached = ModelCatalog.isCached(entry, cacheBaseDir: base) ? "yes" : "no"
+        rows.append([entry.displayName, entry.aliases.first ?? "", entry.repos.joined(separator: " + "), size, cached])
+    }
+    let widths = (0..<5).map { c in rows.map { $0[c].count }.max() ?? 0 }
+    for row in rows {
+        emit(row.enumerated().map { $0.element.padding(toLength: widths[$0.offset], withPad: " ", startingAt: 0) }
+            .joined(separator: "  ").trimmingCharacters(in: .whitespaces) + "\n")
+    }
+    return 0
 }
 
 /// A program installed beside this one (speech-fetchd next to speech).
@@ -164,6 +216,8 @@ do {
     case "download":
         exit(runDownload(try Arguments(argv, valued: ["revision", "include", "cache-dir", "cache-base"],
                                        flags: ["offline", "json", "detach"])))
+    case "models":
+        exit(runModels(try Arguments(argv, valued: ["cache-base"], flags: [])))
     case "wait":
         exit(runWait(try Arguments(argv, valued: ["cache-base", "timeout"], flags: [])))
     case "status":
