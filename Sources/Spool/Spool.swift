@@ -60,8 +60,13 @@ public final class Spool: @unchecked Sendable {
     // MARK: Requests
 
     /// Writes a request unless the same one exists. Returns false when it was already there.
+    /// Failures recorded for its files are cleared: the caller just resolved the repo, so
+    /// asking again deserves a fresh attempt.
     @discardableResult
     public func submit(_ request: SpoolRequest) throws -> Bool {
+        for file in request.files {
+            clearFailure(PlannedFile.key(modelDir: request.modelDir, path: file.path, commit: request.commit))
+        }
         let temp = tempPath("request")
         try SpoolFS.writeNew(temp, try JSONEncoder().encode(request))
         let target = "\(requestsDir)/\(request.id).json"
@@ -148,7 +153,9 @@ public final class Spool: @unchecked Sendable {
         SpoolFS.list(claimedDir).first { $0.hasPrefix(job + "@") }
     }
 
-    public func refresh(_ claim: ClaimedJob) { SpoolFS.touch(claim.path) }
+    /// Refreshes a claim's lease; false when the claim is gone (revoked).
+    @discardableResult
+    public func refresh(_ claim: ClaimedJob) -> Bool { SpoolFS.touch(claim.path) }
 
     /// Where a worker writes a part before publishing it.
     public func partTempPath(_ claim: ClaimedJob) -> String { tempPath("part-\(claim.name)") }
@@ -177,10 +184,21 @@ public final class Spool: @unchecked Sendable {
         return result
     }
 
+    /// True when parts wait that nobody is about to splice: no supervisor serves the spool, or
+    /// a part has waited longer than `seconds` (on the filesystem's clock).
+    public func hasOrphanParts(olderThan seconds: Double) -> Bool {
+        let parts = SpoolFS.list(partsDir).filter { $0.hasSuffix(".part") }
+        guard !parts.isEmpty else { return false }
+        if liveSupervisors().isEmpty { return true }
+        let now = serverNow()
+        return parts.contains { now - (SpoolFS.mtime("\(partsDir)/\($0)") ?? now) > seconds }
+    }
+
     public func partPath(_ file: PlannedFile, _ index: Int) -> String { "\(partsDir)/\(file.jobName(index)).part" }
 
     /// Moves claims of dead local processes, and claims not refreshed within the lease (on the
-    /// file server's clock), back to ready. Claims whose part was published are just dropped.
+    /// file server's clock; a live but silent worker too), back to ready. Claims whose part was
+    /// published are just dropped.
     /// Returns the revoked job names.
     @discardableResult
     public func revokeExpiredClaims() -> [String] {
@@ -190,12 +208,8 @@ public final class Spool: @unchecked Sendable {
             guard let at = entry.firstIndex(of: "@"), let holder = LockOwner(tag: String(entry[entry.index(after: at)...])) else { continue }
             let job = String(entry[..<at])
             let path = "\(claimedDir)/\(entry)"
-            let dead: Bool
-            if holder.node == owner.node {
-                dead = !SpoolFS.processAlive(holder.pid)
-            } else {
-                dead = now - (SpoolFS.mtime(path) ?? now) > lease
-            }
+            let expired = now - (SpoolFS.mtime(path) ?? now) > lease
+            let dead = expired || (holder.node == owner.node && !SpoolFS.processAlive(holder.pid))
             guard dead else { continue }
             if access("\(partsDir)/\(job).part", F_OK) == 0 {
                 unlink(path)

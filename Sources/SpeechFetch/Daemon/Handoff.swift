@@ -49,20 +49,22 @@ extension HuggingFaceDownloader {
     }
 
     /// Blocks until the request is done (returns) or failed (throws), reporting progress from
-    /// the staging sidecars and the parts. Splices parts it finds (any process may). Cancelling
-    /// stops only the waiting; the transfer goes on in the daemon.
-    func waitFor(_ request: SpoolRequest, spool: Spool, timeout: Double? = nil,
+    /// the staging sidecars and the parts. Splices parts nobody else takes care of (no live
+    /// supervisor, or left for two seconds): any process may. Cancelling stops only the
+    /// waiting; the transfer goes on in the daemon. `watchParts` wakes on every published part
+    /// (for progress); plain waiters wake only on completion, failure, or their poll.
+    func waitFor(_ request: SpoolRequest, spool: Spool, timeout: Double? = nil, watchParts: Bool = true,
                  progress: @escaping @Sendable (DownloadProgress) -> Void = { _ in },
                  isCancelled: @escaping @Sendable () -> Bool = { false }) throws {
         let watcher = DirectoryWatcher.shared
-        for dir in [spool.doneDir, spool.failedDir, spool.partsDir] { watcher?.watch(dir) }
+        for dir in [spool.doneDir, spool.failedDir] + (watchParts ? [spool.partsDir] : []) { watcher?.watch(dir) }
         let poll = FilesystemKind.inotifySeesAllWriters(spool.root) ? 2 : max(1, Int(settings.pollInterval.rounded()))
         let directory = ModelDirectory(URL(fileURLWithPath: request.modelDir))
         let splicer = Splicer(spool: spool)
         let deadline = timeout.map { Date().addingTimeInterval($0) }
         let total = request.files.reduce(Int64(0)) { $0 + $1.size }
         while true {
-            if !spool.partsByFile().isEmpty { splicer.spliceAll() } else { splicer.settleRequests() }
+            if spool.hasOrphanParts(olderThan: 2) { splicer.spliceAll() } else { splicer.settleRequests() }
             switch spool.state(of: request.id) {
             case .done:
                 progress(TransferProgress(completedBytes: total, totalBytes: total, filesDone: request.files.count,
@@ -114,7 +116,7 @@ extension HuggingFaceDownloader {
         let directory = ModelDirectory(CacheLocation.modelDirectory(base: base, repo: repo))
         if let spool = spool(base: base),
            let request = spool.requests().filter({ $0.repo == repo.description }).max(by: { $0.createdAt < $1.createdAt }) {
-            try waitFor(request, spool: spool, timeout: timeout, isCancelled: isCancelled)
+            try waitFor(request, spool: spool, timeout: timeout, watchParts: false, isCancelled: isCancelled)
             return .complete(directory: request.modelDir)
         }
         let missing = directory.missingOffline(.all, repo: repo.description)

@@ -31,8 +31,10 @@ public final class Worker: @unchecked Sendable {
     public func run(shouldStop: @escaping @Sendable () -> Bool) {
         let parent = getppid()
         let watcher = DirectoryWatcher.shared
+        // Jobs become claimable when their plan is published (after the jobs): watch both.
         watcher?.watch(spool.readyDir)
-        let poll = FilesystemKind.inotifySeesAllWriters(spool.root) ? 5 : max(1, Int(settings.pollInterval.rounded()))
+        watcher?.watch(spool.plansDir)
+        let poll = FilesystemKind.inotifySeesAllWriters(spool.root) ? 2 : max(1, Int(settings.pollInterval.rounded()))
         while !shouldStop() && getppid() == parent {
             var worked = false
             for name in spool.readyJobs().shuffled() {
@@ -53,23 +55,26 @@ public final class Worker: @unchecked Sendable {
         let temp = spool.partTempPath(claim)
         let range = plan.range(claim.index)
         var lastRefresh = Date()
+        var revoked = false
         let spool = self.spool
         let lease = settings.lease
         do {
             let repo = try RepoID(plan.repo)
+            // The lease is refreshed while bytes arrive; a claim that was revoked meanwhile
+            // (this worker looked dead) makes the worker give the range up.
             try fetcher.fetch(plan.file, repo: repo, commit: plan.commit, start: range.start, end: range.end, into: temp,
                               onProgress: {
                                   if Date().timeIntervalSince(lastRefresh) >= lease / 4 {
                                       lastRefresh = Date()
-                                      spool.refresh(claim)
+                                      revoked = !spool.refresh(claim)
                                   }
-                              }, isCancelled: shouldStop)
+                              }, isCancelled: { revoked || shouldStop() })
             try spool.publishPart(temp, for: claim)
             Splicer(spool: spool).splice(plan)
             Splicer(spool: spool).settleRequests()
         } catch is CancellationError {
             unlink(temp)
-            spool.unclaim(claim)
+            if !revoked { spool.unclaim(claim) }
         } catch {
             unlink(temp)
             log("\(plan.repo)/\(plan.file.path) bytes \(range.start)-\(range.end): \(error)")
