@@ -518,6 +518,7 @@ def main():
     settle = float(os.environ.get("BENCH_SETTLE", "6" if balloon else "1"))
     probe = memory_probe(a.work, a.blob, a.size, settle) if balloon else None
 
+    machine = dict(machine_info(a.work, a.repo_dir), balloon=balloon, memory_probe=probe)
     t_start = time.monotonic()
     for sc in scenarios:
         endpoint = f"http://127.0.0.1:{sc['port']}"
@@ -591,7 +592,7 @@ def main():
     doc = {
         "generated": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "quick": bool(a.quick), "runs": a.runs, "settle_s": settle, "elapsed_s": time.monotonic() - t_start,
-        "machine": dict(machine_info(a.work, a.repo_dir), balloon=balloon, memory_probe=probe),
+        "machine": machine,
         "versions": versions,
         "file": {"repo": a.repo, "path": a.file, "size": a.size, "sha256": a.sha256, "commit": a.commit},
         "scenarios": [],
