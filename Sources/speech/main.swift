@@ -13,6 +13,8 @@ commands:
         --detach: hand the transfer to speech-fetchd (started if none serves the base) and return at once
   models [--cache-base DIR]
         the model catalog: name, CLI alias, repo, size, whether it is in the cache
+  cache ls | verify [repo] [--fix] | rm <repo> | clean [--older-than HOURS] | import-hf [--hf-home DIR]  [--cache-base DIR]
+        manage the cache: list, re-hash, remove, clean up, adopt a huggingface_hub cache
   wait <org/name> [--cache-base DIR] [--timeout S]
         block until the repo's requested files are final (exit 0), its request failed (1), or timeout (2)
   status [--cache-base DIR]
@@ -216,6 +218,10 @@ do {
     case "download":
         exit(runDownload(try Arguments(argv, valued: ["revision", "include", "cache-dir", "cache-base"],
                                        flags: ["offline", "json", "detach"])))
+    case "cache":
+        let result = CacheCommand.run(argv)
+        emit(result.output)
+        exit(result.exitCode)
     case "models":
         exit(runModels(try Arguments(argv, valued: ["cache-base"], flags: [])))
     case "wait":

@@ -14,6 +14,14 @@ public struct CorruptFile: Sendable, Equatable {
     public let actual: String
     /// True when `--fix` deleted it.
     public var deleted: Bool
+
+    public init(repo: String, path: String, expected: String, actual: String, deleted: Bool) {
+        self.repo = repo
+        self.path = path
+        self.expected = expected
+        self.actual = actual
+        self.deleted = deleted
+    }
 }
 
 /// What `verify` checked and found.

@@ -177,6 +177,9 @@ enum DiskScan {
         return unit == 0 ? "\(n) B" : String(format: "%.1f %@", value, units[unit])
     }
 
+    /// "1 file", "3 files".
+    static func count(_ n: Int, _ noun: String) -> String { "\(n) \(noun)\(n == 1 ? "" : "s")" }
+
     /// A span of seconds, coarsely: 45 s, 12 min, 5 h, 3 d.
     static func formatAge(_ seconds: Double) -> String {
         let s = max(0, Int(seconds))
