@@ -21,7 +21,7 @@ let package = Package(
                        providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CInotify",
                        providers: [.apt(["libinotifytools0-dev"])]),
-        .systemLibrary(name: "CSplice"),
+        .systemLibrary(name: "CFileOps"),
 
         // One thin Swift wrapper per C library.
         .target(name: "Curl", dependencies: ["CCurl"]),
@@ -30,7 +30,7 @@ let package = Package(
 
         // The layers of docs/architecture.md, lowest first.
         .target(name: "HubClient", dependencies: ["Curl"]),
-        .target(name: "ModelCache", dependencies: ["HubClient", "Digest", "CSplice"]),
+        .target(name: "ModelCache", dependencies: ["HubClient", "Digest", "CFileOps"]),
         .target(name: "Transfer", dependencies: ["Curl", "HubClient", "ModelCache", "Digest"]),
         .target(name: "Spool", dependencies: ["HubClient", "ModelCache", "FileEvents"]),
         .target(name: "SpeechFetch", dependencies: ["HubClient", "ModelCache", "Transfer", "Spool", "FileEvents"]),

@@ -63,10 +63,11 @@ public struct SHA256: Sendable {
         return h.finalizeHex()
     }
 
-    /// Feeds the bytes of a file in `[from, to)` (to end of file when `to` is nil).
-    public mutating func update(fileAt path: String, from: Int64, to: Int64?) throws {
+    /// Feeds the bytes of an open file in `[from, to)` (to end of file when `to` is nil);
+    /// `path` only names it in errors.
+    public mutating func update(fileDescriptor fd: Int32, path: String, from: Int64, to: Int64?) throws {
         var h = self
-        try streamFile(path, from: from, to: to) { h.update($0) }
+        try streamFile(fd: fd, path: path, from: from, to: to) { h.update($0) }
         self = h
     }
 }
@@ -125,6 +126,10 @@ func streamFile(_ path: String, from: Int64, to: Int64?, _ body: (UnsafeRawBuffe
     let fd = open(path, O_RDONLY | O_CLOEXEC)
     guard fd >= 0 else { throw DigestError.unreadable(path: path, errno: errno) }
     defer { close(fd) }
+    try streamFile(fd: fd, path: path, from: from, to: to, body)
+}
+
+func streamFile(fd: Int32, path: String, from: Int64, to: Int64?, _ body: (UnsafeRawBufferPointer) -> Void) throws {
     let size = 1 << 20
     let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: size, alignment: 16)
     defer { buffer.deallocate() }

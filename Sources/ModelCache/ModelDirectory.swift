@@ -1,4 +1,5 @@
 // ModelDirectory - one model's folder in the cache: final files, the manifest, completeness checks.
+import CFileOps
 import Foundation
 import HubClient
 
@@ -16,11 +17,31 @@ public struct ModelDirectory: Sendable {
     /// Where a repo file lives once final. The path was validated by HubClient.
     public func finalURL(_ repoPath: String) -> URL { url.appendingPathComponent(repoPath) }
 
-    /// True when the final file exists as a regular file of the expected size (no hashing).
+    /// True when the final file exists as a regular file of the expected size and, when it
+    /// carries the content id it was finalized with, that id is this file's (no hashing): a
+    /// re-exported file of the same size is not mistaken for the one on disk.
     public func isComplete(_ file: RepoFile) -> Bool {
+        let path = finalURL(file.path).path
         var st = stat()
-        guard lstat(finalURL(file.path).path, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG else { return false }
-        return Int64(st.st_size) == file.size
+        guard lstat(path, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG, Int64(st.st_size) == file.size else { return false }
+        var buffer = [CChar](repeating: 0, count: 128)
+        let n = sf_get_xattr(path, ModelDirectory.contentIDAttribute, &buffer, buffer.count)
+        guard n > 0 else { return true }  // no id recorded (imported, shipped, or no xattr support)
+        return String(decoding: buffer.prefix(n).map { UInt8(bitPattern: $0) }, as: UTF8.self) == ModelDirectory.contentID(file)
+    }
+
+    /// The extended attribute a final file carries: its sha256 (LFS) or git blob id.
+    public static let contentIDAttribute = "user.speech-fetch.id"
+
+    public static func contentID(_ file: RepoFile) -> String { file.sha256 ?? file.blobID }
+
+    /// Records a file's content id on it (best effort: filesystems without user xattrs skip it).
+    public static func recordContentID(_ file: RepoFile, fd: Int32) {
+        let id = Array(contentID(file).utf8)
+        guard !id.isEmpty else { return }
+        _ = id.withUnsafeBufferPointer { buf in
+            buf.withMemoryRebound(to: CChar.self) { sf_set_xattr(fd, contentIDAttribute, $0.baseAddress, $0.count) }
+        }
     }
 
     // MARK: Manifest

@@ -3,7 +3,7 @@
 // The staging file is created at full size (sparse) and written at each range's offset; the
 // sidecar records what a resume depends on. A sidecar that does not match the transfer
 // (size, range size, commit, etag) is discarded together with the staging file.
-import CSplice
+import CFileOps
 import Digest
 import Foundation
 import HubClient
@@ -53,6 +53,9 @@ public final class StagingFile: @unchecked Sendable {
     public let dataURL: URL
     public let sidecarURL: URL
     private let fd: Int32
+    /// The staging file's inode when opened: finalize renames only this file, never one that
+    /// replaced it at the same path.
+    private let inode: UInt64
     private let lock = NSLock()
     private var record: Sidecar
     private var hasher: SHA256
@@ -62,26 +65,34 @@ public final class StagingFile: @unchecked Sendable {
     public init(file: RepoFile, in directory: ModelDirectory, commit: String, rangeSize: Int64) throws {
         self.file = file
         self.directory = directory
-        self.rangeSize = max(1, file.size > 0 ? min(rangeSize, file.size) : 1)
-        self.rangeCount = file.size == 0 ? 0 : Int((file.size + self.rangeSize - 1) / self.rangeSize)
         let staging = directory.stagingDirectory
         let name = StagingFile.stagingName(file.path)
         dataURL = staging.appendingPathComponent(name)
-        sidecarURL = staging.appendingPathComponent(name + ".sidecar.json")
-        let wanted = Sidecar(path: file.path, size: file.size, rangeSize: self.rangeSize, commit: commit,
+        sidecarURL = StagingFile.sidecarURL(file.path, in: directory)
+        let asked = Sidecar(path: file.path, size: file.size, rangeSize: max(1, file.size > 0 ? min(rangeSize, file.size) : 1), commit: commit,
                              etag: file.sha256 ?? file.blobID, sha256: file.sha256, done: [], hashedBytes: 0, hashState: nil)
 
         try StagingFile.makeDirectory(staging)
         var kept: Sidecar?
+        var wanted = asked
         if let data = FileManager.default.contents(atPath: sidecarURL.path),
-           let old = try? JSONDecoder().decode(Sidecar.self, from: data), old.matches(wanted) {
-            kept = old
+           let old = try? JSONDecoder().decode(Sidecar.self, from: data) {
+            // Another host may split files differently (its own HF_DOWNLOAD_RANGE_CHUNK): its
+            // ranges are kept, in its range size, rather than thrown away.
+            var sameButRanges = wanted
+            sameButRanges.rangeSize = old.rangeSize
+            if old.rangeSize > 0, old.rangeSize % (64 << 10) == 0 || old.rangeSize == file.size, old.matches(sameButRanges) {
+                wanted = sameButRanges
+                kept = old
+            }
         }
         if kept == nil {
             // No sidecar, or one for another transfer: the staged bytes cannot be trusted.
             unlink(sidecarURL.path)
             unlink(dataURL.path)
         }
+        self.rangeSize = wanted.rangeSize
+        self.rangeCount = file.size == 0 ? 0 : Int((file.size + wanted.rangeSize - 1) / wanted.rangeSize)
         let fd = open(dataURL.path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o644)
         guard fd >= 0 else { throw CacheError.io(path: dataURL.path, operation: "create staging file", errno: errno) }
         var st = stat()
@@ -95,13 +106,14 @@ public final class StagingFile: @unchecked Sendable {
             }
         }
         self.fd = fd
+        self.inode = UInt64(st.st_ino)
         var record = kept ?? wanted
         let count = rangeCount
         record.done = record.done.filter { $0 >= 0 && $0 < count }
         var hasher = SHA256()
         if let state = record.hashState, let data = Data(base64Encoded: state), let restored = SHA256(savedState: data),
            restored.count == record.hashedBytes,
-           record.hashedBytes <= StagingFile.contiguousEnd(Set(record.done), rangeSize: self.rangeSize, size: file.size) {
+           record.hashedBytes <= StagingFile.contiguousEnd(Set(record.done), rangeSize: wanted.rangeSize, size: file.size) {
             hasher = restored
         } else {
             record.hashedBytes = 0
@@ -157,9 +169,29 @@ public final class StagingFile: @unchecked Sendable {
             let n = sf_copy_file_range(part, &inOffset, fd, &outOffset, Int(length - inOffset))
             if n < 0 {
                 if errno == EINTR { continue }
+                // Across filesystems (EXDEV) or where the kernel cannot: copy through memory.
+                if [EXDEV, EOPNOTSUPP, ENOSYS, EINVAL, EBADF].contains(errno) {
+                    return try copyThroughMemory(from: part, partPath: partPath, at: inOffset, to: outOffset, count: length - inOffset)
+                }
                 throw CacheError.io(path: dataURL.path, operation: "splice a part into", errno: errno)
             }
             if n == 0 { throw CacheError.sizeMismatch(path: partPath, expected: length, actual: inOffset) }
+        }
+    }
+
+    private func copyThroughMemory(from part: Int32, partPath: String, at start: Int64, to destination: Int64, count: Int64) throws {
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 16)
+        defer { buffer.deallocate() }
+        var done: Int64 = 0
+        while done < count {
+            let n = pread(part, buffer.baseAddress, Int(min(Int64(buffer.count), count - done)), off_t(start + done))
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw CacheError.io(path: partPath, operation: "read part", errno: errno)
+            }
+            if n == 0 { throw CacheError.sizeMismatch(path: partPath, expected: start + count, actual: start + done) }
+            try write(UnsafeRawBufferPointer(rebasing: buffer[0..<n]), at: destination + done)
+            done += Int64(n)
         }
     }
 
@@ -193,7 +225,7 @@ public final class StagingFile: @unchecked Sendable {
         }
         guard to > from else { return }
         var h = current
-        try h.update(fileAt: dataURL.path, from: from, to: to)
+        try h.update(fileDescriptor: fd, path: dataURL.path, from: from, to: to)
         lock.withLock {
             if record.hashedBytes == from {  // nobody reset us meanwhile
                 hasher = h
@@ -204,13 +236,15 @@ public final class StagingFile: @unchecked Sendable {
 
     /// Makes the done ranges durable, then records them (fdatasync before the sidecar rename).
     public func persist() throws {
-        guard fdatasync(fd) == 0 else { throw CacheError.io(path: dataURL.path, operation: "sync", errno: errno) }
+        // Take the record first: a range marked done after this point was not covered by the
+        // sync below and must wait for the next one.
         let snapshot: Sidecar = lock.withLock {
             var r = record
             r.done.sort()
             r.hashState = r.hashedBytes > 0 ? hasher.savedState.base64EncodedString() : nil
             return r
         }
+        guard fdatasync(fd) == 0 else { throw CacheError.io(path: dataURL.path, operation: "sync", errno: errno) }
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         try AtomicFile.write(try encoder.encode(snapshot), to: sidecarURL)
@@ -233,7 +267,12 @@ public final class StagingFile: @unchecked Sendable {
                 throw CacheError.checksumMismatch(path: file.path, expected: expected, actual: actual)
             }
         }
+        ModelDirectory.recordContentID(file, fd: fd)
         guard fsync(fd) == 0 else { throw CacheError.io(path: dataURL.path, operation: "sync", errno: errno) }
+        var onDisk = stat()
+        guard lstat(dataURL.path, &onDisk) == 0, UInt64(onDisk.st_ino) == inode else {
+            throw CacheError.io(path: dataURL.path, operation: "finalize (it was replaced or deleted meanwhile) the staging file", errno: ESTALE)
+        }
         let target = directory.finalURL(file.path)
         try StagingFile.makeDirectory(target.deletingLastPathComponent())
         guard rename(dataURL.path, target.path) == 0 else {
@@ -261,10 +300,17 @@ public final class StagingFile: @unchecked Sendable {
     }
 
     static func makeDirectory(_ url: URL) throws {
-        do {
-            try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-        } catch {
-            throw CacheError.io(path: url.path, operation: "create directory", errno: EACCES)
+        let path = url.path
+        if mkdir(path, 0o755) == 0 || errno == EEXIST { return }
+        if errno == ENOENT {
+            try makeDirectory(url.deletingLastPathComponent())
+            if mkdir(path, 0o755) == 0 || errno == EEXIST { return }
         }
+        throw CacheError.io(path: path, operation: "create directory", errno: errno)
+    }
+
+    /// The sidecar of a repo path's staging file in a model directory.
+    public static func sidecarURL(_ repoPath: String, in directory: ModelDirectory) -> URL {
+        directory.stagingDirectory.appendingPathComponent(stagingName(repoPath) + ".sidecar.json")
     }
 }

@@ -17,6 +17,11 @@ public struct LockOwner: Sendable, Equatable, CustomStringConvertible {
     /// `node@pid`, the form every claim in the cache carries.
     public var description: String { "\(node)@\(pid)" }
 
+    /// True when `pid` is a live process on this machine.
+    public static func isAlive(_ pid: Int32) -> Bool {
+        pid > 0 && (kill(pid, 0) == 0 || errno == EPERM)
+    }
+
     public init?(tag: String) {
         guard let at = tag.lastIndex(of: "@"), let pid = Int32(tag[tag.index(after: at)...]) else { return nil }
         node = String(tag[..<at])
@@ -34,16 +39,23 @@ public struct LockOwner: Sendable, Equatable, CustomStringConvertible {
 public final class StagingLock: @unchecked Sendable {
     public let path: String
     public let owner: LockOwner
+    /// The lock file's inode when taken: refresh and release act only on this one.
+    private let inode: UInt64
 
-    private init(path: String, owner: LockOwner) {
+    /// Locks this process holds (paths): a lock naming our pid that is not here is stale.
+    private static let registry = LockedSet()
+
+    private init(path: String, owner: LockOwner, inode: UInt64) {
         self.path = path
         self.owner = owner
+        self.inode = inode
+        StagingLock.registry.insert(path)
     }
 
     /// Takes the lock for `repoPath` in `directory`, breaking a dead or expired one. Nil when a live holder has it.
     public static func acquire(_ repoPath: String, in directory: ModelDirectory, owner: LockOwner, lease: Double) -> StagingLock? {
         let staging = directory.stagingDirectory.path
-        try? FileManager.default.createDirectory(atPath: staging, withIntermediateDirectories: true)
+        try? StagingFile.makeDirectory(directory.stagingDirectory)
         let path = staging + "/" + StagingFile.stagingName(repoPath) + ".lock"
         for _ in 0..<3 {
             let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
@@ -51,25 +63,39 @@ public final class StagingLock: @unchecked Sendable {
                 let tag = Array(owner.description.utf8)
                 _ = tag.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
                 fsync(fd)
+                var st = stat()
+                fstat(fd, &st)
                 close(fd)
-                return StagingLock(path: path, owner: owner)
+                return StagingLock(path: path, owner: owner, inode: UInt64(st.st_ino))
             }
             guard errno == EEXIST else { return nil }
+            var judged = stat()
+            guard lstat(path, &judged) == 0 else { continue }
             guard isStale(path, localNode: owner.node, lease: lease, probe: staging) else { return nil }
-            // Break it by renaming to a unique name first, so two breakers cannot both win.
+            // Break it: move it aside under a unique name, then make sure what moved is the lock
+            // judged stale. If another breaker already replaced it with a fresh lock, put that back.
             let grave = path + ".broken.\(owner.node).\(owner.pid).\(UInt32.random(in: 0...UInt32.max))"
-            if rename(path, grave) == 0 { unlink(grave) }
+            guard rename(path, grave) == 0 else { continue }
+            var moved = stat()
+            if lstat(grave, &moved) == 0, moved.st_ino != judged.st_ino {
+                link(grave, path)  // fails with EEXIST only if yet another lock appeared: then it wins
+                unlink(grave)
+                return nil
+            }
+            unlink(grave)
         }
         return nil
     }
 
-    /// True when the holder is a dead local process or the lock was not refreshed within `lease`,
-    /// judged on the filesystem's clock: `probe` (a directory on the same filesystem) is touched
-    /// and its mtime read back.
+    /// True when the holder is gone: a lock naming this process that it does not hold; a local
+    /// holder whose pid is dead; or any lock not refreshed within `lease` (a reused pid, a hung
+    /// or remote holder), judged on the filesystem's clock: `probe` (a directory on the same
+    /// filesystem) is touched and its mtime read back.
     public static func isStale(_ path: String, localNode: String, lease: Double, probe: String) -> Bool {
         guard let data = FileManager.default.contents(atPath: path) else { return true }
         if let holder = LockOwner(tag: String(decoding: data, as: UTF8.self)), holder.node == localNode {
-            return !(holder.pid > 0 && (kill(holder.pid, 0) == 0 || errno == EPERM))
+            if holder.pid == getpid() { return !registry.contains(path) }
+            if !LockOwner.isAlive(holder.pid) { return true }
         }
         var st = stat()
         guard lstat(path, &st) == 0 else { return true }
@@ -81,11 +107,69 @@ public final class StagingLock: @unchecked Sendable {
         return now - mtime > lease
     }
 
-    public func refresh() { utimensat(AT_FDCWD, path, nil, AT_SYMLINK_NOFOLLOW) }
+    /// True while the lock file is still the one this holder created.
+    public var isHeld: Bool {
+        var st = stat()
+        return lstat(path, &st) == 0 && UInt64(st.st_ino) == inode
+    }
 
-    /// Gives the lock up and removes the staging folder if nothing else is left in it.
+    /// Refreshes the lease; false when the lock was broken (the holder must stop writing).
+    @discardableResult
+    public func refresh() -> Bool {
+        guard isHeld else { return false }
+        return utimensat(AT_FDCWD, path, nil, AT_SYMLINK_NOFOLLOW) == 0
+    }
+
+    /// Gives the lock up (only if it is still ours) and removes the staging folder if nothing
+    /// else is left in it.
     public func release() {
-        unlink(path)
+        StagingLock.registry.remove(path)
+        if isHeld { unlink(path) }
         rmdir((path as NSString).deletingLastPathComponent)
     }
+}
+
+/// Locks a run holds, refreshed from a timer every lease/4 whatever the run is doing (a retry
+/// ladder or a long hash cannot let them expire), released together.
+public final class HeldLocks: @unchecked Sendable {
+    private let lock = NSLock()
+    private var locks: [StagingLock] = []
+    private var lost = false
+    private let timer: DispatchSourceTimer
+
+    public init(lease: Double) {
+        timer = DispatchSource.makeTimerSource(queue: .global())
+        let interval = max(0.05, lease / 4)
+        timer.schedule(deadline: .now() + interval, repeating: interval)
+        timer.setEventHandler { [weak self] in self?.refreshAll() }
+        timer.resume()
+    }
+
+    deinit { timer.cancel() }
+
+    public func add(_ staging: StagingLock) { lock.withLock { locks.append(staging) } }
+
+    /// True when a lock was broken by someone else while held.
+    public var anyLost: Bool { lock.withLock { lost } }
+
+    private func refreshAll() {
+        let current = lock.withLock { locks }
+        let broken = current.contains { !$0.refresh() }
+        if broken { lock.withLock { lost = true } }
+    }
+
+    public func releaseAll() {
+        timer.cancel()
+        let current = lock.withLock { defer { locks.removeAll() }; return locks }
+        for l in current { l.release() }
+    }
+}
+
+/// A set of strings shared between threads.
+final class LockedSet: @unchecked Sendable {
+    private let lock = NSLock()
+    private var items = Set<String>()
+    func insert(_ s: String) { lock.withLock { _ = items.insert(s) } }
+    func remove(_ s: String) { lock.withLock { _ = items.remove(s) } }
+    func contains(_ s: String) -> Bool { lock.withLock { items.contains(s) } }
 }

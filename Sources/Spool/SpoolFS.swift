@@ -1,6 +1,7 @@
 // SpoolFS - the filesystem primitives the spool is built on: exclusive create, publish by
 // link or rename, lease touches, and the file server's clock.
 import Foundation
+import ModelCache
 
 /// Errors of the spool layer.
 public enum SpoolError: Error, Sendable, CustomStringConvertible {
@@ -105,7 +106,5 @@ public enum SpoolFS {
     }
 
     /// True when `pid` is a live process on this machine.
-    public static func processAlive(_ pid: Int32) -> Bool {
-        pid > 0 && (kill(pid, 0) == 0 || errno == EPERM)
-    }
+    public static func processAlive(_ pid: Int32) -> Bool { LockOwner.isAlive(pid) }
 }

@@ -49,9 +49,8 @@ final class TransferRun: @unchecked Sendable {
     var tasks: [FileTask] = []
     var fatal: Error?
     /// Staging locks this run holds (one per file it writes), and files another process holds.
-    var locks: [StagingLock] = []
+    lazy var locks = HeldLocks(lease: settings.lease)
     var heldElsewhere: [RepoFile] = []
-    var lastLockRefresh = Date()
 
     // Progress.
     var completedBytes: Int64 = 0
@@ -81,9 +80,9 @@ final class TransferRun: @unchecked Sendable {
         filesDone = alreadyComplete.count
         totalBytes = (files + alreadyComplete).reduce(0) { $0 + $1.size }
         completedBytes = alreadyComplete.reduce(0) { $0 + $1.size }
-        try plan(files)
-        report(force: true)
         do {
+            try plan(files)
+            report(force: true)
             try loop()
             releaseLocks()
             try waitForOtherWriters()
@@ -128,10 +127,7 @@ final class TransferRun: @unchecked Sendable {
 
     private var owner: LockOwner { LockOwner(node: settings.node) }
 
-    private func releaseLocks() {
-        for lock in locks { lock.release() }
-        locks.removeAll()
-    }
+    private func releaseLocks() { locks.releaseAll() }
 
     // MARK: Planning
 
@@ -147,7 +143,7 @@ final class TransferRun: @unchecked Sendable {
                 heldElsewhere.append(file)
                 continue
             }
-            locks.append(lock)
+            locks.add(lock)
             let ranged = file.size >= settings.rangeThreshold
             let staging = try StagingFile(file: file, in: directory, commit: commit,
                                           rangeSize: ranged ? settings.rangeSize : file.size)
@@ -212,9 +208,10 @@ final class TransferRun: @unchecked Sendable {
             // Done ranges become durable promptly: one sync at a time per file, so a crash
             // loses little more than the ranges in flight.
             for task in tasks where task.dirty { scheduleSync(task) }
-            if Date().timeIntervalSince(lastLockRefresh) >= settings.lease / 4 {
-                lastLockRefresh = Date()
-                for lock in locks { lock.refresh() }
+            if locks.anyLost {
+                throw CacheError.io(path: directory.stagingDirectory.path,
+                                    operation: "keep writing (another process broke a staging lock of this download in)",
+                                    errno: ESTALE)
             }
             report(force: false)
         }

@@ -152,4 +152,25 @@ final class DownloadTests: HubTestCase {
         XCTAssertEqual(d.retry.delays, [5, 15, 30, 60])
         XCTAssertEqual(d.retry.attempts, 5)
     }
+
+    func testReexportedFileOfTheSameSizeIsFetchedAgain() throws {
+        try makeRepo()
+        try download(repo, include: ["model.safetensors"])
+        // The repo is re-exported: same size, new bytes (a new commit).
+        try TestHub.generateRepo(root: root, repo: repo, files: ["model.safetensors": (3 << 20) + 12345], seed: 7)
+        hub.resetCounters()
+        let again = try download(repo, include: ["model.safetensors"])
+        XCTAssertEqual(again.fetched, ["model.safetensors"])
+        try assertSameBytes(repo, "model.safetensors")
+    }
+
+    func testAFailedCallLeavesNoLockThatBlocksTheNextCallInTheSameProcess() throws {
+        try makeRepo()
+        hub.setFault(.status(code: 404, times: 1, retryAfter: nil), for: "\(repo)/model.safetensors")
+        XCTAssertThrowsError(try download(repo, include: ["model.safetensors"]))
+        let started = Date()
+        try download(repo, include: ["model.safetensors"])
+        XCTAssertLessThan(Date().timeIntervalSince(started), 5)
+        try assertSameBytes(repo, "model.safetensors")
+    }
 }
