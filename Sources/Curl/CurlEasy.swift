@@ -32,8 +32,6 @@ public final class CurlEasy: @unchecked Sendable {
     private var abortedByUs = false
     private var onResponse: (Int, HTTPHeaders) -> BodyDisposition = { _, _ in .collect(limit: 1 << 20) }
     private var onBody: (UnsafeRawBufferPointer) -> Bool = { _ in true }
-    /// Bytes of body received for the current request.
-    public private(set) var bodyBytes: Int64 = 0
     /// The stall guard's clock: when a byte last arrived (or the request started).
     private var lastActivity = Date()
     private var stalled = false
@@ -63,7 +61,6 @@ public final class CurlEasy: @unchecked Sendable {
         headersDone = false
         collected = Data()
         abortedByUs = false
-        bodyBytes = 0
         lastActivity = Date()
         stalled = false
 
@@ -148,11 +145,9 @@ public final class CurlEasy: @unchecked Sendable {
             abortedByUs = true
             return false
         case .collect(let limit):
-            bodyBytes += Int64(bytes.count)
             if collected.count < limit { collected.append(contentsOf: bytes.prefix(limit - collected.count)) }
             return true
         case .stream:
-            bodyBytes += Int64(bytes.count)
             if onBody(bytes) { return true }
             abortedByUs = true
             return false

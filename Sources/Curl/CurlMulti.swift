@@ -8,21 +8,16 @@ public final class CurlMulti: @unchecked Sendable {
     private let multi: UnsafeMutableRawPointer
     private var running: [UnsafeMutableRawPointer: CurlEasy] = [:]
 
-    public init(maxConnectionsPerHost: Int = 0) {
+    public init() {
         _ = curlGlobalInit
         guard let m = curl_multi_init() else { fatalError("libcurl could not create a multi handle") }
         multi = m
-        if maxConnectionsPerHost > 0 {
-            _ = sf_multi_setopt_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, maxConnectionsPerHost)
-        }
     }
 
     deinit {
         for (h, _) in running { curl_multi_remove_handle(multi, h) }
         curl_multi_cleanup(multi)
     }
-
-    public var activeCount: Int { running.count }
 
     /// Starts a prepared handle.
     public func add(_ easy: CurlEasy) {

@@ -8,6 +8,10 @@ public enum DownloadError: Error, Sendable, CustomStringConvertible {
     /// The daemon could not fetch the request (404, gated, checksum mismatch after retries…).
     case requestFailed(repo: String, reason: String)
     case timedOut(repo: String)
+    /// A request waits in the spool but no speech-fetchd has served the base for a lease.
+    case noDaemon(repo: String, spool: String)
+    /// `--detach` started speech-fetchd but it never came up.
+    case daemonDidNotStart(log: String)
 
     public var description: String {
         switch self {
@@ -16,6 +20,10 @@ public enum DownloadError: Error, Sendable, CustomStringConvertible {
             return "the Hub could not be reached (\(cause)) and \(repo) is not complete in \(directory); missing: \(list)"
         case .requestFailed(let repo, let reason):
             return "the download of \(repo) failed: \(reason)"
+        case .noDaemon(let repo, let spool):
+            return "\(repo) is requested in \(spool) but no speech-fetchd serves it; start `speech-fetchd --cache-base …` or run `speech download \(repo)` to fetch it in this process"
+        case .daemonDidNotStart(let log):
+            return "speech-fetchd did not start; see \(log)"
         case .timedOut(let repo):
             return "timed out waiting for \(repo); the transfer goes on"
         case .conflictingDirectories:

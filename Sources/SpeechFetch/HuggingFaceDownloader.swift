@@ -158,10 +158,16 @@ public final class HuggingFaceDownloader: Sendable {
                 let request = SpoolRequest(repo: repo.description, revision: snapshot.revision, commit: snapshot.commit,
                                            modelDir: directory.path, files: needed, node: settings.node)
                 try spool.submit(request)
-                try waitFor(request, spool: spool, progress: progress, isCancelled: isCancelled)
-                try directory.writeManifest(snapshot)
-                return DownloadResult(directory: directory.url, files: needed.map(\.path), commit: snapshot.commit,
-                                      fetched: missing.map(\.path), warning: nil, handedOver: true)
+                do {
+                    try waitFor(request, spool: spool, progress: progress, isCancelled: isCancelled)
+                    try directory.writeManifest(snapshot)
+                    return DownloadResult(directory: directory.url, files: needed.map(\.path), commit: snapshot.commit,
+                                          fetched: missing.map(\.path), warning: nil, handedOver: true)
+                } catch DownloadError.noDaemon {
+                    // The daemon went away: this process finishes the transfer itself.
+                    adopt(missing, commit: snapshot.commit, directory: directory, spool: spool)
+                    missing = missing.filter { !directory.isComplete($0) }
+                }
             default:
                 adopt(missing, commit: snapshot.commit, directory: directory, spool: spool)
                 missing = missing.filter { !directory.isComplete($0) }

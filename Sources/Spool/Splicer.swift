@@ -26,7 +26,7 @@ public struct Splicer: Sendable {
         for (key, indices) in spool.partsByFile() {
             guard let plan = spool.plannedFile(key) else {
                 // A part whose plan is gone belongs to a file that is final or failed.
-                for index in indices { unlink("\(spool.partsDir)/\(key).\(String(format: "%06d", index)).part") }
+                for index in indices { unlink(spool.partPath(key: key, index: index)) }
                 continue
             }
             outcomes[key] = splice(plan)
@@ -58,11 +58,12 @@ public struct Splicer: Sendable {
                     try staging.splice(partAt: part, index: index)
                     staging.markDone(index)
                     spliced.append(part)
-                } catch {
+                } catch CacheError.sizeMismatch {
                     // A part of the wrong size is dropped and its range fetched again.
                     unlink(part)
-                    try? spool.plan(plan, pending: [index])
+                    spool.addJobs(plan, indices: [index])
                 }
+                // Other errors (disk full, I/O) keep the part for a later splice.
             }
             if !spliced.isEmpty {
                 try staging.advanceHash()
@@ -133,15 +134,17 @@ public struct Planner: Sendable {
             try? AtomicFile.write(Data(), to: directory.finalURL(file.path))
             return
         }
-        let planned = PlannedFile(repo: request.repo, modelDir: request.modelDir, commit: request.commit, file: file,
-                                  rangeSize: min(rangeSize, file.size), node: request.node)
         // The staging file and sidecar are made (or validated) under the lock; the ranges the
-        // sidecar already lists are not planned again.
+        // sidecar already lists are not planned again, in the range size it already uses.
         guard let lock = StagingLock.acquire(file.path, in: directory, owner: spool.owner, lease: spool.lease) else { return }
         defer { lock.release() }
-        guard let staging = try? StagingFile(file: file, in: directory, commit: request.commit, rangeSize: planned.rangeSize) else {
+        let key = PlannedFile.key(modelDir: request.modelDir, path: file.path, commit: request.commit)
+        guard spool.plannedFile(key) == nil, !directory.isComplete(file),
+              let staging = try? StagingFile(file: file, in: directory, commit: request.commit, rangeSize: rangeSize) else {
             return
         }
+        let planned = PlannedFile(repo: request.repo, modelDir: request.modelDir, commit: request.commit, file: file,
+                                  rangeSize: staging.rangeSize, node: request.node)
         let done = staging.doneRanges
         try? staging.persist()
         try? spool.plan(planned, pending: (0..<planned.rangeCount).filter { !done.contains($0) })
@@ -161,10 +164,12 @@ public struct Planner: Sendable {
                 return !ready.contains(name) && spool.claimant(of: name) == nil && !spool.hasPart(plan, index)
             }
             guard !candidates.isEmpty else { continue }
-            let sidecar = directory.stagingDirectory.appendingPathComponent(StagingFile.stagingName(plan.file.path) + ".sidecar.json")
-            let done = Set(SpoolFS.read(sidecar.path).flatMap { try? JSONDecoder().decode(Sidecar.self, from: $0) }?.done ?? [])
+            let sidecar = StagingFile.sidecarURL(plan.file.path, in: directory)
+            let record = SpoolFS.read(sidecar.path).flatMap { try? JSONDecoder().decode(Sidecar.self, from: $0) }
+            // A sidecar of another commit or range size says nothing about this plan's ranges.
+            let done = record.map { $0.commit == plan.commit && $0.rangeSize == plan.rangeSize ? Set($0.done) : [] } ?? []
             let lost = candidates.filter { !done.contains($0) }
-            if !lost.isEmpty { try? spool.plan(plan, pending: lost) }
+            if !lost.isEmpty { spool.addJobs(plan, indices: lost) }
         }
     }
 }

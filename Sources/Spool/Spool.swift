@@ -125,16 +125,22 @@ public final class Spool: @unchecked Sendable {
     /// created with link(2) under deterministic names, so two planners create each job once;
     /// the plan is published last, so a planner that dies half way leaves a file others re-plan.
     public func plan(_ file: PlannedFile, pending: [Int]) throws {
-        for index in pending where !hasPart(file, index) {
-            let name = file.jobName(index)
-            if claimant(of: name) != nil { continue }
-            let temp = tempPath("job")
-            try SpoolFS.writeNew(temp, Data())
-            try SpoolFS.publishOnce(temp, as: "\(readyDir)/\(name)")
-        }
+        addJobs(file, indices: pending)
         let temp = tempPath("plan")
         try SpoolFS.writeNew(temp, try JSONEncoder().encode(file))
         try SpoolFS.publishOnce(temp, as: "\(plansDir)/\(file.key).json")
+    }
+
+    /// Makes ranges ready again unless they are claimed or have a part (looked at in the order
+    /// a job moves), and only while the file's plan stands (or is about to be published).
+    public func addJobs(_ file: PlannedFile, indices: [Int]) {
+        for index in indices {
+            let name = file.jobName(index)
+            if claimant(of: name) != nil || hasPart(file, index) { continue }
+            let temp = tempPath("job")
+            guard (try? SpoolFS.writeNew(temp, Data())) != nil else { continue }
+            _ = try? SpoolFS.publishOnce(temp, as: "\(readyDir)/\(name)")
+        }
     }
 
     public func readyJobs() -> [String] { SpoolFS.list(readyDir).sorted() }
@@ -194,7 +200,9 @@ public final class Spool: @unchecked Sendable {
         return parts.contains { now - (SpoolFS.mtime("\(partsDir)/\($0)") ?? now) > seconds }
     }
 
-    public func partPath(_ file: PlannedFile, _ index: Int) -> String { "\(partsDir)/\(file.jobName(index)).part" }
+    public func partPath(_ file: PlannedFile, _ index: Int) -> String { partPath(key: file.key, index: index) }
+
+    public func partPath(key: String, index: Int) -> String { "\(partsDir)/\(PlannedFile.jobName(key: key, index: index)).part" }
 
     /// Moves claims of dead local processes, and claims not refreshed within the lease (on the
     /// file server's clock; a live but silent worker too), back to ready. Claims whose part was

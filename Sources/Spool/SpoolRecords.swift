@@ -59,7 +59,10 @@ public struct PlannedFile: Codable, Sendable, Equatable {
         String(SHA256.hex(of: Data("\(modelDir)\n\(path)\n\(commit)".utf8)).prefix(24))
     }
 
-    public func jobName(_ index: Int) -> String { String(format: "%@.%06d", key, index) }
+    public func jobName(_ index: Int) -> String { PlannedFile.jobName(key: key, index: index) }
+
+    /// `<key>.<index, 6 digits>`: the name of a range's job, claim and part.
+    public static func jobName(key: String, index: Int) -> String { String(format: "%@.%06d", key, index) }
 
     public func range(_ index: Int) -> (start: Int64, end: Int64) {
         let start = Int64(index) * rangeSize

@@ -108,7 +108,7 @@ public final class RangeFetch: @unchecked Sendable {
                 case .badRange(let why):
                     error = .badResponse(url: url, reason: why)
                 case .overflow:
-                    error = .badResponse(url: url, reason: "the server sent more bytes than asked for")
+                    throw HubError.badResponse(url: url, reason: "the server sent more bytes than its Content-Range promised")
                 case .write(let e):
                     throw e
                 case nil:

@@ -362,7 +362,7 @@ final class TransferRun: @unchecked Sendable {
         case .write(let error):
             fail(error)
         case .overflow:
-            retry(job, HubError.badResponse(url: job.url, reason: "the server sent more bytes than asked for"))
+            fail(HubError.badResponse(url: job.url, reason: "the server sent more bytes than its Content-Range promised"))
         case nil:
             retry(job, HubError.badResponse(url: job.url, reason: "transfer stopped (HTTP \(status))"))
         }

@@ -63,6 +63,7 @@ extension HuggingFaceDownloader {
         let splicer = Splicer(spool: spool)
         let deadline = timeout.map { Date().addingTimeInterval($0) }
         let total = request.files.reduce(Int64(0)) { $0 + $1.size }
+        var supervisorSeen = Date()
         while true {
             if spool.hasOrphanParts(olderThan: 2) { splicer.spliceAll() } else { splicer.settleRequests() }
             switch spool.state(of: request.id) {
@@ -77,6 +78,11 @@ extension HuggingFaceDownloader {
             }
             progress(handedOverProgress(request, directory: directory, spool: spool, total: total))
             if isCancelled() { throw CancellationError() }
+            if !spool.liveSupervisors().isEmpty {
+                supervisorSeen = Date()
+            } else if Date().timeIntervalSince(supervisorSeen) > settings.lease {
+                throw DownloadError.noDaemon(repo: request.repo, spool: spool.root)
+            }
             if let deadline, Date() >= deadline { throw DownloadError.timedOut(repo: request.repo) }
             let seconds = deadline.map { max(1, min(poll, Int($0.timeIntervalSinceNow.rounded(.up)))) } ?? poll
             _ = watcher?.wait(seconds: seconds) ?? { sleep(UInt32(seconds)); return false }()
@@ -94,7 +100,7 @@ extension HuggingFaceDownloader {
                 continue
             }
             let key = PlannedFile.key(modelDir: request.modelDir, path: file.path, commit: request.commit)
-            let sidecar = directory.stagingDirectory.appendingPathComponent(StagingFile.stagingName(file.path) + ".sidecar.json")
+            let sidecar = StagingFile.sidecarURL(file.path, in: directory)
             if let record = SpoolFS.read(sidecar.path).flatMap({ try? JSONDecoder().decode(Sidecar.self, from: $0) }) {
                 let ranges = Set(record.done).union(parts[key] ?? [])
                 bytes += ranges.reduce(Int64(0)) { sum, i in
@@ -146,8 +152,11 @@ extension HuggingFaceDownloader {
         process.standardOutput = logHandle
         process.standardError = logHandle
         try process.run()
-        // Wait briefly for its heartbeat so a following `speech wait` sees it.
-        let deadline = Date().addingTimeInterval(5)
-        while spool.liveSupervisors().isEmpty && Date() < deadline { usleep(20_000) }
+        // Wait for its heartbeat, so a following `speech wait` sees it.
+        let deadline = Date().addingTimeInterval(10)
+        while spool.liveSupervisors().isEmpty {
+            guard Date() < deadline, process.isRunning else { throw DownloadError.daemonDidNotStart(log: logPath) }
+            usleep(20_000)
+        }
     }
 }

@@ -75,6 +75,12 @@ public final class Worker: @unchecked Sendable {
         } catch is CancellationError {
             unlink(temp)
             if !revoked { spool.unclaim(claim) }
+        } catch let error as CacheError {
+            // A local problem (disk full, I/O): the range is not at fault. Give it back and pause.
+            unlink(temp)
+            log("\(plan.repo)/\(plan.file.path) bytes \(range.start)-\(range.end): \(error); giving the range back")
+            spool.unclaim(claim)
+            Sleep.seconds(2, unless: shouldStop)
         } catch {
             unlink(temp)
             log("\(plan.repo)/\(plan.file.path) bytes \(range.start)-\(range.end): \(error)")
