@@ -210,5 +210,14 @@ final class ExitClock: @unchecked Sendable {
     private let lock = NSLock()
     private var times: [pid_t: Date] = [:]
     func mark(_ p: Process) { lock.withLock { times[p.processIdentifier] = Date() } }
-    func time(of pid: pid_t) -> Date? { lock.withLock { times[pid] } }
+    /// When `pid` exited; waits up to a second for its termination handler, which Foundation
+    /// may run a moment after the process is reaped.
+    func time(of pid: pid_t) -> Date? {
+        let deadline = Date().addingTimeInterval(1)
+        while Date() < deadline {
+            if let t = lock.withLock({ times[pid] }) { return t }
+            usleep(5_000)
+        }
+        return nil
+    }
 }
