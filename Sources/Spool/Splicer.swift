@@ -46,7 +46,10 @@ public struct Splicer: Sendable {
         guard let lock = StagingLock.acquire(plan.file.path, in: directory, owner: spool.owner, lease: spool.lease) else {
             return .busy
         }
-        defer { lock.release() }
+        // Refreshed on a timer: a long splice (hashing a big prefix) never looks abandoned.
+        let held = HeldLocks(lease: spool.lease)
+        held.add(lock)
+        defer { held.releaseAll() }
         do {
             let staging = try StagingFile(file: plan.file, in: directory, commit: plan.commit, rangeSize: plan.rangeSize)
             let done = staging.doneRanges
@@ -137,7 +140,9 @@ public struct Planner: Sendable {
         // The staging file and sidecar are made (or validated) under the lock; the ranges the
         // sidecar already lists are not planned again, in the range size it already uses.
         guard let lock = StagingLock.acquire(file.path, in: directory, owner: spool.owner, lease: spool.lease) else { return }
-        defer { lock.release() }
+        let held = HeldLocks(lease: spool.lease)
+        held.add(lock)
+        defer { held.releaseAll() }
         let key = PlannedFile.key(modelDir: request.modelDir, path: file.path, commit: request.commit)
         guard spool.plannedFile(key) == nil, !directory.isComplete(file),
               let staging = try? StagingFile(file: file, in: directory, commit: request.commit, rangeSize: rangeSize) else {

@@ -149,7 +149,8 @@ public final class Spool: @unchecked Sendable {
     public func claim(_ name: String) -> ClaimedJob? {
         guard let (key, index) = PlannedFile.parseJob(name), let plan = plannedFile(key) else { return nil }
         let path = "\(claimedDir)/\(name)@\(owner)"
-        guard rename("\(readyDir)/\(name)", path) == 0 else { return nil }
+        // Fresh mtime before the rename: a claim is never seen with its planning-time age.
+        guard SpoolFS.touch("\(readyDir)/\(name)"), rename("\(readyDir)/\(name)", path) == 0 else { return nil }
         SpoolFS.touch(path)
         return ClaimedJob(name: name, path: path, plan: plan, index: index)
     }
