@@ -3,7 +3,9 @@
   www/api/models/ORG/NAME/revision/{main,COMMIT}   revision JSON (sha, siblings)
   www/api/models/ORG/NAME/tree/{main,COMMIT}       tree JSON (nginx ignores ?recursive=...)
   www/ORG/NAME/resolve/{main,COMMIT}/FILE          hard links to the blob
-Prints the commit id (40 hex, derived from the content so reruns agree).
+With --no-lfs-repo, a second repo serves the same blob but lists it as a plain git file (no
+`lfs` entry, so no SHA-256 to check): a downloader that verifies LFS hashes skips the hash there.
+Prints the commit id of each repo, one a line (40 hex, derived from the content).
 """
 import argparse
 import hashlib
@@ -14,7 +16,23 @@ p = argparse.ArgumentParser()
 for a in ("www", "repo", "file", "blob", "sha256"):
     p.add_argument("--" + a, required=True)
 p.add_argument("--size", type=int, required=True)
+p.add_argument("--no-lfs-repo")
 args = p.parse_args()
+
+
+def write_repo(repo, commit, revision, tree):
+    api = os.path.join(args.www, "api", "models", repo)
+    for rev in ("main", commit):
+        for kind, doc in (("revision", revision), ("tree", tree)):
+            os.makedirs(os.path.join(api, kind), exist_ok=True)
+            with open(os.path.join(api, kind, rev), "w") as f:
+                json.dump(doc, f)
+        target = os.path.join(args.www, repo, "resolve", rev, args.file)
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        if os.path.exists(target):
+            os.unlink(target)
+        os.link(args.blob, target)
+
 
 pointer = (f"version https://git-lfs.github.com/spec/v1\noid sha256:{args.sha256}\n"
            f"size {args.size}\n").encode()
@@ -33,15 +51,16 @@ revision = {
 }
 tree = [{"type": "file", "path": args.file, "size": args.size, "oid": git_oid, "lfs": lfs}]
 
-api = os.path.join(args.www, "api", "models", args.repo)
-for rev in ("main", commit):
-    for kind, doc in (("revision", revision), ("tree", tree)):
-        os.makedirs(os.path.join(api, kind), exist_ok=True)
-        with open(os.path.join(api, kind, rev), "w") as f:
-            json.dump(doc, f)
-    target = os.path.join(args.www, args.repo, "resolve", rev, args.file)
-    os.makedirs(os.path.dirname(target), exist_ok=True)
-    if os.path.exists(target):
-        os.unlink(target)
-    os.link(args.blob, target)
+write_repo(args.repo, commit, revision, tree)
 print(commit)
+
+if args.no_lfs_repo:
+    # Not the real git blob id of the content (nothing downloads it by that id); stable and unique.
+    oid2 = hashlib.sha1(f"no-lfs {args.sha256}".encode()).hexdigest()
+    commit2 = hashlib.sha1(f"speech-fetch bench {args.no_lfs_repo} {args.file} {oid2}".encode()).hexdigest()
+    revision2 = dict(revision, _id=commit2[:24], id=args.no_lfs_repo, modelId=args.no_lfs_repo, sha=commit2,
+                     siblings=[{"rfilename": args.file, "size": args.size, "blobId": oid2}])
+    tree2 = [{"type": "file", "path": args.file, "size": args.size, "oid": oid2}]
+    write_repo(args.no_lfs_repo, commit2, revision2, tree2)
+    print(commit2)
+    print(oid2)

@@ -13,6 +13,7 @@ import json
 import os
 import platform
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -72,6 +73,64 @@ def cpu_seconds(pids):
         except (OSError, IndexError, ValueError):
             pass
     return total / CLK_TCK
+
+
+def system_cpu():
+    """(user+nice+system, irq+softirq) seconds of the whole machine, from /proc/stat."""
+    with open("/proc/stat") as f:
+        v = [int(x) for x in f.readline().split()[1:]]
+    return (v[0] + v[1] + v[2]) / CLK_TCK, (v[5] + v[6]) / CLK_TCK
+
+
+def self_cpu():
+    t = os.times()
+    return t.user + t.system
+
+
+CURRENT = {"pid": None}  # the tool being measured (leader of its own process group)
+
+
+def stop_current(signum, _frame):
+    """On SIGTERM/SIGINT: stop the tool's whole process group, then exit."""
+    pid = CURRENT["pid"]
+    if pid:
+        for sig, grace in ((signal.SIGTERM, 3.0), (signal.SIGKILL, 1.0)):
+            try:
+                os.killpg(pid, sig)
+            except ProcessLookupError:
+                break
+            deadline = time.monotonic() + grace
+            while time.monotonic() < deadline:
+                try:
+                    if os.waitpid(pid, os.WNOHANG)[0]:
+                        break
+                except ChildProcessError:
+                    break
+                time.sleep(0.05)
+            else:
+                continue
+            break
+    raise SystemExit(128 + signum)
+
+
+NOISE_SHARE = 0.15  # a run during which others used more than this share of the CPU is redone
+
+
+def wait_idle(nginx_pid, settle_s, max_wait_s):
+    """Sleeps at least settle_s, in 1 s windows, until a window in which the rest of the machine
+    used under NOISE_SHARE of the CPU (or max_wait_s more have passed). Returns seconds waited."""
+    t0 = time.monotonic()
+    while True:
+        busy0, _ = system_cpu()
+        self0, ng0 = self_cpu(), cpu_seconds(tree_pids(nginx_pid))
+        w0 = time.monotonic()
+        time.sleep(1.0)
+        busy1, _ = system_cpu()
+        other = (busy1 - busy0) - (self_cpu() - self0) - (cpu_seconds(tree_pids(nginx_pid)) - ng0)
+        share = other / ((time.monotonic() - w0) * os.cpu_count())
+        waited = time.monotonic() - t0
+        if waited >= settle_s and (share < NOISE_SHARE or waited >= settle_s + max_wait_s):
+            return waited
 
 
 class Sampler(threading.Thread):
@@ -142,9 +201,9 @@ def memory_probe(work, blob, size, pause):
             "warm_mib_s": size / MIB / times[1]}
 
 
-def measure(argv, env, log_path, nginx_pid, access_log, settle_s):
+def measure(argv, env, log_path, nginx_pid, access_log):
     """Runs argv under /usr/bin/time (so ru_maxrss is the tool's own: a process spawned straight
-    from this Python would inherit its peak RSS across exec) after a pause of settle_s."""
+    from this Python would inherit its peak RSS across exec)."""
     exe = shutil.which(argv[0], path=env.get("PATH"))
     if exe is None:
         raise SystemExit(f"bench: {argv[0]} not found")
@@ -152,19 +211,22 @@ def measure(argv, env, log_path, nginx_pid, access_log, settle_s):
     argv = ["/usr/bin/time", "-q", "-f", "%M", "-o", rss_file, exe] + list(argv[1:])
     exe = "/usr/bin/time"
     log_offset = os.path.getsize(access_log) if os.path.exists(access_log) else 0
-    time.sleep(settle_s)
     nginx_before = cpu_seconds(tree_pids(nginx_pid))
+    sys_before, irq_before = system_cpu()
+    self_before = self_cpu()
     actions = [
         (os.POSIX_SPAWN_OPEN, 0, "/dev/null", os.O_RDONLY, 0),
         (os.POSIX_SPAWN_OPEN, 1, log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644),
         (os.POSIX_SPAWN_DUP2, 1, 2),
     ]
     t0 = time.monotonic()
-    pid = os.posix_spawn(exe, argv, env, file_actions=actions)
+    pid = os.posix_spawn(exe, argv, env, file_actions=actions, setpgroup=0)
+    CURRENT["pid"] = pid
     sampler = Sampler(pid)
     sampler.start()
     _, status, ru = os.wait4(pid, 0)
     wall = time.monotonic() - t0
+    CURRENT["pid"] = None
     sampler.stop.set()
     sampler.join()
     try:
@@ -172,16 +234,23 @@ def measure(argv, env, log_path, nginx_pid, access_log, settle_s):
             maxrss_kib = int(f.read().split()[-1])
     except (OSError, ValueError, IndexError):
         maxrss_kib = None
-    time.sleep(0.2)  # let nginx write its last access-log line
+    sys_after, irq_after = system_cpu()
+    self_after = self_cpu()
     nginx_cpu = cpu_seconds(tree_pids(nginx_pid)) - nginx_before
+    time.sleep(0.2)  # let nginx write its last access-log line
     return {
         "exit": os.waitstatus_to_exitcode(status),
         "wall_s": wall,
         "cpu_user_s": ru.ru_utime, "cpu_sys_s": ru.ru_stime, "cpu_s": ru.ru_utime + ru.ru_stime,
         "maxrss_mib": None if maxrss_kib is None else maxrss_kib / 1024,
         "peak_pss_mib": sampler.peak_pss / 1024, "peak_rss_sampled_mib": sampler.peak_rss / 1024,
-        "pss_samples": sampler.samples, "settle_s": settle_s,
+        "pss_samples": sampler.samples,
         "nginx_cpu_s": nginx_cpu,
+        # CPU the machine spent on anything but the tool, nginx and this runner (other users of
+        # the machine: noise), and in interrupts (loopback network processing, charged to no one).
+        "other_cpu_s": max(0.0, (sys_after - sys_before) - (ru.ru_utime + ru.ru_stime) - nginx_cpu
+                           - (self_after - self_before)),
+        "irq_cpu_s": irq_after - irq_before,
         "server": read_log(access_log, log_offset),
     }
 
@@ -208,6 +277,11 @@ def tools(a, hf_new_version, hf_old_version):
              argv=lambda d, ep: [a.speech, "download", a.repo, "--cache-dir", d],
              shown="speech download bench/OneGiB --cache-dir DIR",
              env={}, out=out_file, ours=True),
+        dict(key="speech_nohash", label="speech download, file listed without `lfs` (no SHA-256)",
+             conns=str(min(conc, 16)), scenarios={"1"}, reference=True,
+             argv=lambda d, ep: [a.speech, "download", a.nohash_repo, "--cache-dir", d],
+             shown="speech download bench/OneGiB-nohash --cache-dir DIR  # same bytes, tree entry without lfs",
+             env={}, out=out_file),
         dict(key="aria2", label="aria2c (defaults)", conns="1", scenarios={"1", "2"},
              argv=lambda d, ep: ["aria2c", "-q", "--allow-overwrite=true", "--auto-file-renaming=false",
                                  "-d", d, "-o", a.file, f"{ep}/{a.repo}/resolve/main/{a.file}"],
@@ -226,12 +300,12 @@ def tools(a, hf_new_version, hf_old_version):
         dict(key="hft", label=f"huggingface_hub {hf_old_version} + hf_transfer", conns="100",
              scenarios={"1", "2"},
              argv=lambda d, ep: [a.py_old, a.hf_get, a.repo, d],
-             shown=f"HF_HUB_ENABLE_HF_TRANSFER=1 python -c 'snapshot_download(...)'  # huggingface_hub {hf_old_version}",
+             shown=f"python -c 'snapshot_download(\"bench/OneGiB\", local_dir=DIR)'  # huggingface_hub {hf_old_version}",
              env={"HF_HUB_ENABLE_HF_TRANSFER": "1"}, out=out_file),
         dict(key="hft16", label=f"huggingface_hub {hf_old_version} + hf_transfer, 16 connections",
              conns="16", scenarios={"1", "2"},
              argv=lambda d, ep: [a.py_old, a.hf_get, a.repo, d],
-             shown="same, with constants.HF_TRANSFER_CONCURRENCY = 16",
+             shown="python -c 'constants.HF_TRANSFER_CONCURRENCY = 16; snapshot_download(...)'",
              env={"HF_HUB_ENABLE_HF_TRANSFER": "1", "BENCH_HF_TRANSFER_CONCURRENCY": "16"}, out=out_file),
     ]
 
@@ -266,20 +340,16 @@ def machine_info(work, repo_dir):
                 cpu = line.split(":", 1)[1].strip()
                 break
     disk = first_line(["findmnt", "-no", "SOURCE,FSTYPE", "-T", work])
-    try:
-        src = disk.split()[0]
-        dev = os.path.basename(os.path.realpath(src))
-        rota = open(f"/sys/class/block/{dev}/queue/rotational").read().strip()
-        disk += " (rotational)" if rota == "1" else " (non-rotational)"
-    except Exception:
-        pass
-    git = first_line(["git", "-C", repo_dir, "describe", "--always", "--dirty", "--abbrev=12"])
+    git = first_line(["git", "-C", repo_dir, "rev-parse", "--short=12", "HEAD"])
     dirty = subprocess.run(["git", "-C", repo_dir, "status", "--porcelain", "--", "Sources", "Package.swift"],
                            capture_output=True, text=True).stdout.strip()
+    if os.environ.get("BENCH_SPEECH_BIN"):
+        git = os.environ.get("BENCH_SPEECH_COMMIT") or "an unstated commit"
+        dirty = ""
     return {"nproc": os.cpu_count(), "cpu": cpu, "memory": mem, "kernel": platform.release(),
             "os": first_line(["sh", "-c", ". /etc/os-release && echo \"$PRETTY_NAME\""]),
             "disk": disk, "target_dir": work,
-            "speech_fetch_commit": git,
+            "speech_fetch_commit": git, "speech_binary_prebuilt": os.environ.get("BENCH_SPEECH_BIN") or None,
             "speech_fetch_sources_uncommitted": bool(dirty)}
 
 
@@ -378,8 +448,10 @@ def render(doc):
     m = doc["machine"]
     L.append(f"- {m['nproc']} cores ({m['cpu']}), {m['memory']} RAM, kernel {m['kernel']}, {m['os']}")
     L.append(f"- disk: {m['disk']}; source file and target directories on it, under `{m['target_dir']}`")
-    L.append(f"- speech-fetch {m['speech_fetch_commit']}"
-             + (" (with uncommitted changes under Sources/)" if m["speech_fetch_sources_uncommitted"] else ""))
+    L.append(f"- speech-fetch at {m['speech_fetch_commit']}"
+             + (" (with uncommitted changes under Sources/)" if m["speech_fetch_sources_uncommitted"] else "")
+             + ("; binary given as `BENCH_SPEECH_BIN`, its commit as `BENCH_SPEECH_COMMIT`"
+                if m.get("speech_binary_prebuilt") else "; built by the script (release)"))
     if m.get("memory_probe"):
         pr = m["memory_probe"]
         L.append(f"- memory: a VM with a virtio balloon that hands freed pages back to the host within "
@@ -391,6 +463,21 @@ def render(doc):
                  "of the writing thread, counted as sys). That is the state any download on this VM "
                  "meets; on a machine without free page reporting all tools would be faster")
     v = doc["versions"]
+    others = [(r["other_cpu_s"], r["wall_s"], sc["key"], t["label"]) for sc in doc["scenarios"]
+              for t in sc["tools"] for r in t["runs"]]
+    if others:
+        share = [o / (w * m["nproc"]) for o, w, _, _ in others]
+        worst = max(range(len(others)), key=lambda i: share[i])
+        o, w, k, lab = others[worst]
+        L.append(f"- other load: CPU used by anything but the tool, nginx and the runner during a run was "
+                 f"{statistics.median(share) * 100:.1f}% of the machine (median over runs), at most "
+                 f"{share[worst] * 100:.0f}% ({o:.2f} CPU s in {w:.2f} s, scenario {k}, {lab})"
+                 + (" — **the machine was not idle; treat these figures with care**"
+                    if share[worst] > NOISE_SHARE else ""))
+    discarded = sum(len(t.get("discarded", [])) for sc in doc["scenarios"] for t in sc["tools"])
+    if discarded:
+        L.append(f"- {discarded} run(s) discarded and redone because other processes were busy "
+                 "(in benchmarks.json under `discarded`)")
     L.append(f"- server: {v['nginx']} on 127.0.0.1 (`sendfile on`, static files, 200 with the Hub's "
              "headers on resolve, 206 for ranges)")
     L.append(f"- peers: {v['curl']}; {v['aria2c']}; huggingface_hub {v['hf_new']}; "
@@ -404,7 +491,10 @@ def render(doc):
              "The source stays in page cache (read once before the runs).")
     L.append(f"- {doc['runs']} run(s) per tool and scenario, tools alternating (the order rotates each "
              "round); each run writes into a fresh empty directory on the same disk, deleted after, "
-             f"with `sync` and a {doc['settle_s']:.0f} s pause before the next run. Each tool's output is checked (size and SHA-256) once "
+             f"with `sync` and a pause of at least {doc['settle_s']:.0f} s before the next run, extended "
+             f"(up to {doc['idle_wait_s']:.0f} s) until a 1 s window in which other processes used under "
+             f"{NOISE_SHARE * 100:.0f}% of the CPU. A run during which they used more is discarded and "
+             f"redone, up to {doc['noise_retries']} times (runs over 30 s are kept). Each tool's output is checked (size and SHA-256) once "
              "per scenario, outside the timing.")
     L.append("- Wall time includes process start (Python's import time for huggingface_hub), metadata "
              "requests, the transfer, verification a tool does itself, and its fsync if it does one: "
@@ -460,6 +550,17 @@ def verdict(doc):
         if ours.get("verified") is False:
             line += " **Our output did not verify.**"
         out.append(line)
+        nohash = next((t for t in sc["tools"] if t["key"] == "speech_nohash" and t["summary"]), None)
+        if nohash:
+            n = nohash["summary"]
+            extra = s["wall_s"]["median"] / n["wall_s"]["median"] - 1
+            cpu = s["cpu_s"]["median"] - n["cpu_s"]["median"]
+            verify = [r.get("verify_cpu_s") for t in sc["tools"] for r in t["runs"] if r.get("verify_cpu_s")]
+            out.append(f"  SHA-256 while downloading: ours takes {extra * 100:+.1f}% wall time and "
+                       f"{cpu:+.2f} CPU s against the same bytes listed without `lfs` (target: under +5% "
+                       f"wall: {'met' if extra < 0.05 else '**missed**'})"
+                       + (f"; hashing the file alone (OpenSSL, this machine) takes {statistics.median(verify):.2f} CPU s"
+                          if verify else "") + ".")
         failed = [t["label"] for t in sc["tools"] if any(r["exit"] != 0 for r in t["runs"])]
         if failed:
             out.append(f"  Runs that failed: {', '.join(failed)} (see benchmarks.json).")
@@ -472,9 +573,12 @@ def main():
     for k in ("work", "repo", "file", "sha256", "commit", "blob", "rate-limit", "scenarios", "speech",
               "py-new", "py-old", "hf-get", "repo-dir", "out-dir"):
         p.add_argument("--" + k, required=True)
+    p.add_argument("--nohash-repo", required=True)
     for k in ("size", "port-free", "port-limited", "nginx-pid", "runs", "quick"):
         p.add_argument("--" + k, type=int, required=True)
     a = p.parse_args()
+    signal.signal(signal.SIGTERM, stop_current)
+    signal.signal(signal.SIGINT, stop_current)
 
     wanted = set(a.scenarios.split(","))
     hf_new, hf_old = pyversion(a.py_new, "huggingface_hub"), pyversion(a.py_old, "huggingface_hub")
@@ -497,7 +601,9 @@ def main():
                               port=a.port_limited,
                               description=f"Each connection is capped at {rate_mib} MiB/s (a CDN's per-stream "
                                           "cap); more connections go faster. Peers at their defaults and at "
-                                          "16 connections."))
+                                          "16 connections. nginx applies `limit_rate` per request, so a "
+                                          "client that sends several shorter requests down one connection "
+                                          "can end slightly above the cap per connection (× limit above 1)."))
     for sc in scenarios:
         sc["tools"] = [dict(t, runs=[], verified=None) for t in all_tools if sc["key"] in t["scenarios"]]
 
@@ -519,43 +625,65 @@ def main():
     probe = memory_probe(a.work, a.blob, a.size, settle) if balloon else None
 
     machine = dict(machine_info(a.work, a.repo_dir), balloon=balloon, memory_probe=probe)
-    t_start = time.monotonic()
-    for sc in scenarios:
+    noise_retries = int(os.environ.get("BENCH_NOISE_RETRIES", "2"))
+    idle_wait = float(os.environ.get("BENCH_IDLE_WAIT", "60"))
+
+    def one_run(sc, t, rnd, attempt):
         endpoint = f"http://127.0.0.1:{sc['port']}"
         access_log = os.path.join(a.work, "nginx", "logs", f"access-{sc['port']}.log")
+        dst = os.path.join(a.work, "target", f"s{sc['key']}-{t['key']}-{rnd}")
+        shutil.rmtree(os.path.join(a.work, "target"), ignore_errors=True)
+        os.makedirs(dst, exist_ok=True)
+        os.sync()
+        env = dict(base_env, HF_ENDPOINT=endpoint, **t["env"])
+        log_path = os.path.join(logs, f"s{sc['key']}-{t['key']}-{rnd}-{attempt}.log")
+        waited = wait_idle(a.nginx_pid, settle, idle_wait)
+        r = measure(t["argv"](dst, endpoint), env, log_path, a.nginx_pid, access_log)
+        r["round"] = rnd
+        r["waited_s"] = waited
+        out = t["out"](dst)
+        if r["exit"] == 0 and t["verified"] is None:
+            try:
+                tv = time.monotonic()
+                cpu0 = time.process_time()
+                good = os.path.getsize(out) == a.size and sha256_file(out) == a.sha256
+                r["verify_wall_s"] = time.monotonic() - tv
+                r["verify_cpu_s"] = time.process_time() - cpu0
+            except OSError:
+                good = False
+            t["verified"] = good
+            r["verified"] = good
+        if r["exit"] != 0:
+            with open(log_path, errors="replace") as f:
+                r["log_tail"] = f.read()[-2000:]
+            print(f"bench: {t['label']} failed (exit {r['exit']}):\n{r['log_tail']}", file=sys.stderr)
+        print(f"bench: s{sc['key']} round {rnd + 1}/{a.runs} {t['label']:<52} {r['wall_s']:7.2f} s "
+              f"{a.size / MIB / r['wall_s']:7.0f} MiB/s cpu {r['cpu_s']:5.2f} s "
+              f"rss {r['maxrss_mib']:5.0f} pss {r['peak_pss_mib']:5.0f} MiB "
+              f"req {r['server'].get('requests', 0)}/{r['server'].get('connections', 0)} "
+              f"other {r['other_cpu_s']:.2f}"
+              + ("" if r["exit"] == 0 else f" EXIT {r['exit']}")
+              + ("" if r.get("verified", True) else " WRONG OUTPUT"), file=sys.stderr)
+        shutil.rmtree(os.path.join(a.work, "target"), ignore_errors=True)
+        return r
+
+    t_start = time.monotonic()
+    for sc in scenarios:
         ts = sc["tools"]
         for rnd in range(a.runs):
             order = ts[rnd % len(ts):] + ts[:rnd % len(ts)]
             for t in order:
-                dst = os.path.join(a.work, "target", f"s{sc['key']}-{t['key']}-{rnd}")
-                shutil.rmtree(os.path.join(a.work, "target"), ignore_errors=True)
-                os.makedirs(os.path.dirname(dst), exist_ok=True)
-                os.makedirs(dst, exist_ok=True)
-                os.sync()
-                env = dict(base_env, HF_ENDPOINT=endpoint, **t["env"])
-                log_path = os.path.join(logs, f"s{sc['key']}-{t['key']}-{rnd}.log")
-                r = measure(t["argv"](dst, endpoint), env, log_path, a.nginx_pid, access_log, settle)
-                r["round"] = rnd
-                out = t["out"](dst)
-                if r["exit"] == 0 and t["verified"] is None:
-                    try:
-                        good = os.path.getsize(out) == a.size and sha256_file(out) == a.sha256
-                    except OSError:
-                        good = False
-                    t["verified"] = good
-                    r["verified"] = good
-                if r["exit"] != 0:
-                    with open(log_path, errors="replace") as f:
-                        r["log_tail"] = f.read()[-2000:]
-                    print(f"bench: {t['label']} failed (exit {r['exit']}):\n{r['log_tail']}", file=sys.stderr)
-                t["runs"].append(r)
-                print(f"bench: s{sc['key']} round {rnd + 1}/{a.runs} {t['label']:<52} {r['wall_s']:7.2f} s "
-                      f"{a.size / MIB / r['wall_s']:7.0f} MiB/s cpu {r['cpu_s']:5.2f} s "
-                      f"rss {r['maxrss_mib']:5.0f} pss {r['peak_pss_mib']:5.0f} MiB "
-                      f"req {r['server'].get('requests', 0)}/{r['server'].get('connections', 0)}"
-                      + ("" if r["exit"] == 0 else f" EXIT {r['exit']}")
-                      + ("" if r.get("verified", True) else " WRONG OUTPUT"), file=sys.stderr)
-                shutil.rmtree(os.path.join(a.work, "target"), ignore_errors=True)
+                for attempt in range(1 + noise_retries):
+                    r = one_run(sc, t, rnd, attempt)
+                    share = r["other_cpu_s"] / (r["wall_s"] * os.cpu_count())
+                    if (share > NOISE_SHARE and attempt < noise_retries and r["exit"] == 0
+                            and r["wall_s"] < 30):
+                        r["discarded"] = f"busy machine: others used {share * 100:.0f}% of the CPU"
+                        t.setdefault("discarded", []).append(r)
+                        print(f"bench:   discarded ({r['discarded']}); again", file=sys.stderr)
+                        continue
+                    t["runs"].append(r)
+                    break
 
     # Limits and ratios.
     disk_limit = None
@@ -591,7 +719,8 @@ def main():
 
     doc = {
         "generated": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-        "quick": bool(a.quick), "runs": a.runs, "settle_s": settle, "elapsed_s": time.monotonic() - t_start,
+        "quick": bool(a.quick), "runs": a.runs, "settle_s": settle, "idle_wait_s": idle_wait,
+        "noise_retries": noise_retries, "elapsed_s": time.monotonic() - t_start,
         "machine": machine,
         "versions": versions,
         "file": {"repo": a.repo, "path": a.file, "size": a.size, "sha256": a.sha256, "commit": a.commit},
