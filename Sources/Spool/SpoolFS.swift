@@ -30,6 +30,8 @@ public enum SpoolFS {
     }
 
     /// Writes `data` to a new private file (`O_EXCL`, `O_NOFOLLOW`, 0600), fsyncs and closes it.
+    /// An empty file (a job or marker: its name is its content) is not synced: there is nothing
+    /// to make durable before the link that publishes it.
     public static func writeNew(_ path: String, _ data: Data) throws {
         let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw SpoolError.io(path: path, operation: "create", errno: errno) }
@@ -48,7 +50,7 @@ public enum SpoolFS {
                 off += n
             }
         }
-        guard fsync(fd) == 0 else {
+        guard data.isEmpty || fsync(fd) == 0 else {
             let code = errno
             close(fd)
             throw SpoolError.io(path: path, operation: "sync", errno: code)

@@ -69,9 +69,9 @@ public final class Worker: @unchecked Sendable {
                                       revoked = !spool.refresh(claim)
                                   }
                               }, isCancelled: { revoked || shouldStop() })
+            // Splicing is left to the supervisor (woken by the part's arrival), so this worker
+            // goes straight back to fetching; any other process may splice it too.
             try spool.publishPart(temp, for: claim)
-            Splicer(spool: spool).splice(plan)
-            Splicer(spool: spool).settleRequests()
         } catch is CancellationError {
             unlink(temp)
             if !revoked { spool.unclaim(claim) }
