@@ -60,6 +60,18 @@ public enum SpoolFS {
         ok = true
     }
 
+    /// Flushes a finished file to disk (fsync) and checks the close, before it is published.
+    public static func syncFile(_ path: String) throws {
+        let fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+        guard fd >= 0 else { throw SpoolError.io(path: path, operation: "open", errno: errno) }
+        guard fsync(fd) == 0 else {
+            let code = errno
+            close(fd)
+            throw SpoolError.io(path: path, operation: "sync", errno: code)
+        }
+        guard close(fd) == 0 else { throw SpoolError.io(path: path, operation: "close", errno: errno) }
+    }
+
     /// Publishes a finished temp file under `target` with link(2): false when `target` already
     /// exists (someone published it first). The temp file is removed either way.
     @discardableResult

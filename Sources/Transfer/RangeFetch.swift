@@ -17,11 +17,13 @@ public final class RangeFetch: @unchecked Sendable {
         self.settings = settings.normalized()
     }
 
-    /// Fetches bytes `start...end` of `file` into a new file at `partPath` and fsyncs it.
+    /// Fetches bytes `start...end` of `file` into a new file at `partPath`; fsyncs it when `sync`
+    /// (a caller that publishes the part later may sync it on its own time).
     /// `onProgress` is called as bytes arrive (a lease refresh); `isCancelled` stops the fetch.
     /// - Throws: `HubError` when the range cannot be had (non-retryable answer, retries exhausted).
     public func fetch(_ file: RepoFile, repo: RepoID, commit: String, start: Int64, end: Int64, into partPath: String,
-                      onProgress: @escaping () -> Void = {}, isCancelled: @escaping () -> Bool = { false }) throws {
+                      sync: Bool = true, onProgress: @escaping () -> Void = {},
+                      isCancelled: @escaping () -> Bool = { false }) throws {
         let fd = open(partPath, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw CacheError.io(path: partPath, operation: "create part", errno: errno) }
         defer { close(fd) }
@@ -80,7 +82,7 @@ public final class RangeFetch: @unchecked Sendable {
             switch session.performBlocking() {
             case .response(let response) where (200..<300).contains(response.status):
                 if start + written == end + 1 {
-                    guard fsync(fd) == 0 else { throw CacheError.io(path: partPath, operation: "sync", errno: errno) }
+                    guard !sync || fsync(fd) == 0 else { throw CacheError.io(path: partPath, operation: "sync", errno: errno) }
                     return
                 }
                 error = .transport(TransportError(code: 18, message: "body ended after \(written) of \(end - start + 1) bytes", url: url))

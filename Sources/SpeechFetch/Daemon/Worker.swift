@@ -14,6 +14,8 @@ public final class Worker: @unchecked Sendable {
     let log: @Sendable (String) -> Void
     /// Claim only jobs planned for requests made on this node.
     let ownRequestsOnly: Bool
+    /// Syncs and publishes finished parts while the worker fetches its next range.
+    private let publisher = DispatchQueue(label: "speech-fetch.worker.publish")
 
     public init(cacheBase: URL, environment: [String: String] = ProcessInfo.processInfo.environment,
                 ownRequestsOnly: Bool = false, log: @escaping @Sendable (String) -> Void) throws {
@@ -35,6 +37,7 @@ public final class Worker: @unchecked Sendable {
         watcher?.watch(spool.readyDir)
         watcher?.watch(spool.plansDir)
         let poll = FilesystemKind.inotifySeesAllWriters(spool.root) ? 2 : max(1, Int(settings.pollInterval.rounded()))
+        defer { publisher.sync {} }  // parts in hand are published before the worker exits
         while !shouldStop() && getppid() == parent {
             var worked = false
             for name in spool.readyJobs().shuffled() {
@@ -63,15 +66,27 @@ public final class Worker: @unchecked Sendable {
             // The lease is refreshed while bytes arrive; a claim that was revoked meanwhile
             // (this worker looked dead) makes the worker give the range up.
             try fetcher.fetch(plan.file, repo: repo, commit: plan.commit, start: range.start, end: range.end, into: temp,
-                              onProgress: {
+                              sync: false, onProgress: {
                                   if Date().timeIntervalSince(lastRefresh) >= lease / 4 {
                                       lastRefresh = Date()
                                       revoked = !spool.refresh(claim)
                                   }
                               }, isCancelled: { revoked || shouldStop() })
-            // Splicing is left to the supervisor (woken by the part's arrival), so this worker
-            // goes straight back to fetching; any other process may splice it too.
-            try spool.publishPart(temp, for: claim)
+            // Publish after durable: the part is synced and renamed into parts/ on the publisher
+            // queue while this worker goes back to fetching. Splicing is left to the supervisor
+            // (woken by the part's arrival); any other process may splice it too.
+            let log = self.log
+            publisher.async {
+                do {
+                    try SpoolFS.syncFile(temp)
+                    spool.refresh(claim)
+                    try spool.publishPart(temp, for: claim)
+                } catch {
+                    log("\(plan.file.path) part \(claim.index): \(error); the range will be fetched again")
+                    unlink(temp)
+                    spool.unclaim(claim)
+                }
+            }
         } catch is CancellationError {
             unlink(temp)
             if !revoked { spool.unclaim(claim) }
