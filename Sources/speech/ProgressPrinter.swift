@@ -72,13 +72,7 @@ func emit(_ text: String) {
 }
 
 enum Format {
-    static func bytes(_ n: Int64) -> String {
-        let units = ["B", "KiB", "MiB", "GiB", "TiB"]
-        var value = Double(n)
-        var unit = 0
-        while value >= 1024 && unit < units.count - 1 { value /= 1024; unit += 1 }
-        return unit == 0 ? "\(n) B" : String(format: "%.1f %@", value, units[unit])
-    }
+    static func bytes(_ n: Int64) -> String { ByteFormat.string(n) }
 
     static func duration(_ seconds: Double) -> String {
         guard seconds.isFinite, seconds >= 0 else { return "--" }

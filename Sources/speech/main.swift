@@ -37,7 +37,7 @@ func die(_ message: String, code: Int32 = 1) -> Never {
 }
 
 func runDownload(_ args: Arguments, environment: [String: String] = ProcessInfo.processInfo.environment,
-                 repoOverride: String? = nil) -> Int32 {
+                 repoOverride: String? = nil, cacheBaseOverride: URL? = nil) -> Int32 {
     guard let repo = repoOverride ?? args.positionals.first else { die("download needs a repo id or a model name, e.g. speech download kokoro", code: 64) }
     if !repo.contains("/") {
         guard let entry = ModelCatalog.find(repo) else {
@@ -51,7 +51,7 @@ func runDownload(_ args: Arguments, environment: [String: String] = ProcessInfo.
     let interrupt = StopSignal()
     interrupt.install()
     let cacheDir = args.value("cache-dir").map { URL(fileURLWithPath: $0) }
-    let cacheBase = args.value("cache-base").map { URL(fileURLWithPath: $0) }
+    let cacheBase = cacheBaseOverride ?? args.value("cache-base").map { URL(fileURLWithPath: $0) }
     let started = Date()
     let host: TransferHost = args.flag("detach") ? .detach(daemonExecutable: siblingExecutable("speech-fetchd")) : .automatic
     do {
@@ -204,7 +204,7 @@ func runDemo(_ args: Arguments) -> Int32 {
         var env = ProcessInfo.processInfo.environment
         env["HF_ENDPOINT"] = hub.baseURL
         env["HF_HUB_OFFLINE"] = nil
-        let code = runDownload(args, environment: env, repoOverride: "demo/Speech-Demo-Model")
+        let code = runDownload(args, environment: env, repoOverride: "demo/Speech-Demo-Model", cacheBaseOverride: base)
         return code
     } catch {
         die("demo failed: \(error)")

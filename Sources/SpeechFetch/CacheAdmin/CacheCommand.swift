@@ -19,35 +19,17 @@ public enum CacheCommand {
     /// (or corrupt files found, or refused), 64 bad usage.
     public static func run(_ arguments: [String],
                            environment: [String: String] = ProcessInfo.processInfo.environment) -> (output: String, exitCode: Int32) {
-        var positionals: [String] = []
-        var options: [String: String] = [:]
-        var flags = Set<String>()
-        let valued: Set<String> = ["cache-base", "older-than", "hf-home"]
-        var i = 0
-        while i < arguments.count {
-            let arg = arguments[i]
-            i += 1
-            if arg == "-h" || arg == "--help" { return (usage + "\n", 0) }
-            guard arg.hasPrefix("--") else { positionals.append(arg); continue }
-            var name = String(arg.dropFirst(2))
-            var value: String?
-            if let eq = name.firstIndex(of: "=") {
-                value = String(name[name.index(after: eq)...])
-                name = String(name[..<eq])
-            }
-            if valued.contains(name) {
-                if value == nil {
-                    guard i < arguments.count else { return usageError("--\(name) needs a value") }
-                    value = arguments[i]
-                    i += 1
-                }
-                options[name] = value
-            } else if name == "fix" && value == nil {
-                flags.insert(name)
-            } else {
-                return usageError("unknown option \(arg)")
-            }
+        if arguments.contains("-h") || arguments.contains("--help") { return (usage + "\n", 0) }
+        let parsed: Arguments
+        do {
+            parsed = try Arguments(arguments, valued: ["cache-base", "older-than", "hf-home"], flags: ["fix"])
+        } catch {
+            return usageError("\(error)")
         }
+        let positionals = parsed.positionals
+        var options: [String: String] = [:]
+        for name in ["cache-base", "older-than", "hf-home"] { if let v = parsed.value(name) { options[name] = v } }
+        let flags: Set<String> = parsed.flag("fix") ? ["fix"] : []
         guard let command = positionals.first else { return (usage + "\n", 64) }
         let rest = Array(positionals.dropFirst())
         let allowed: [String: (options: Set<String>, flags: Set<String>, maxArgs: Int, minArgs: Int)] = [

@@ -168,14 +168,7 @@ enum DiskScan {
         return (hasher.finalizeHex(), bytes)
     }
 
-    /// Bytes as people read them: 512 B, 1.5 KiB, 3.2 GiB.
-    static func formatBytes(_ n: Int64) -> String {
-        let units = ["B", "KiB", "MiB", "GiB", "TiB"]
-        var value = Double(n)
-        var unit = 0
-        while value >= 1024 && unit < units.count - 1 { value /= 1024; unit += 1 }
-        return unit == 0 ? "\(n) B" : String(format: "%.1f %@", value, units[unit])
-    }
+    static func formatBytes(_ n: Int64) -> String { ByteFormat.string(n) }
 
     /// "1 file", "3 files".
     static func count(_ n: Int, _ noun: String) -> String { "\(n) \(noun)\(n == 1 ? "" : "s")" }

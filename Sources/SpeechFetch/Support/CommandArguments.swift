@@ -1,13 +1,14 @@
-// Arguments - a small parser for `speech <command> [options]`: flags, repeated options, positionals.
+// CommandArguments - the command lines' small parser: `--name value`, `--name=value`, flags, positionals.
 import Foundation
 
-struct Arguments {
-    private(set) var positionals: [String] = []
+/// Parsed arguments of one command (the words after the command name).
+public struct Arguments {
+    public private(set) var positionals: [String] = []
     private var options: [String: [String]] = [:]
     private var flags: Set<String> = []
 
     /// Parses `raw` given which options take a value; anything else starting with `--` is a flag.
-    init(_ raw: [String], valued: Set<String>, flags knownFlags: Set<String>) throws {
+    public init(_ raw: [String], valued: Set<String>, flags knownFlags: Set<String>) throws {
         var i = 0
         while i < raw.count {
             let arg = raw[i]
@@ -41,12 +42,15 @@ struct Arguments {
         }
     }
 
-    func value(_ name: String) -> String? { options[name]?.last }
-    func values(_ name: String) -> [String] { options[name] ?? [] }
-    func flag(_ name: String) -> Bool { flags.contains(name) }
+    public func value(_ name: String) -> String? { options[name]?.last }
+    public func values(_ name: String) -> [String] { options[name] ?? [] }
+    public func flag(_ name: String) -> Bool { flags.contains(name) }
+    /// Names of the options given (flags included).
+    public var given: Set<String> { Set(options.keys).union(flags) }
 }
 
-struct UsageError: Error, CustomStringConvertible {
-    let description: String
-    init(_ message: String) { description = message }
+/// A command line that cannot be run as written.
+public struct UsageError: Error, CustomStringConvertible {
+    public let description: String
+    public init(_ message: String) { description = message }
 }
