@@ -40,7 +40,9 @@ public final class Worker: @unchecked Sendable {
         defer { publisher.sync {} }  // parts in hand are published before the worker exits
         while !shouldStop() && getppid() == parent {
             var worked = false
-            for name in spool.readyJobs().shuffled() {
+            // Lowest range first: the file's contiguous prefix grows steadily, so the splicer's
+            // hash keeps up and little is left to hash when the last range lands.
+            for name in spool.readyJobs() {
                 if ownRequestsOnly, let (key, _) = PlannedFile.parseJob(name), spool.plannedFile(key)?.node != settings.node {
                     continue
                 }
