@@ -85,7 +85,17 @@ extension HuggingFaceDownloader {
             }
             if let deadline, Date() >= deadline { throw DownloadError.timedOut(repo: request.repo) }
             let seconds = deadline.map { max(1, min(poll, Int($0.timeIntervalSinceNow.rounded(.up)))) } ?? poll
-            _ = watcher?.wait(seconds: seconds) ?? { sleep(UInt32(seconds)); return false }()
+            if let watcher {
+                _ = watcher.wait(seconds: seconds)
+            } else {
+                // No inotify for this process (e.g. the per-user limit of instances, 128 by
+                // default, is used up by other waiters): check the markers every 50 ms, which
+                // costs two access(2) calls, and do the full pass at the poll interval.
+                let until = Date().addingTimeInterval(Double(seconds))
+                while Date() < until && spool.state(of: request.id) == .active && !isCancelled() {
+                    usleep(50_000)
+                }
+            }
         }
     }
 
