@@ -4,10 +4,11 @@ import Foundation
 import SpeechFetch
 
 let usage = """
-usage: speech-fetchd --cache-base DIR [--workers N] [--node NAME] [--own-requests]
+usage: speech-fetchd --cache-base DIR [--workers N] [--slots K] [--node NAME] [--own-requests]
 
 Serves the spool of one cache base: splits requested files into range jobs, keeps N worker
-processes fetching them (default: HF_DOWNLOAD_RANGE_CONCURRENCY, 16), revokes dead claims,
+processes fetching them, K ranges at once each (default K 4, N enough for
+HF_DOWNLOAD_RANGE_CONCURRENCY ranges: 4 × 4 = 16), revokes dead claims,
 splices parts and finalizes files. Foreground; logs to stderr; SIGTERM or SIGINT drains.
 Every node's workers help with every request in the spool, unless --own-requests limits
 them to requests made on this node. --node (default: the host name) names this node in
@@ -26,6 +27,7 @@ var workers: Int?
 var node: String?
 var isWorker = false
 var ownRequests = false
+var slots = 4
 while !args.isEmpty {
     let arg = args.removeFirst()
     func value() -> String {
@@ -40,6 +42,9 @@ while !args.isEmpty {
     case "--node": node = value()
     case "--worker": isWorker = true
     case "--own-requests": ownRequests = true
+    case "--slots":
+        guard let n = Int(value()), n > 0, n <= 64 else { fail("--slots needs a number from 1 to 64") }
+        slots = n
     case "-h", "--help":
         print(usage)
         exit(0)
@@ -59,13 +64,13 @@ let log: @Sendable (String) -> Void = { line in
 
 do {
     if isWorker {
-        try Worker(cacheBase: cacheBase, environment: environment, ownRequestsOnly: ownRequests, log: log)
+        try Worker(cacheBase: cacheBase, environment: environment, slots: slots, ownRequestsOnly: ownRequests, log: log)
             .run(shouldStop: { stop.isRaised })
     } else {
         let me = URL(fileURLWithPath: CommandLine.arguments[0]).standardizedFileURL.path
         let selfPath = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? me
         let command = [selfPath, "--worker", "--cache-base", cacheBase.path] + (node.map { ["--node", $0] } ?? [])
-        try Supervisor(cacheBase: cacheBase, workers: workers, workerCommand: command, ownRequestsOnly: ownRequests,
+        try Supervisor(cacheBase: cacheBase, workers: workers, slots: slots, workerCommand: command, ownRequestsOnly: ownRequests,
                        environment: environment, log: log)
             .run(shouldStop: { stop.isRaised })
     }

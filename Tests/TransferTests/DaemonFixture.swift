@@ -84,12 +84,13 @@ class DaemonTestCase: HubTestCase {
         try launch(speechBinary, arguments, environment: environment(extra: extra), hint: hint, onExit: onExit)
     }
 
-    /// Starts `speech-fetchd --cache-base <cacheBase> --workers N` and waits until it serves the
-    /// base (its pid in `spool/supervisors/<node>`) and its workers are up.
+    /// Starts `speech-fetchd --cache-base <cacheBase> --workers N --slots K` and waits until it
+    /// serves the base (its pid in `spool/supervisors/<node>`) and its workers are up. One slot
+    /// per worker by default, so killing a worker loses exactly its one range.
     @discardableResult
-    func startDaemon(workers: Int = 3, extra: [String: String] = [:], environment env: [String: String]? = nil,
+    func startDaemon(workers: Int = 3, slots: Int = 1, extra: [String: String] = [:], environment env: [String: String]? = nil,
                      file: StaticString = #filePath, line: UInt = #line) throws -> (process: Process, log: URL) {
-        let (p, _, err) = try launch(fetchdBinary, ["--cache-base", cacheBase.path, "--workers", "\(workers)"],
+        let (p, _, err) = try launch(fetchdBinary, ["--cache-base", cacheBase.path, "--workers", "\(workers)", "--slots", "\(slots)"],
                                      environment: env ?? environment(extra: extra), hint: "fetchd")
         let serving = waitUntil(timeout: 15) {
             self.supervisorPid() == p.processIdentifier && self.descendants(of: p.processIdentifier).count >= workers

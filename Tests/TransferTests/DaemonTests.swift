@@ -21,7 +21,7 @@ final class DaemonTests: DaemonTestCase {
     func testDaemonHostedDownloadVerifiesAndServesEachByteOnce() throws {
         let size = 6 << 20
         try TestHub.generateRepo(root: root, repo: repo, files: [path: size])
-        try startDaemon()
+        try startDaemon(workers: 2, slots: 4)
 
         let started = Date()
         let result = try download(repo)

@@ -273,9 +273,9 @@ start_node() {
     if [[ -n "$skew" ]]; then
         say "node$i: speech-fetchd under faketime $skew"
         node_spawn "$log" "$i" $(skew_env "$skew") -- \
-            speech-fetchd --cache-base "$CACHE" --node "node$i" --workers "$WORKERS"
+            speech-fetchd --cache-base "$CACHE" --node "node$i" --workers "$WORKERS" --slots 1
     else
-        node_spawn "$log" "$i" -- speech-fetchd --cache-base "$CACHE" --node "node$i" --workers "$WORKERS"
+        node_spawn "$log" "$i" -- speech-fetchd --cache-base "$CACHE" --node "node$i" --workers "$WORKERS" --slots 1
     fi
     DAEMON_PID[$i]=$SPAWNED
 }

@@ -10,6 +10,8 @@ public final class Supervisor: @unchecked Sendable {
     public let spool: Spool
     let settings: DownloadSettings
     let workerCount: Int
+    /// Ranges each worker process transfers at once.
+    let slots: Int
     /// The command that starts one worker (this executable with `--worker …`).
     let workerCommand: [String]
     let environment: [String: String]
@@ -19,13 +21,18 @@ public final class Supervisor: @unchecked Sendable {
     private var workers: [Process] = []
     private var recentDeaths: [Date] = []
 
-    public init(cacheBase: URL, workers: Int?, workerCommand: [String], ownRequestsOnly: Bool = false,
+    /// - Parameters:
+    ///   - workers: worker processes (default: enough for `HF_DOWNLOAD_RANGE_CONCURRENCY` ranges).
+    ///   - slots: ranges each worker transfers at once.
+    public init(cacheBase: URL, workers: Int?, slots: Int = 4, workerCommand: [String], ownRequestsOnly: Bool = false,
                 environment: [String: String] = ProcessInfo.processInfo.environment,
                 log: @escaping @Sendable (String) -> Void) throws {
         settings = DownloadSettings.fromEnvironment(environment)
         spool = try Spool(base: cacheBase, node: settings.node, lease: settings.lease)
-        workerCount = max(1, workers ?? settings.concurrency)
-        self.workerCommand = workerCommand + (ownRequestsOnly ? ["--own-requests"] : [])
+        let slots = max(1, slots)
+        self.slots = slots
+        workerCount = max(1, workers ?? (settings.concurrency + slots - 1) / slots)
+        self.workerCommand = workerCommand + ["--slots", "\(slots)"] + (ownRequestsOnly ? ["--own-requests"] : [])
         self.ownRequestsOnly = ownRequestsOnly
         self.environment = environment
         self.log = log
@@ -34,7 +41,7 @@ public final class Supervisor: @unchecked Sendable {
     /// Runs until `shouldStop` turns true, then drains: workers are asked to stop (their jobs
     /// go back to ready) and are waited for.
     public func run(shouldStop: @escaping @Sendable () -> Bool) {
-        log("serving \(spool.root) as node \(settings.node) with \(workerCount) workers"
+        log("serving \(spool.root) as node \(settings.node) with \(workerCount) workers × \(slots) ranges"
             + (ownRequestsOnly ? ", own requests only" : ""))
         spool.heartbeat()
         let watcher = DirectoryWatcher.shared

@@ -1,5 +1,5 @@
-// Worker - one worker process of speech-fetchd: claims a range job, fetches it into a part,
-// publishes the part, splices what it can, and goes back for the next job.
+// Worker - one worker process of speech-fetchd: each of its slots claims a range job, fetches
+// it into a part, hands the part to be synced and published, and goes back for the next job.
 import FileEvents
 import Foundation
 import HubClient
@@ -9,7 +9,8 @@ import Transfer
 
 public final class Worker: @unchecked Sendable {
     public let spool: Spool
-    let fetcher: RangeFetch
+    /// One fetcher per slot: each slot transfers one range at a time on its own connection.
+    let fetchers: [RangeFetch]
     let settings: DownloadSettings
     let log: @Sendable (String) -> Void
     /// Claim only jobs planned for requests made on this node.
@@ -17,28 +18,54 @@ public final class Worker: @unchecked Sendable {
     /// Syncs and publishes finished parts while the worker fetches its next range.
     private let publisher = DispatchQueue(label: "speech-fetch.worker.publish")
 
+    /// - Parameter slots: ranges this process transfers at once (threads). A few slots per
+    ///   process keep the pool's memory small; a dead process loses its slots' ranges.
     public init(cacheBase: URL, environment: [String: String] = ProcessInfo.processInfo.environment,
-                ownRequestsOnly: Bool = false, log: @escaping @Sendable (String) -> Void) throws {
+                slots: Int = 1, ownRequestsOnly: Bool = false, log: @escaping @Sendable (String) -> Void) throws {
         self.ownRequestsOnly = ownRequestsOnly
-        settings = DownloadSettings.fromEnvironment(environment)
+        let settings = DownloadSettings.fromEnvironment(environment)
+        self.settings = settings
         spool = try Spool(base: cacheBase, node: settings.node, lease: settings.lease)
         // Workers use the credential of the node they run on, never one from the spool.
         let client = HubClient(endpoint: .fromEnvironment(environment), token: HubToken.fromEnvironment(environment),
                                retry: settings.retry, stallTimeout: settings.stallTimeout)
-        fetcher = RangeFetch(client: client, settings: settings)
+        fetchers = (0..<max(1, slots)).map { _ in RangeFetch(client: client, settings: settings) }
         self.log = log
     }
 
     /// Works until `shouldStop` turns true, or the supervisor that started it is gone.
     public func run(shouldStop: @escaping @Sendable () -> Bool) {
         let parent = getppid()
-        let watcher = DirectoryWatcher.shared
-        // Jobs become claimable when their plan is published (after the jobs): watch both.
-        watcher?.watch(spool.readyDir)
-        watcher?.watch(spool.plansDir)
+        let done: @Sendable () -> Bool = { shouldStop() || getppid() != parent }
         let poll = FilesystemKind.inotifySeesAllWriters(spool.root) ? 2 : max(1, Int(settings.pollInterval.rounded()))
-        defer { publisher.sync {} }  // parts in hand are published before the worker exits
-        while !shouldStop() && getppid() == parent {
+        let wakeup = Wakeup()
+        // One thread sleeps on inotify (libinotifytools allows one watcher per process) and
+        // wakes the idle slots. Jobs become claimable when their plan is published (after the
+        // jobs): watch both folders.
+        let watcher = Thread { [spool] in
+            let watcher = DirectoryWatcher.shared
+            watcher?.watch(spool.readyDir)
+            watcher?.watch(spool.plansDir)
+            while !done() {
+                if watcher?.wait(seconds: 1) ?? { sleep(1); return false }() { wakeup.broadcast() }
+            }
+            wakeup.broadcast()
+        }
+        watcher.start()
+        let finished = DispatchGroup()
+        for fetcher in fetchers {
+            finished.enter()
+            Thread.detachNewThread { [self] in
+                slot(fetcher, poll: poll, wakeup: wakeup, done: done)
+                finished.leave()
+            }
+        }
+        finished.wait()
+        publisher.sync {}  // parts in hand are published before the worker exits
+    }
+
+    private func slot(_ fetcher: RangeFetch, poll: Int, wakeup: Wakeup, done: @escaping @Sendable () -> Bool) {
+        while !done() {
             var worked = false
             // Lowest range first: the file's contiguous prefix grows steadily, so the splicer's
             // hash keeps up and little is left to hash when the last range lands.
@@ -47,15 +74,15 @@ public final class Worker: @unchecked Sendable {
                     continue
                 }
                 guard let claim = spool.claim(name) else { continue }
-                work(claim, shouldStop: shouldStop)
+                work(claim, fetcher: fetcher, shouldStop: done)
                 worked = true
                 break
             }
-            if !worked { _ = watcher?.wait(seconds: poll) ?? { sleep(UInt32(poll)); return false }() }
+            if !worked { wakeup.wait(seconds: Double(poll)) }
         }
     }
 
-    private func work(_ claim: ClaimedJob, shouldStop: @escaping @Sendable () -> Bool) {
+    private func work(_ claim: ClaimedJob, fetcher: RangeFetch, shouldStop: @escaping @Sendable () -> Bool) {
         let plan = claim.plan
         let temp = spool.partTempPath(claim)
         let range = plan.range(claim.index)
@@ -106,5 +133,26 @@ public final class Worker: @unchecked Sendable {
             spool.dropPlan(plan)
             Splicer(spool: spool).settleRequests()
         }
+    }
+}
+
+/// Idle slots sleep here until the watcher thread sees the spool change (or the poll passes).
+final class Wakeup: @unchecked Sendable {
+    private let condition = NSCondition()
+    private var generation = 0
+
+    func broadcast() {
+        condition.lock()
+        generation += 1
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    func wait(seconds: Double) {
+        condition.lock()
+        let seen = generation
+        let deadline = Date().addingTimeInterval(seconds)
+        while generation == seen && condition.wait(until: deadline) {}
+        condition.unlock()
     }
 }
