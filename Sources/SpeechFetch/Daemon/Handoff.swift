@@ -64,8 +64,18 @@ extension HuggingFaceDownloader {
         let deadline = timeout.map { Date().addingTimeInterval($0) }
         let total = request.files.reduce(Int64(0)) { $0 + $1.size }
         var supervisorSeen = Date()
+        var firstPass = true
         while true {
-            if spool.hasOrphanParts(olderThan: 2) { splicer.spliceAll() } else { splicer.settleRequests() }
+            // The markers first (two access(2) calls): a wake-up that finds the request settled
+            // costs next to nothing, which matters when hundreds of waiters wake at once.
+            if spool.state(of: request.id) == .active {
+                if spool.hasOrphanParts(olderThan: 2) {
+                    splicer.spliceAll()
+                } else if firstPass || spool.liveSupervisors().isEmpty {
+                    splicer.settleRequests()  // files may be final with nobody left to say so
+                }
+            }
+            firstPass = false
             switch spool.state(of: request.id) {
             case .done:
                 progress(TransferProgress(completedBytes: total, totalBytes: total, filesDone: request.files.count,
