@@ -72,9 +72,11 @@ public final class Spool: @unchecked Sendable {
         let target = "\(requestsDir)/\(request.id).json"
         let fresh = try SpoolFS.publishOnce(temp, as: target)
         if !fresh {
-            // Asked again: a failure or completion of the earlier round no longer applies.
+            // Asked again: a failure or completion of the earlier round no longer applies, and
+            // the request becomes the newest (its mtime) for waiters choosing among a repo's.
             unlink("\(failedDir)/\(request.id).json")
             unlink("\(doneDir)/\(request.id)")
+            SpoolFS.touch(target)
         }
         return fresh
     }
@@ -84,6 +86,9 @@ public final class Spool: @unchecked Sendable {
             SpoolFS.read("\(requestsDir)/\(name)").flatMap { try? JSONDecoder().decode(SpoolRequest.self, from: $0) }
         }
     }
+
+    /// When a request was last asked for (its file's mtime), for picking a repo's newest one.
+    public func lastAsked(_ id: String) -> Double { SpoolFS.mtime("\(requestsDir)/\(id).json") ?? 0 }
 
     public func state(of id: String) -> RequestState {
         if access("\(failedDir)/\(id).json", F_OK) == 0 {

@@ -141,7 +141,8 @@ extension HuggingFaceDownloader {
         let base = cacheBaseDir ?? defaultCacheBase
         let directory = ModelDirectory(CacheLocation.modelDirectory(base: base, repo: repo))
         if let spool = spool(base: base),
-           let request = spool.requests().filter({ $0.repo == repo.description }).max(by: { $0.createdAt < $1.createdAt }) {
+           let request = spool.requests().filter({ $0.repo == repo.description })
+               .max(by: { spool.lastAsked($0.id) < spool.lastAsked($1.id) }) {
             try waitFor(request, spool: spool, timeout: timeout, watchParts: false, isCancelled: isCancelled)
             return .complete(directory: request.modelDir)
         }
