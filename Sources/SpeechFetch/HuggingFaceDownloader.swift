@@ -62,21 +62,10 @@ public final class HuggingFaceDownloader: Sendable {
     public func downloadWithResult(repo: String, revision: String = "main", include: [String] = [],
                                    cacheDir: URL? = nil, cacheBaseDir: URL? = nil, offlineMode: Bool? = nil,
                                    progress: @escaping @Sendable (DownloadProgress) -> Void = { _ in }) async throws -> DownloadResult {
-        let cancelled = CancellationFlag()
-        return try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { continuation in
-                let thread = Thread {
-                    continuation.resume(with: Result {
-                        try self.downloadBlocking(repo: repo, revision: revision, include: include, cacheDir: cacheDir,
-                                                  cacheBaseDir: cacheBaseDir, offlineMode: offlineMode,
-                                                  progress: progress, isCancelled: { cancelled.isSet })
-                    })
-                }
-                thread.stackSize = 1 << 20
-                thread.start()
-            }
-        } onCancel: {
-            cancelled.set()
+        try await runOffThread { isCancelled in
+            try self.downloadBlocking(repo: repo, revision: revision, include: include, cacheDir: cacheDir,
+                                      cacheBaseDir: cacheBaseDir, offlineMode: offlineMode,
+                                      progress: progress, isCancelled: isCancelled)
         }
     }
 
@@ -210,12 +199,4 @@ public final class HuggingFaceDownloader: Sendable {
         }
         return directory.listFiles().filter { selection.matches($0) }.sorted()
     }
-}
-
-/// A flag set from a cancellation handler and read by the transfer loop.
-final class CancellationFlag: @unchecked Sendable {
-    private let lock = NSLock()
-    private var value = false
-    var isSet: Bool { lock.withLock { value } }
-    func set() { lock.withLock { value = true } }
 }

@@ -144,17 +144,12 @@ extension ModelCatalog {
         progress: @escaping @Sendable (ModelProgress) -> Void = { _ in },
         downloader: HuggingFaceDownloader = HuggingFaceDownloader()
     ) async throws -> PretrainedModel {
-        let plan = steps(entry, cacheDir: cacheDir, cacheBaseDir: cacheBaseDir,
-                         componentDirectories: componentDirectories, includeOptional: includeOptional)
-        var loaded: [LoadedComponent] = []
-        for (index, step) in plan.enumerated() {
-            let result = try await downloader.downloadWithResult(
-                repo: step.component.repo, include: step.component.include, cacheDir: step.cacheDir,
-                cacheBaseDir: step.cacheBaseDir, offlineMode: offlineMode,
-                progress: report(entry, step, index: index, count: plan.count, to: progress))
-            loaded.append(LoadedComponent(role: step.component.role, repo: step.component.repo, result: result))
+        try await runOffThread { isCancelled in
+            try downloadBlocking(entry, cacheDir: cacheDir, cacheBaseDir: cacheBaseDir,
+                                 componentDirectories: componentDirectories, offlineMode: offlineMode,
+                                 includeOptional: includeOptional, progress: progress, isCancelled: isCancelled,
+                                 downloader: downloader)
         }
-        return PretrainedModel(entry: entry, components: loaded)
     }
 
     /// The same download, blocking the calling thread (command-line tools). `host: .detach`
