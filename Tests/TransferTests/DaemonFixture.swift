@@ -100,6 +100,22 @@ class DaemonTestCase: HubTestCase {
         return (p, err)
     }
 
+    /// Waits for one of `workers` to claim a job; returns its pid and the job name.
+    func firstClaim(by workers: Set<pid_t>, timeout: Double = 15) -> (pid: pid_t, job: String)? {
+        var found: (pid_t, String)?
+        waitUntil(timeout: timeout, interval: 0.005) {
+            for entry in self.names("jobs/claimed") {
+                let pieces = entry.split(separator: "@")
+                if pieces.count == 3, let pid = pid_t(pieces[2]), workers.contains(pid) {
+                    found = (pid, String(pieces[0]))
+                    return true
+                }
+            }
+            return false
+        }
+        return found
+    }
+
     /// The pid the supervisor of this node wrote into `spool/supervisors/<node>`.
     func supervisorPid() -> pid_t? {
         for name in names("supervisors") {

@@ -59,20 +59,7 @@ final class DaemonTests: DaemonTestCase {
         let workers = Set(descendants(of: daemon.process.processIdentifier))
 
         let client = try speech(["download", repo, "--cache-base", base], hint: "download")
-        var victim: pid_t?
-        var job: String?
-        waitUntil(timeout: 15, interval: 0.005) {
-            for entry in self.names("jobs/claimed") {
-                let pieces = entry.split(separator: "@")
-                if pieces.count == 3, let pid = pid_t(pieces[2]), workers.contains(pid) {
-                    victim = pid
-                    job = String(pieces[0])
-                    return true
-                }
-            }
-            return false
-        }
-        guard let victim, let job, let index = PlannedFile.parseJob(job)?.index else {
+        guard let (victim, job) = firstClaim(by: workers), let index = PlannedFile.parseJob(job)?.index else {
             return XCTFail("no worker claimed a job; daemon log:\n\(contents(daemon.log))")
         }
         usleep(100_000)  // some of its range has arrived, most has not
@@ -104,20 +91,7 @@ final class DaemonTests: DaemonTestCase {
         let workers = Set(descendants(of: daemon.process.processIdentifier))
 
         let client = try speech(["download", repo, "--cache-base", base], extra: lease, hint: "download")
-        var victim: pid_t?
-        var job: String?
-        waitUntil(timeout: 15, interval: 0.005) {
-            for entry in self.names("jobs/claimed") {
-                let pieces = entry.split(separator: "@")
-                if pieces.count == 3, let pid = pid_t(pieces[2]), workers.contains(pid) {
-                    victim = pid
-                    job = String(pieces[0])
-                    return true
-                }
-            }
-            return false
-        }
-        guard let victim, let job, let index = PlannedFile.parseJob(job)?.index else {
+        guard let (victim, job) = firstClaim(by: workers), let index = PlannedFile.parseJob(job)?.index else {
             return XCTFail("no worker claimed a job; daemon log:\n\(contents(daemon.log))")
         }
         usleep(100_000)
