@@ -383,6 +383,16 @@ def scenario5(a, base_env, logs):
 
 
 # ---------------------------------------------------------------- scenario 6
+def measure_first():
+    """Puts the calling thread under SCHED_FIFO (root only), so the 200 waiters that wake at once
+    cannot delay the clock readings of the thread that times them. Returns whether it could."""
+    try:
+        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(10))
+        return True
+    except (AttributeError, OSError):
+        return False
+
+
 def scenario6(a, base_env, logs):
     endpoint = f"http://127.0.0.1:{a.port_wait}"
     env = dict(base_env, HF_ENDPOINT=endpoint)
@@ -407,6 +417,7 @@ def scenario6(a, base_env, logs):
 
         def poll_final():
             # The final file, then the request's done/ marker (what the waiters sleep on).
+            measure_first()
             while not stop.is_set():
                 now = time.monotonic()
                 if state["t_final"] is None and os.path.exists(final):
@@ -433,7 +444,9 @@ def scenario6(a, base_env, logs):
         samples = []  # (t, summed utime+stime ticks of the live waiters, live count)
 
         def sample_cpu():
-            while not stop.is_set():
+            # Only the samples before the final file count; stop then, so this thread holds
+            # no lock the timing threads need while the waiters wake.
+            while not stop.is_set() and state["t_final"] is None:
                 t = time.monotonic()
                 ticks = [proc_ticks(p) for p in list(waiters)]
                 live = [x for x in ticks if x is not None]
@@ -442,6 +455,7 @@ def scenario6(a, base_env, logs):
 
         sampler = threading.Thread(target=sample_cpu, daemon=True)
         sampler.start()
+        realtime = measure_first()  # after the spawns: the waiters keep the normal policy
         ep = select.epoll()
         by_fd = {}
         for pid, w in waiters.items():
@@ -481,7 +495,7 @@ def scenario6(a, base_env, logs):
                         "cpu_ms_per_waiter_per_s": d_ticks / CLK_TCK * 1000 / N_WAITERS / span,
                         "waiters_live": win[-1][2]}
         t_done = state["t_done"]
-        res = {"round": rnd, "waiters": N_WAITERS, "spawn_s": t_spawned - t_spawn0,
+        res = {"round": rnd, "waiters": N_WAITERS, "spawn_s": t_spawned - t_spawn0, "harness_realtime": realtime,
                "done_marker_after_final_ms": ((t_done - t_final) * 1000) if t_done and t_final else None,
                "download_s": (t_final - t_req) if t_final else None,
                "final_after_spawned_s": (t_final - t_spawned) if t_final else None,
@@ -496,7 +510,7 @@ def scenario6(a, base_env, logs):
         results.append(res)
         print(f"bench: s6 round {rnd + 1}: spawn {res['spawn_s']:.2f} s, download {res['download_s']} s, "
               f"wake median {res['wake_ms']['median']} ms p99 {res['wake_ms']['p99']} ms, exits {exits}, "
-              f"early {early}, wait cpu {wait_cpu}", flush=True)
+              f"early {early}, wait cpu {wait_cpu}, final file at monotonic {t_final}", flush=True)
         shutil.rmtree(target, ignore_errors=True)
     return {"key": "6", "title": f"{N_WAITERS} `speech wait` processes on one daemon-hosted download",
             "runs": S6_RUNS, "rate_limit": a.wait_rate, "results": results}
