@@ -15,8 +15,9 @@ let package = Package(
     ],
     targets: [
         // C shims: the only places that see raw C APIs.
-        .systemLibrary(name: "CCurl", pkgConfig: "libcurl",
-                       providers: [.apt(["libcurl4-openssl-dev"])]),
+        // libcurl's headers (libcurl4-openssl-dev) at build time; the library itself is
+        // loaded with dlopen at its first use (Sources/CCurl/include/CCurl.h says why).
+        .target(name: "CCurl", linkerSettings: [.linkedLibrary("dl")]),
         .systemLibrary(name: "CCrypto", pkgConfig: "libcrypto",
                        providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CInotify",

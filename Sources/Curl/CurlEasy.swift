@@ -5,7 +5,17 @@
 import CCurl
 import Foundation
 
-let curlGlobalInit: Void = { curl_global_init(Int(CURL_GLOBAL_DEFAULT)) }()
+/// Loads libcurl (dlopen, once) before the first handle. It is a dependency of the package
+/// (libcurl4), so its absence is a broken installation: say what to install and stop, as the
+/// process could not go on without it.
+func loadCurl() {
+    var reason = [CChar](repeating: 0, count: 512)
+    guard sf_curl_load(&reason, reason.count) != 0 else { return }
+    let message = String(decoding: reason.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    FileHandle.standardError.write(Data(("speech-fetch: cannot load libcurl (\(message)); "
+        + "install it with `apt-get install libcurl4` and try again\n").utf8))
+    exit(69)  // EX_UNAVAILABLE
+}
 
 /// What to do with a response body once its status line and headers are known.
 public enum BodyDisposition: Sendable {
@@ -37,14 +47,14 @@ public final class CurlEasy: @unchecked Sendable {
     private var stalled = false
 
     public init() {
-        _ = curlGlobalInit
-        guard let h = curl_easy_init() else { fatalError("libcurl could not create a handle") }
+        loadCurl()
+        guard let h = sf_curl_easy_init() else { fatalError("libcurl could not create a handle") }
         handle = h
     }
 
     deinit {
-        curl_easy_cleanup(handle)
-        if let list = headerList { curl_slist_free_all(list) }
+        sf_curl_easy_cleanup(handle)
+        if let list = headerList { sf_curl_slist_free_all(list) }
     }
 
     /// Prepares the handle for `request`. `onResponse` sees status and headers before any body byte;
@@ -52,7 +62,7 @@ public final class CurlEasy: @unchecked Sendable {
     public func prepare(_ request: HTTPRequest,
                         onResponse: @escaping (Int, HTTPHeaders) -> BodyDisposition,
                         onBody: @escaping (UnsafeRawBufferPointer) -> Bool) {
-        curl_easy_reset(handle)
+        sf_curl_easy_reset(handle)
         self.request = request
         self.onResponse = onResponse
         self.onBody = onBody
@@ -80,9 +90,9 @@ public final class CurlEasy: @unchecked Sendable {
         if let r = request.range {
             setString(CURLOPT_RANGE, r.end.map { "\(r.start)-\($0)" } ?? "\(r.start)-")
         }
-        if let list = headerList { curl_slist_free_all(list); headerList = nil }
+        if let list = headerList { sf_curl_slist_free_all(list); headerList = nil }
         for (name, value) in request.headers {
-            headerList = curl_slist_append(headerList, "\(name): \(value)")
+            headerList = sf_curl_slist_append(headerList, "\(name): \(value)")
         }
         if let list = headerList { _ = sf_easy_setopt_slist(handle, CURLOPT_HTTPHEADER, list) }
 
@@ -155,7 +165,7 @@ public final class CurlEasy: @unchecked Sendable {
     }
 
     /// Runs the prepared request to the end on this thread (the easy interface).
-    public func performBlocking() -> CurlResult { finish(code: curl_easy_perform(handle)) }
+    public func performBlocking() -> CurlResult { finish(code: sf_curl_easy_perform(handle)) }
 
     /// Turns libcurl's completion code into a result; used by both interfaces.
     func finish(code: CURLcode) -> CurlResult {
@@ -166,7 +176,7 @@ public final class CurlEasy: @unchecked Sendable {
                                              url: request.url, isStall: true))
         }
         if code != CURLE_OK {
-            let message = String(cString: curl_easy_strerror(code))
+            let message = String(cString: sf_curl_easy_strerror(code))
             return .transport(TransportError(code: Int(code.rawValue), message: message, url: request.url))
         }
         return .response(HTTPResponse(status: status, headers: headers, body: collected, url: request.url))

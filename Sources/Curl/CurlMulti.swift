@@ -9,38 +9,38 @@ public final class CurlMulti: @unchecked Sendable {
     private var running: [UnsafeMutableRawPointer: CurlEasy] = [:]
 
     public init() {
-        _ = curlGlobalInit
-        guard let m = curl_multi_init() else { fatalError("libcurl could not create a multi handle") }
+        loadCurl()
+        guard let m = sf_curl_multi_init() else { fatalError("libcurl could not create a multi handle") }
         multi = m
     }
 
     deinit {
-        for (h, _) in running { curl_multi_remove_handle(multi, h) }
-        curl_multi_cleanup(multi)
+        for (h, _) in running { sf_curl_multi_remove_handle(multi, h) }
+        sf_curl_multi_cleanup(multi)
     }
 
     /// Starts a prepared handle.
     public func add(_ easy: CurlEasy) {
         running[easy.handle] = easy
-        curl_multi_add_handle(multi, easy.handle)
+        sf_curl_multi_add_handle(multi, easy.handle)
     }
 
     /// Stops a running handle without a result.
     public func remove(_ easy: CurlEasy) {
         guard running.removeValue(forKey: easy.handle) != nil else { return }
-        curl_multi_remove_handle(multi, easy.handle)
+        sf_curl_multi_remove_handle(multi, easy.handle)
     }
 
     /// Moves every transfer forward, waiting at most `timeoutMs` for activity,
     /// and returns the transfers that finished.
     public func poll(timeoutMs: Int) -> [(CurlEasy, CurlResult)] {
         var stillRunning: Int32 = 0
-        curl_multi_perform(multi, &stillRunning)
+        sf_curl_multi_perform(multi, &stillRunning)
         var done = collect()
         if done.isEmpty && !running.isEmpty {
             var ready: Int32 = 0
-            curl_multi_poll(multi, nil, 0, Int32(timeoutMs), &ready)
-            curl_multi_perform(multi, &stillRunning)
+            sf_curl_multi_poll(multi, nil, 0, Int32(timeoutMs), &ready)
+            sf_curl_multi_perform(multi, &stillRunning)
             done = collect()
         } else if running.isEmpty {
             usleep(UInt32(min(timeoutMs, 50)) * 1000)
@@ -49,15 +49,15 @@ public final class CurlMulti: @unchecked Sendable {
     }
 
     /// Wakes a thread blocked in `poll` (call from any thread).
-    public func wakeup() { curl_multi_wakeup(multi) }
+    public func wakeup() { sf_curl_multi_wakeup(multi) }
 
     private func collect() -> [(CurlEasy, CurlResult)] {
         var done: [(CurlEasy, CurlResult)] = []
         var left: Int32 = 0
-        while let msg = curl_multi_info_read(multi, &left) {
+        while let msg = sf_curl_multi_info_read(multi, &left) {
             guard sf_msg_is_done(msg) != 0, let h = sf_msg_easy(msg) else { continue }
             let code = sf_msg_result(msg)
-            curl_multi_remove_handle(multi, h)
+            sf_curl_multi_remove_handle(multi, h)
             if let easy = running.removeValue(forKey: h) {
                 done.append((easy, easy.finish(code: code)))
             }

@@ -7,21 +7,30 @@ import HubClient
 /// snapshot they came from (so offline calls know the file list); `.incomplete/` holds staging.
 public struct ModelDirectory: Sendable {
     public let url: URL
+    /// `url.path`, kept: joining strings is far cheaper than URL appending, and an offline
+    /// check joins one per file (docs/benchmarks.md, scenario 5).
+    public let path: String
     public static let manifestName = ".speech-fetch.json"
 
-    public init(_ url: URL) { self.url = url.standardizedFileURL }
+    public init(_ url: URL) {
+        self.url = url.standardizedFileURL
+        let path = self.url.path
+        self.path = path.count > 1 && path.hasSuffix("/") ? String(path.dropLast()) : path
+    }
 
-    public var path: String { url.path }
     public var stagingDirectory: URL { url.appendingPathComponent(".incomplete", isDirectory: true) }
 
     /// Where a repo file lives once final. The path was validated by HubClient.
-    public func finalURL(_ repoPath: String) -> URL { url.appendingPathComponent(repoPath) }
+    public func finalURL(_ repoPath: String) -> URL { URL(fileURLWithPath: finalPath(repoPath)) }
+
+    /// `finalURL(_:)` as a path string.
+    public func finalPath(_ repoPath: String) -> String { path + "/" + repoPath }
 
     /// True when the final file exists as a regular file of the expected size and, when it
     /// carries the content id it was finalized with, that id is this file's (no hashing): a
     /// re-exported file of the same size is not mistaken for the one on disk.
     public func isComplete(_ file: RepoFile) -> Bool {
-        let path = finalURL(file.path).path
+        let path = finalPath(file.path)
         var st = stat()
         guard lstat(path, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG, Int64(st.st_size) == file.size else { return false }
         var buffer = [CChar](repeating: 0, count: 128)
@@ -55,9 +64,9 @@ public struct ModelDirectory: Sendable {
     }
 
     public func readManifest() -> RepoSnapshot? {
-        guard let data = FileManager.default.contents(atPath: url.appendingPathComponent(ModelDirectory.manifestName).path)
+        guard let data = FileManager.default.contents(atPath: finalPath(ModelDirectory.manifestName))
         else { return nil }
-        return try? JSONDecoder().decode(RepoSnapshot.self, from: data)
+        return RepoSnapshot.decode(data)
     }
 
     // MARK: Offline look-up
@@ -66,20 +75,40 @@ public struct ModelDirectory: Sendable {
     /// there is one, else from the selection's literal paths and globs over the files present.
     /// Shard indexes on disk add every shard they name.
     public func missingOffline(_ selection: FileSelection, repo: String) -> [String] {
+        offlineCheck(selection, repo: repo).missing
+    }
+
+    /// What an offline call finds: the files it needs that are missing, the ones present, and the
+    /// commit they came from. One read of the manifest and one look at each file.
+    public func offlineCheck(_ selection: FileSelection, repo: String) -> OfflineCheck {
         if let snapshot = readManifest(), snapshot.repo == repo {
             guard let selected = try? FilePlan.select(snapshot.files, selection, repo: repo) else {
-                return selection.literalPaths
+                return OfflineCheck(missing: selection.literalPaths, present: [], commit: snapshot.commit)
             }
-            var missing = selected.filter { ShardIndex.isIndexPath($0.path) && !isComplete($0) }.map(\.path)
-            let indexes = selected.filter { ShardIndex.isIndexPath($0.path) && isComplete($0) }
+            var complete: [String: Bool] = [:]
+            func isHere(_ file: RepoFile) -> Bool {
+                if let known = complete[file.path] { return known }
+                let here = isComplete(file)
+                complete[file.path] = here
+                return here
+            }
+            var missing = selected.filter { ShardIndex.isIndexPath($0.path) && !isHere($0) }.map(\.path)
+            let indexes = selected.filter { ShardIndex.isIndexPath($0.path) && isHere($0) }
                 .compactMap { try? ShardIndex(contentsOf: finalURL($0.path), path: $0.path) }
             guard let needed = try? FilePlan.applyIndexes(indexes, selected: selected, all: snapshot.files, repo: repo) else {
-                return indexes.flatMap(\.shards).filter { !FileManager.default.fileExists(atPath: finalURL($0).path) }
+                missing = indexes.flatMap(\.shards).filter { access(finalPath($0), F_OK) != 0 }
+                return OfflineCheck(missing: missing.sorted(), present: [], commit: snapshot.commit)
             }
-            missing += needed.filter { !ShardIndex.isIndexPath($0.path) && !isComplete($0) }.map(\.path)
-            return missing.sorted()
+            missing += needed.filter { !ShardIndex.isIndexPath($0.path) && !isHere($0) }.map(\.path)
+            let present = selected.filter { isHere($0) }.map(\.path)
+            return OfflineCheck(missing: missing.sorted(), present: present, commit: snapshot.commit)
         }
-        // No manifest (e.g. a bundle shipped with an app): judge by what is present.
+        let missing = missingWithoutManifest(selection)
+        return OfflineCheck(missing: missing, present: listFiles().filter { selection.matches($0) }.sorted(), commit: nil)
+    }
+
+    /// No manifest (e.g. a bundle shipped with an app): judge by what is present.
+    private func missingWithoutManifest(_ selection: FileSelection) -> [String] {
         let present = listFiles()
         var missing = selection.literalPaths.filter { !present.contains($0) }
         for pattern in selection.patterns where FileSelection.isPattern(pattern) {
@@ -112,4 +141,14 @@ public struct ModelDirectory: Sendable {
         }
         return result
     }
+}
+
+/// The result of `ModelDirectory.offlineCheck`.
+public struct OfflineCheck: Sendable {
+    /// Repo paths (or patterns) the call needs that are not final on disk, sorted.
+    public let missing: [String]
+    /// Repo paths of the selected files that are final on disk.
+    public let present: [String]
+    /// The commit the manifest records, when there is one.
+    public let commit: String?
 }

@@ -80,19 +80,18 @@ public final class HuggingFaceDownloader: Sendable {
         let directory = ModelDirectory(cacheDir ?? CacheLocation.modelDirectory(base: cacheBaseDir ?? defaultCacheBase, repo: repo))
         let selection = FileSelection(include)
 
+        let cached = directory.offlineCheck(selection, repo: repo.description)
         if offlineMode ?? offlineByDefault {
-            let missing = directory.missingOffline(selection, repo: repo.description)
-            guard missing.isEmpty else {
-                throw CacheError.cacheMiss(repo: repo.description, directory: directory.path, missing: missing,
+            guard cached.missing.isEmpty else {
+                throw CacheError.cacheMiss(repo: repo.description, directory: directory.path, missing: cached.missing,
                                            reason: "offline mode")
             }
-            return DownloadResult(directory: directory.url, files: presentFiles(directory, selection, repo),
-                                  commit: directory.readManifest()?.commit, fetched: [], warning: nil)
+            return DownloadResult(directory: directory.url, files: cached.present, commit: cached.commit, fetched: [], warning: nil)
         }
 
         // Resolution always asks the Hub. When the cache already satisfies the call, one attempt is
         // enough to learn the Hub is unreachable: no waiting through the retry ladder.
-        let satisfied = directory.missingOffline(selection, repo: repo.description).isEmpty
+        let satisfied = cached.missing.isEmpty
         let resolver = satisfied ? HubClient(endpoint: client.endpoint, token: HubToken.fromEnvironment(environment),
                                              retry: RetryPolicy(attempts: 1), stallTimeout: min(settings.stallTimeout, 30))
                                  : client
@@ -101,11 +100,11 @@ public final class HuggingFaceDownloader: Sendable {
             snapshot = try resolver.snapshot(of: repo, revision: revision)
         } catch let error as HubError where error.isTransport {
             if satisfied {
-                return DownloadResult(directory: directory.url, files: presentFiles(directory, selection, repo), commit: nil,
+                return DownloadResult(directory: directory.url, files: cached.present, commit: nil,
                                       fetched: [], warning: "the Hub could not be reached (\(error)); using the complete copy in \(directory.path)")
             }
             throw DownloadError.hubUnreachable(repo: repo.description, directory: directory.path,
-                                               missing: directory.missingOffline(selection, repo: repo.description),
+                                               missing: cached.missing,
                                                cause: "\(error)")
         }
         return try fetch(snapshot, repo: repo, selection: selection, into: directory, spoolBase: cacheBaseDir ?? defaultCacheBase,
@@ -191,12 +190,5 @@ public final class HuggingFaceDownloader: Sendable {
             return before
         }
         return RepoSnapshot(repo: snapshot.repo, revision: snapshot.revision, commit: snapshot.commit, files: files)
-    }
-
-    private func presentFiles(_ directory: ModelDirectory, _ selection: FileSelection, _ repo: RepoID) -> [String] {
-        if let manifest = directory.readManifest(), let selected = try? FilePlan.select(manifest.files, selection, repo: repo.description) {
-            return selected.filter { directory.isComplete($0) }.map(\.path)
-        }
-        return directory.listFiles().filter { selection.matches($0) }.sorted()
     }
 }

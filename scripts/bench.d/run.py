@@ -618,6 +618,9 @@ def main():
     a.hf_new_version = hf_new
     a.versions = versions
     all_tools = tools(a, hf_new, hf_old)
+    if os.environ.get("BENCH_TOOLS"):  # development runs: only these tools (keys of tools())
+        only = set(os.environ["BENCH_TOOLS"].split(","))
+        all_tools = [t for t in all_tools if t["key"] in only]
     scenarios = []
     if "1" in wanted:
         scenarios.append(dict(key="1", title=f"one {a.size / MIB:.0f} MiB LFS file, no limit", port=a.port_free,
