@@ -22,8 +22,12 @@ final class FileTask: @unchecked Sendable {
     var finalizing = false
     var dirty = false
     var syncScheduled = false
-    /// Serial queue for this file's hashing, sidecar writes and finalization.
+    /// Serial queue for this file's hashing and finalization.
     let queue: DispatchQueue
+    /// Serial queue for this file's syncs and sidecar writes: an fdatasync can block for a
+    /// while under heavy writeback, and the hash must not wait behind it (else a long tail of
+    /// bytes is left to hash after the last range arrives).
+    let syncQueue: DispatchQueue
 
     init(file: RepoFile, staging: StagingFile, ranged: Bool, url: String) {
         self.file = file
@@ -34,6 +38,7 @@ final class FileTask: @unchecked Sendable {
         pending = staging.rangeCount - done.count
         countedBytes = done.reduce(0) { sum, i in let r = staging.range(i); return sum + r.end - r.start + 1 }
         queue = DispatchQueue(label: "speech-fetch.file.\(file.path)")
+        syncQueue = DispatchQueue(label: "speech-fetch.sync.\(file.path)")
     }
 }
 

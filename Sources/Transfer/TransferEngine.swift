@@ -423,14 +423,15 @@ final class TransferRun: @unchecked Sendable {
         ready.insert(RangeJob(task: task, index: nil, start: 0, end: task.file.size - 1), at: 0)
     }
 
-    // MARK: Durability and finalization (on each file's queue)
+    // MARK: Durability and finalization (on each file's queues)
 
     private func scheduleSync(_ task: FileTask) {
         guard !task.finalizing, inboxLock.withLock({ !task.syncScheduled }) else { return }
         inboxLock.withLock { task.syncScheduled = true }
         task.dirty = false
-        task.queue.async {
-            try? task.staging.advanceHash()
+        task.syncQueue.async {
+            // The record (done ranges, hash state) is taken before the sync, so it never claims
+            // bytes the sync did not cover; the hash goes on meanwhile on the file's queue.
             try? task.staging.persist()
             self.inboxLock.withLock { task.syncScheduled = false }
         }
@@ -439,6 +440,7 @@ final class TransferRun: @unchecked Sendable {
     private func startFinalize(_ task: FileTask) {
         task.finalizing = true
         task.queue.async {
+            task.syncQueue.sync {}  // a sidecar write in flight lands before the rename, not after
             var failure: Error?
             do { try task.staging.finalize() } catch { failure = error }
             self.inboxLock.withLock { self.finalized.append((task, failure)) }
@@ -451,9 +453,12 @@ final class TransferRun: @unchecked Sendable {
         for (_, entry) in active { multi.remove(entry.easy) }
         active.removeAll()
         for task in tasks where !task.finalizing {
-            task.queue.sync { try? task.staging.persist() }
+            task.syncQueue.sync { try? task.staging.persist() }
         }
-        for task in tasks { task.queue.sync {} }
+        for task in tasks {
+            task.queue.sync {}
+            task.syncQueue.sync {}
+        }
         releaseLocks()
     }
 
