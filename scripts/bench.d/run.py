@@ -659,7 +659,7 @@ def main():
     # The source in page cache; the VM's memory behaviour.
     sha256_file(a.blob)
     balloon = balloon_reports_free_pages()
-    settle = float(os.environ.get("BENCH_SETTLE", "6" if balloon else "1"))
+    settle = float(os.environ.get("BENCH_SETTLE", "3" if balloon else "1"))
     probe = memory_probe(a.work, a.blob, a.size, settle) if balloon else None
 
     machine = dict(machine_info(a.work, a.repo_dir), balloon=balloon, memory_probe=probe)
