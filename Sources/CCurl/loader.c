@@ -29,10 +29,14 @@ static void load(void) {
     for (size_t i = 0; i < sizeof library_names / sizeof library_names[0] && library == NULL; i++) {
         name = library_names[i];
         library = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+        if (library == NULL && i == 0) {
+            /* The first name's reason is the useful one (a missing dependency of an installed
+               libcurl.so.4, say); the fallback name usually exists only with the -dev package. */
+            const char *why = dlerror();
+            snprintf(load_error, sizeof load_error, "%s", why ? why : "libcurl.so.4 not found");
+        }
     }
     if (library == NULL) {
-        const char *why = dlerror();
-        snprintf(load_error, sizeof load_error, "%s", why ? why : "libcurl.so.4 not found");
         return;
     }
     RESOLVE(global_init, "curl_global_init");

@@ -5,16 +5,30 @@
 import CCurl
 import Foundation
 
-/// Loads libcurl (dlopen, once) before the first handle. It is a dependency of the package
-/// (libcurl4), so its absence is a broken installation: say what to install and stop, as the
-/// process could not go on without it.
-func loadCurl() {
-    var reason = [CChar](repeating: 0, count: 512)
-    guard sf_curl_load(&reason, reason.count) != 0 else { return }
-    let message = String(decoding: reason.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-    FileHandle.standardError.write(Data(("speech-fetch: cannot load libcurl (\(message)); "
-        + "install it with `apt-get install libcurl4` and try again\n").utf8))
-    exit(69)  // EX_UNAVAILABLE
+/// libcurl, loaded with dlopen on first use (Sources/CCurl/include/CCurl.h says why).
+public enum CurlLibrary {
+    /// Loads libcurl once. Every entry point that makes handles (`HTTPSession.perform`,
+    /// `TransferEngine.fetch`, `RangeFetch`) calls this first, so a missing libcurl is an error
+    /// the caller sees, not a crash.
+    public static func load() throws {
+        var reason = [CChar](repeating: 0, count: 512)
+        guard sf_curl_load(&reason, reason.count) != 0 else { return }
+        throw CurlUnavailable(reason: String(decoding: reason.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
+    }
+
+    /// For the handle initializers: by then `load()` has succeeded, so this only traps on a
+    /// programming error (a handle made without going through an entry point).
+    static func loaded() {
+        do { try load() } catch { fatalError("\(error)") }
+    }
+}
+
+/// libcurl could not be loaded: a broken installation, with what to install.
+public struct CurlUnavailable: Error, Sendable, CustomStringConvertible {
+    public let reason: String
+    public var description: String {
+        "cannot load libcurl (\(reason)); install it with `apt-get install libcurl4` and try again"
+    }
 }
 
 /// What to do with a response body once its status line and headers are known.
@@ -47,7 +61,7 @@ public final class CurlEasy: @unchecked Sendable {
     private var stalled = false
 
     public init() {
-        loadCurl()
+        CurlLibrary.loaded()
         guard let h = sf_curl_easy_init() else { fatalError("libcurl could not create a handle") }
         handle = h
     }

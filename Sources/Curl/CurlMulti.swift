@@ -9,7 +9,7 @@ public final class CurlMulti: @unchecked Sendable {
     private var running: [UnsafeMutableRawPointer: CurlEasy] = [:]
 
     public init() {
-        loadCurl()
+        CurlLibrary.loaded()
         guard let m = sf_curl_multi_init() else { fatalError("libcurl could not create a multi handle") }
         multi = m
     }

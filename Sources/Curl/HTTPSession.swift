@@ -11,8 +11,9 @@ public final class HTTPSession: @unchecked Sendable {
     public init() {}
 
     /// Performs `request` and returns the answer with up to `bodyLimit` bytes of body in memory.
-    /// Throws `TransportError` when no HTTP answer came.
+    /// Throws `TransportError` when no HTTP answer came, `CurlUnavailable` without libcurl.
     public func perform(_ request: HTTPRequest, bodyLimit: Int = 64 << 20) throws -> HTTPResponse {
+        try CurlLibrary.load()
         let easy = borrow()
         defer { giveBack(easy) }
         easy.prepare(request, onResponse: { _, _ in .collect(limit: bodyLimit) }, onBody: { _ in true })

@@ -92,7 +92,8 @@ private struct Reader {
             skipSpace()
             guard at < bytes.count, bytes[at] == UInt8(ascii: ":") else { return nil }
             at += 1
-            guard let member = value(depth: depth + 1) else { return nil }
+            // A repeated key: Foundation keeps the first, others the last; leave it to JSONDecoder.
+            guard let member = value(depth: depth + 1), members[key] == nil else { return nil }
             members[key] = member
             skipSpace()
             guard at < bytes.count else { return nil }
@@ -126,7 +127,8 @@ private struct Reader {
         while at < bytes.count {
             let byte = bytes[at]
             if byte == UInt8(ascii: "\"") {
-                let text = String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<at]), as: UTF8.self)
+                // Invalid UTF-8 is refused (JSONDecoder refuses it too), never repaired.
+                guard let text = String(validating: UnsafeBufferPointer(rebasing: bytes[start..<at]), as: UTF8.self) else { return nil }
                 at += 1
                 return text
             }
@@ -140,7 +142,7 @@ private struct Reader {
             at += 1
             switch byte {
             case UInt8(ascii: "\""):
-                return String(decoding: utf8, as: UTF8.self)
+                return String(validating: utf8, as: UTF8.self)
             case UInt8(ascii: "\\"):
                 guard at < bytes.count else { return nil }
                 let escape = bytes[at]

@@ -97,19 +97,20 @@ public struct ModelDirectory: Sendable {
                 .compactMap { try? ShardIndex(contentsOf: finalURL($0.path), path: $0.path) }
             guard let needed = try? FilePlan.applyIndexes(indexes, selected: selected, all: snapshot.files, repo: repo) else {
                 missing = indexes.flatMap(\.shards).filter { access(finalPath($0), F_OK) != 0 }
-                return OfflineCheck(missing: missing.sorted(), present: [], commit: snapshot.commit)
+                return OfflineCheck(missing: missing.sorted(), present: selected.filter { isHere($0) }.map(\.path),
+                                    commit: snapshot.commit)
             }
             missing += needed.filter { !ShardIndex.isIndexPath($0.path) && !isHere($0) }.map(\.path)
             let present = selected.filter { isHere($0) }.map(\.path)
             return OfflineCheck(missing: missing.sorted(), present: present, commit: snapshot.commit)
         }
-        let missing = missingWithoutManifest(selection)
-        return OfflineCheck(missing: missing, present: listFiles().filter { selection.matches($0) }.sorted(), commit: nil)
+        // No manifest, or another repo's (e.g. a bundle shipped with an app): judge by what is present.
+        let present = listFiles()
+        return OfflineCheck(missing: missingWithoutManifest(selection, present: present),
+                            present: present.filter { selection.matches($0) }.sorted(), commit: nil)
     }
 
-    /// No manifest (e.g. a bundle shipped with an app): judge by what is present.
-    private func missingWithoutManifest(_ selection: FileSelection) -> [String] {
-        let present = listFiles()
+    private func missingWithoutManifest(_ selection: FileSelection, present: Set<String>) -> [String] {
         var missing = selection.literalPaths.filter { !present.contains($0) }
         for pattern in selection.patterns where FileSelection.isPattern(pattern) {
             if !present.contains(where: { FileSelection.glob(pattern, matches: $0) }) { missing.append(pattern) }

@@ -8,13 +8,16 @@ import ModelCache
 public final class RangeFetch: @unchecked Sendable {
     public let client: HubClient
     public let settings: DownloadSettings
-    private let session = CurlEasy()
+    private let session: CurlEasy
     /// Where each file's bytes are, located once per process (key: repo@commit/path).
     private var locations: [String: String] = [:]
 
-    public init(client: HubClient, settings: DownloadSettings) {
+    /// - Throws: `CurlUnavailable` when libcurl cannot be loaded.
+    public init(client: HubClient, settings: DownloadSettings) throws {
+        try CurlLibrary.load()
         self.client = client
         self.settings = settings.normalized()
+        session = CurlEasy()
     }
 
     /// Fetches bytes `start...end` of `file` into a new file at `partPath`; fsyncs it when `sync`

@@ -26,6 +26,7 @@ public final class TransferEngine: @unchecked Sendable {
     public func fetch(_ files: [RepoFile], alreadyComplete: [RepoFile] = [], repo: RepoID, commit: String,
                       into directory: ModelDirectory, progress: @escaping @Sendable (TransferProgress) -> Void = { _ in },
                       isCancelled: @escaping @Sendable () -> Bool = { false }) throws {
+        try CurlLibrary.load()
         let run = TransferRun(engine: self, repo: repo, commit: commit, directory: directory,
                               progress: progress, isCancelled: isCancelled)
         try run.execute(files, alreadyComplete: alreadyComplete)
@@ -453,6 +454,7 @@ final class TransferRun: @unchecked Sendable {
         for (_, entry) in active { multi.remove(entry.easy) }
         active.removeAll()
         for task in tasks where !task.finalizing {
+            task.queue.sync {}  // hashing already queued lands in the last record
             task.syncQueue.sync { try? task.staging.persist() }
         }
         for task in tasks {

@@ -31,6 +31,17 @@ final class JSONValueTests: XCTestCase {
         for text in bad { XCTAssertNil(parse(text), text) }
     }
 
+    func testLeavesToFoundationWhatFoundationReadsDifferently() {
+        // Invalid UTF-8 inside a string: refused, never repaired into U+FFFD.
+        for bytes: [UInt8] in [[0x22, 0xFF, 0xFE, 0x22], [0x22, 0xC0, 0xAF, 0x22], [0x22, 0x5C, 0x6E, 0xFF, 0x22]] {
+            XCTAssertNil(JSONValue.parse(Data(bytes)), "\(bytes)")
+        }
+        // A repeated key: JSONDecoder keeps the first value, so the quick reader declines.
+        XCTAssertNil(parse(#"{"a": "first", "a": "second"}"#))
+        let repeated = Data(#"{"repo":"o/m","repo":"x/y","revision":"main","commit":"c","files":[]}"#.utf8)
+        XCTAssertEqual(RepoSnapshot.decode(repeated)?.repo, try? JSONDecoder().decode(RepoSnapshot.self, from: repeated).repo)
+    }
+
     func testManifestReadsLikeJSONDecoder() throws {
         let snapshot = RepoSnapshot(repo: "org/model", revision: "main", commit: String(repeating: "ab", count: 20), files: [
             RepoFile(path: "config.json", size: 120, blobID: "1f2e", sha256: nil),

@@ -29,7 +29,7 @@ public final class Worker: @unchecked Sendable {
         // Workers use the credential of the node they run on, never one from the spool.
         let client = HubClient(endpoint: .fromEnvironment(environment), token: HubToken.fromEnvironment(environment),
                                retry: settings.retry, stallTimeout: settings.stallTimeout)
-        fetchers = (0..<max(1, slots)).map { _ in RangeFetch(client: client, settings: settings) }
+        fetchers = try (0..<max(1, slots)).map { _ in try RangeFetch(client: client, settings: settings) }
         self.log = log
     }
 
