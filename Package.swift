@@ -33,7 +33,7 @@ let package = Package(
         .target(name: "HubClient", dependencies: ["Curl"]),
         .target(name: "ModelCache", dependencies: ["HubClient", "Digest", "CFileOps"]),
         .target(name: "Transfer", dependencies: ["Curl", "HubClient", "ModelCache", "Digest"]),
-        .target(name: "Spool", dependencies: ["HubClient", "ModelCache", "FileEvents"]),
+        .target(name: "Spool", dependencies: ["HubClient", "ModelCache", "FileEvents", "CFileOps"]),
         .target(name: "SpeechFetch", dependencies: ["HubClient", "ModelCache", "Transfer", "Spool", "FileEvents"]),
 
         // The local stand-in for the Hub (tests, demo, fidelity check).

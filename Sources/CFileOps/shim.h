@@ -7,6 +7,12 @@
 #include <sys/ioctl.h>
 #include <sys/xattr.h>
 #include <linux/fs.h>
+#include <linux/futex.h>
+#include <errno.h>
+#include <stdint.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
 
 extern ssize_t copy_file_range(int fd_in, long long *off_in, int fd_out, long long *off_out,
                                size_t len, unsigned int flags);
@@ -30,5 +36,22 @@ static inline int sf_set_xattr(int fd, const char *name, const char *value, size
 /* Reads a user extended attribute of a path (not following a final symlink); -1 when absent. */
 static inline ssize_t sf_get_xattr(const char *path, const char *name, char *value, size_t len) {
     return lgetxattr(path, name, value, len);
+}
+/* A 32-bit word in a file mapped MAP_SHARED is a futex every process that maps the file shares
+   (the kernel keys it by inode and offset): the spool's wake word. */
+static inline uint32_t sf_word_load(const uint32_t *word) { return __atomic_load_n(word, __ATOMIC_ACQUIRE); }
+
+static inline void sf_word_bump_and_wake(uint32_t *word) {
+    __atomic_fetch_add(word, 1, __ATOMIC_RELEASE);
+    syscall(SYS_futex, word, FUTEX_WAKE, INT32_MAX, NULL, NULL, 0);
+}
+
+/* Sleeps while *word == expected, at most timeout_ms. 0 when woken (or the word had already
+   changed), 1 when the time ran out, -1 on another error (errno set). */
+static inline int sf_word_wait(uint32_t *word, uint32_t expected, long timeout_ms) {
+    struct timespec t = { .tv_sec = timeout_ms / 1000, .tv_nsec = (timeout_ms % 1000) * 1000000L };
+    long r = syscall(SYS_futex, word, FUTEX_WAIT, expected, &t, NULL, 0);
+    if (r == 0 || errno == EAGAIN || errno == EINTR) return 0;
+    return errno == ETIMEDOUT ? 1 : -1;
 }
 #endif

@@ -101,12 +101,17 @@ public final class Spool: @unchecked Sendable {
 
     public func markFailed(_ id: String, reason: String) { publishMarker("\(failedDir)/\(id).json", reasonJSON(reason)) }
 
-    /// Publishes a small marker file once (the first writer wins; later ones are no-ops).
+    /// Publishes a small marker file once (the first writer wins; later ones are no-ops), then
+    /// wakes the local waiters that sleep on the wake word instead of inotify.
     private func publishMarker(_ target: String, _ data: Data) {
         let temp = tempPath("marker")
         guard (try? SpoolFS.writeNew(temp, data)) != nil else { return }
         _ = try? SpoolFS.publishOnce(temp, as: target)
+        WakeWord.wakeAll(spoolRoot: root)
     }
+
+    /// The wake word of this spool (docs/protocol.md), nil when it cannot be mapped.
+    public func wakeWord() -> WakeWord? { WakeWord(spoolRoot: root) }
 
     private func reasonJSON(_ reason: String) -> Data {
         (try? JSONSerialization.data(withJSONObject: ["reason": reason])) ?? Data()

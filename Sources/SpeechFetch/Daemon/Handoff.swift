@@ -52,7 +52,7 @@ extension HuggingFaceDownloader {
     /// the staging sidecars and the parts. Splices parts nobody else takes care of (no live
     /// supervisor, or left for two seconds): any process may. Cancelling stops only the
     /// waiting; the transfer goes on in the daemon. `watchParts` wakes on every published part
-    /// (for progress); plain waiters wake only on completion, failure, or their poll.
+    /// and reports progress; plain waiters wake only on completion, failure, or their poll.
     func waitFor(_ request: SpoolRequest, spool: Spool, timeout: Double? = nil, watchParts: Bool = true,
                  progress: @escaping @Sendable (DownloadProgress) -> Void = { _ in },
                  isCancelled: @escaping @Sendable () -> Bool = { false }) throws {
@@ -65,6 +65,7 @@ extension HuggingFaceDownloader {
         let total = request.files.reduce(Int64(0)) { $0 + $1.size }
         var supervisorSeen = Date()
         var firstPass = true
+        var wakeWord: WakeWord?
         while true {
             // The markers first (two access(2) calls): a wake-up that finds the request settled
             // costs next to nothing, which matters when hundreds of waiters wake at once.
@@ -86,7 +87,8 @@ extension HuggingFaceDownloader {
             case .active:
                 break
             }
-            progress(handedOverProgress(request, directory: directory, spool: spool, total: total))
+            // Plain waiters (`speech wait`) show no progress: they skip reading the sidecars.
+            if watchParts { progress(handedOverProgress(request, directory: directory, spool: spool, total: total)) }
             if isCancelled() { throw CancellationError() }
             if !spool.liveSupervisors().isEmpty {
                 supervisorSeen = Date()
@@ -97,10 +99,20 @@ extension HuggingFaceDownloader {
             let seconds = deadline.map { max(1, min(poll, Int($0.timeIntervalSinceNow.rounded(.up)))) } ?? poll
             if let watcher {
                 _ = watcher.wait(seconds: seconds)
-            } else {
+            } else if let wake = wakeWord ?? { wakeWord = spool.wakeWord(); return wakeWord }() {
                 // No inotify for this process (e.g. the per-user limit of instances, 128 by
-                // default, is used up by other waiters): check the markers every 50 ms, which
-                // costs two access(2) calls, and do the full pass at the poll interval.
+                // default, is used up by other waiters): sleep on the spool's wake word, which
+                // whoever publishes a marker bumps. Half-second naps notice Ctrl-C.
+                let until = Date().addingTimeInterval(Double(seconds))
+                while !isCancelled() {
+                    let generation = wake.generation  // before the check: a bump after it ends the nap
+                    let left = until.timeIntervalSinceNow
+                    guard left > 0, spool.state(of: request.id) == .active else { break }
+                    wake.wait(whileGeneration: generation, seconds: min(left, 0.5))
+                }
+            } else {
+                // Neither: check the markers every 50 ms (two access(2) calls), the full pass at
+                // the poll interval.
                 let until = Date().addingTimeInterval(Double(seconds))
                 while Date() < until && spool.state(of: request.id) == .active && !isCancelled() {
                     usleep(50_000)

@@ -1,0 +1,64 @@
+// The spool's wake word: a futex in a shared file mapping, so a marker published by one
+// process wakes waiters that have no inotify instance (docs/protocol.md, "Waking waiters").
+import Foundation
+import Spool
+import XCTest
+
+final class WakeWordTests: XCTestCase {
+    private var root = ""
+
+    override func setUpWithError() throws {
+        root = FileManager.default.temporaryDirectory.appendingPathComponent("wakeword-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
+    }
+
+    override func tearDownWithError() throws {
+        try? FileManager.default.removeItem(atPath: root)
+    }
+
+    func testAWakeThroughOneMappingEndsASleepOnAnother() throws {
+        // Two mappings of the same file, as two processes would have: the kernel keys the futex
+        // by inode and offset, not by address.
+        let sleeper = try XCTUnwrap(WakeWord(spoolRoot: root))
+        let waker = try XCTUnwrap(WakeWord(spoolRoot: root))
+        let before = sleeper.generation
+        let woken = LockedBox<Bool?>(nil)
+        let ended = DispatchSemaphore(value: 0)
+        Thread {
+            woken.value = sleeper.wait(whileGeneration: before, seconds: 60)
+            ended.signal()
+        }.start()
+        waker.wakeAll()
+        XCTAssertEqual(ended.wait(timeout: .now() + 60), .success, "the sleeper was never woken")
+        XCTAssertEqual(woken.value, true, "the sleep ran out instead of being woken")
+        XCTAssertEqual(sleeper.generation, before &+ 1)
+    }
+
+    func testASleepNobodyEndsRunsOut() throws {
+        let word = try XCTUnwrap(WakeWord(spoolRoot: root))
+        XCTAssertFalse(word.wait(whileGeneration: word.generation, seconds: 0.02))
+        // A generation that already moved returns at once, as woken.
+        XCTAssertTrue(word.wait(whileGeneration: word.generation &+ 5, seconds: 60))
+    }
+
+    func testPublishingAMarkerBumpsTheWord() throws {
+        let spool = try Spool(base: URL(fileURLWithPath: root), node: "n1", lease: 30)
+        let word = try XCTUnwrap(spool.wakeWord())
+        let before = word.generation
+        spool.markDone("request-1")
+        XCTAssertEqual(word.generation, before &+ 1)
+        spool.markFailed("request-2", reason: "gone")
+        XCTAssertEqual(word.generation, before &+ 2)
+        XCTAssertEqual(spool.state(of: "request-1"), .done)
+    }
+}
+
+private final class LockedBox<T>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var stored: T
+    init(_ value: T) { stored = value }
+    var value: T {
+        get { lock.withLock { stored } }
+        set { lock.withLock { stored = newValue } }
+    }
+}
