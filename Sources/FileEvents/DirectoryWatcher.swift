@@ -5,8 +5,11 @@ import CInotify
 import Foundation
 
 public final class DirectoryWatcher: @unchecked Sendable {
-    /// The process's watcher; nil when inotify cannot be initialised (then callers only poll).
-    public static let shared: DirectoryWatcher? = DirectoryWatcher()
+    /// The process's watcher; nil when inotify cannot be initialised (the per-user limit of
+    /// instances is used up) or `SPEECH_FETCH_INOTIFY=0` turns it off: then callers sleep on
+    /// the spool's wake word or poll.
+    public static let shared: DirectoryWatcher? =
+        ProcessInfo.processInfo.environment["SPEECH_FETCH_INOTIFY"] == "0" ? nil : DirectoryWatcher()
 
     private let lock = NSLock()
     private var watched = Set<String>()

@@ -314,6 +314,37 @@ final class DaemonTests: DaemonTestCase {
         XCTAssertLessThan(sampledAt, appeared, "the waiters were sampled while the transfer was still going")
     }
 
+    func testWaitersWithoutInotifyWakeOnTheWakeWord() throws {
+        // SPEECH_FETCH_INOTIFY=0 puts the waiters where the per-user limit of inotify instances
+        // puts waiters 129 and up: they sleep on spool/wake, bumped when done/ is published.
+        // Their full pass is set to every 60 s, so without the word they would sleep through
+        // this test's 10 s wait for their exit.
+        let size = 4 << 20
+        try TestHub.generateRepo(root: root, repo: repo, files: [path: size])
+        hub.setFault(.rateLimit(bytesPerSecond: 512 << 10), for: file)  // 3 workers: ~3 s
+        let daemon = try startDaemon()
+        let exits = ExitClock()
+        let download = try speech(["download", repo, "--cache-base", base, "--detach"], hint: "detach")
+        XCTAssertTrue(waitForExit(download.process, timeout: 20), "--detach returns")
+        XCTAssertEqual(download.process.terminationStatus, 0, contents(download.stderr))
+        let waiters = try (0..<5).map { i in
+            try speech(["wait", repo, "--cache-base", base], extra: ["SPEECH_FETCH_INOTIFY": "0", "SPEECH_FETCH_POLL_SECONDS": "60"], hint: "wait\(i)",
+                       onExit: { exits.mark($0) })
+        }
+        let final = modelDir(repo).appendingPathComponent(path).path
+        XCTAssertTrue(waitUntil(timeout: 25, interval: 0.005) { FileManager.default.fileExists(atPath: final) },
+                      "the file was finalized; daemon log:\n\(contents(daemon.log))")
+        let appeared = Date()
+        for (i, w) in waiters.enumerated() {
+            XCTAssertTrue(waitForExit(w.process, timeout: 10), "waiter \(i) exits")
+            XCTAssertEqual(w.process.terminationStatus, 0, "waiter \(i): \(contents(w.stderr))")
+            XCTAssertTrue(contents(w.stdout).contains("ready in"), "waiter \(i): \(contents(w.stdout))")
+            let latency = exits.time(of: w.process.processIdentifier).map { $0.timeIntervalSince(appeared) }
+            XCTAssertLessThan(latency ?? 99, 5, "waiter \(i) woke on the done marker, not on its 60 s pass")
+        }
+        try assertSameBytes(repo, path)
+    }
+
     /// Seconds of user + system CPU of the children from sh's `times` (its second line: `0m0.030000s 0m0.010000s`).
     private func childrenCPU(fromTimes text: String) -> Double? {
         let lines = text.split(separator: "\n").filter { $0.hasPrefix("0m") || $0.range(of: #"^\d+m[\d.]+s"#, options: .regularExpression) != nil }

@@ -58,7 +58,11 @@ extension HuggingFaceDownloader {
                  isCancelled: @escaping @Sendable () -> Bool = { false }) throws {
         let watcher = DirectoryWatcher.shared
         for dir in [spool.doneDir, spool.failedDir] + (watchParts ? [spool.partsDir] : []) { watcher?.watch(dir) }
-        let poll = FilesystemKind.inotifySeesAllWriters(spool.root) ? 2 : max(1, Int(settings.pollInterval.rounded()))
+        // The full pass (orphans, supervisor liveness): every 2 s where inotify sees every writer;
+        // the cluster poll interval where other nodes write unseen, or where this process has no
+        // inotify instance and sleeps on the wake word (at least 2 s there).
+        let interval = Int(settings.pollInterval.rounded())
+        let poll = FilesystemKind.inotifySeesAllWriters(spool.root) ? (watcher != nil ? 2 : max(2, interval)) : max(1, interval)
         let directory = ModelDirectory(URL(fileURLWithPath: request.modelDir))
         let splicer = Splicer(spool: spool)
         let deadline = timeout.map { Date().addingTimeInterval($0) }
@@ -102,13 +106,15 @@ extension HuggingFaceDownloader {
             } else if let wake = wakeWord ?? { wakeWord = spool.wakeWord(); return wakeWord }() {
                 // No inotify for this process (e.g. the per-user limit of instances, 128 by
                 // default, is used up by other waiters): sleep on the spool's wake word, which
-                // whoever publishes a marker bumps. Half-second naps notice Ctrl-C.
+                // whoever publishes a marker bumps (any request's: then look and sleep again).
+                // Ctrl-C is noticed at the next pass, as on the inotify path (signals arrive
+                // through a dispatch source, not as EINTR).
                 let until = Date().addingTimeInterval(Double(seconds))
                 while !isCancelled() {
                     let generation = wake.generation  // before the check: a bump after it ends the nap
                     let left = until.timeIntervalSinceNow
                     guard left > 0, spool.state(of: request.id) == .active else { break }
-                    wake.wait(whileGeneration: generation, seconds: min(left, 0.5))
+                    wake.wait(whileGeneration: generation, seconds: left)
                 }
             } else {
                 // Neither: check the markers every 50 ms (two access(2) calls), the full pass at
