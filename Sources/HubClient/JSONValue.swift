@@ -43,7 +43,6 @@ public enum JSONValue: Sendable, Equatable {
         return nil
     }
 
-    public var isNull: Bool { self == .null }
 }
 
 private struct Reader {

@@ -23,8 +23,8 @@ import statistics
 import threading
 import time
 
-from run import (CLK_TCK, MIB, NOISE_SHARE, measure, read_log, rollup, self_cpu, summarize, system_cpu,
-                 tree_pids, wait_idle)
+from run import (CLK_TCK, MIB, NOISE_SHARE, fresh_target, measure, read_log, rollup, self_cpu, summarize,
+                 system_cpu, tree_pids, wait_idle)
 from sha256 import sha256_file
 
 N_WAITERS = int(os.environ.get("BENCH_WAITERS", "200"))
@@ -54,6 +54,19 @@ def tree_cpu(root):
         except (OSError, IndexError, ValueError):
             pass
     return total / CLK_TCK
+
+
+def keep(t, r, attempt, long_ok):
+    """Adds run r to tool t, or discards it (True: kept) when other processes used more than
+    NOISE_SHARE of the machine during it, up to two times (with long_ok, runs over 30 s are kept)."""
+    share = r["other_cpu_s"] / (r["wall_s"] * os.cpu_count())
+    if share > NOISE_SHARE and attempt < 2 and r["exit"] == 0 and not (long_ok and r["wall_s"] >= 30):
+        r["discarded"] = f"busy machine: others used {share * 100:.0f}% of the CPU"
+        t.setdefault("discarded", []).append(r)
+        print(f"bench:   discarded ({r['discarded']}); again", flush=True)
+        return False
+    t["runs"].append(r)
+    return True
 
 
 def proc_cpu_ns(pid):
@@ -163,11 +176,7 @@ def scenario3(a, base_env, logs, settle, idle_wait):
         order = tools[rnd % len(tools):] + tools[:rnd % len(tools)]
         for t in order:
             for attempt in range(3):
-                target = os.path.join(a.work, "target")
-                shutil.rmtree(target, ignore_errors=True)
-                dst = os.path.join(target, f"s3-{t['key']}-{rnd}")
-                os.makedirs(dst)
-                os.sync()
+                target, dst = fresh_target(a.work, f"s3-{t['key']}-{rnd}")
                 log_path = os.path.join(logs, f"s3-{t['key']}-{rnd}-{attempt}.log")
                 waited = wait_idle(a.nginx_pid, settle, idle_wait)
                 r = measure(t["argv"](dst), dict(base_env, HF_ENDPOINT=endpoint, **t["env"]), log_path,
@@ -190,14 +199,8 @@ def scenario3(a, base_env, logs, settle, idle_wait):
                       + ("" if r["exit"] == 0 else f" EXIT {r['exit']}")
                       + ("" if r.get("verified", True) else " WRONG OUTPUT"), flush=True)
                 shutil.rmtree(target, ignore_errors=True)
-                share = r["other_cpu_s"] / (r["wall_s"] * os.cpu_count())
-                if share > NOISE_SHARE and attempt < 2 and r["exit"] == 0 and r["wall_s"] < 30:
-                    r["discarded"] = f"busy machine: others used {share * 100:.0f}% of the CPU"
-                    t.setdefault("discarded", []).append(r)
-                    print(f"bench:   discarded ({r['discarded']}); again", flush=True)
-                    continue
-                t["runs"].append(r)
-                break
+                if keep(t, r, attempt, long_ok=True):
+                    break
     limit = 16 * int(a.rate_limit.rstrip("m"))
     ours = tools[0]
     for t in tools:
@@ -224,11 +227,7 @@ def scenario4(a, base_env, logs, settle, idle_wait):
         order = tools[rnd % 2:] + tools[:rnd % 2]
         for t in order:
             for attempt in range(3):
-                target = os.path.join(a.work, "target")
-                shutil.rmtree(target, ignore_errors=True)
-                base = os.path.join(target, f"s4-{t['key']}-{rnd}")
-                os.makedirs(base)
-                os.sync()
+                target, base = fresh_target(a.work, f"s4-{t['key']}-{rnd}")
                 log_path = os.path.join(logs, f"s4-{t['key']}-{rnd}-{attempt}.log")
                 waited = wait_idle(a.nginx_pid, settle, idle_wait)
                 daemon = Daemon(a.fetchd, base, env, log_path + ".fetchd") if t["daemon"] else None
@@ -270,14 +269,8 @@ def scenario4(a, base_env, logs, settle, idle_wait):
                       f"{r['server'].get('connections', 0)}" + ("" if r["exit"] == 0 else f" EXIT {r['exit']}"),
                       flush=True)
                 shutil.rmtree(target, ignore_errors=True)
-                share = other / (wall * os.cpu_count())
-                if share > NOISE_SHARE and attempt < 2 and r["exit"] == 0:
-                    r["discarded"] = f"busy machine: others used {share * 100:.0f}% of the CPU"
-                    t.setdefault("discarded", []).append(r)
-                    print(f"bench:   discarded ({r['discarded']}); again", flush=True)
-                    continue
-                t["runs"].append(r)
-                break
+                if keep(t, r, attempt, long_ok=False):
+                    break
     for t in tools:
         ok = [r for r in t["runs"] if r["exit"] == 0]
         t["summary"] = None if not ok else {
@@ -402,11 +395,7 @@ def scenario6(a, base_env, logs):
     env = dict(base_env, HF_ENDPOINT=endpoint)
     results = []
     for rnd in range(S6_RUNS):
-        target = os.path.join(a.work, "target")
-        shutil.rmtree(target, ignore_errors=True)
-        base = os.path.join(target, f"s6-{rnd}")
-        os.makedirs(base)
-        os.sync()
+        target, base = fresh_target(a.work, f"s6-{rnd}")
         final = os.path.join(base, "models", a.repo, a.file)
         daemon = Daemon(a.fetchd, base, env, os.path.join(logs, f"s6-fetchd-{rnd}.log"))
         t_req = time.monotonic()

@@ -256,6 +256,17 @@ def measure(argv, env, log_path, nginx_pid, access_log):
     }
 
 
+def fresh_target(work, name):
+    """An empty WORK/target/NAME (the previous run's target removed), synced: every run writes
+    into a cold directory on the same disk. Returns (WORK/target, WORK/target/NAME)."""
+    target = os.path.join(work, "target")
+    shutil.rmtree(target, ignore_errors=True)
+    path = os.path.join(target, name)
+    os.makedirs(path)
+    os.sync()
+    return target, path
+
+
 # ---------------------------------------------------------------- tools and scenarios
 def tools(a, hf_new_version, hf_old_version):
     out_file = lambda d: os.path.join(d, a.file)  # noqa: E731
@@ -669,10 +680,7 @@ def main():
     def one_run(sc, t, rnd, attempt):
         endpoint = f"http://127.0.0.1:{sc['port']}"
         access_log = os.path.join(a.work, "nginx", "logs", f"access-{sc['port']}.log")
-        dst = os.path.join(a.work, "target", f"s{sc['key']}-{t['key']}-{rnd}")
-        shutil.rmtree(os.path.join(a.work, "target"), ignore_errors=True)
-        os.makedirs(dst, exist_ok=True)
-        os.sync()
+        _, dst = fresh_target(a.work, f"s{sc['key']}-{t['key']}-{rnd}")
         env = dict(base_env, HF_ENDPOINT=endpoint, **t["env"])
         log_path = os.path.join(logs, f"s{sc['key']}-{t['key']}-{rnd}-{attempt}.log")
         waited = wait_idle(a.nginx_pid, settle, idle_wait)

@@ -51,13 +51,13 @@ extension HuggingFaceDownloader {
     /// Blocks until the request is done (returns) or failed (throws), reporting progress from
     /// the staging sidecars and the parts. Splices parts nobody else takes care of (no live
     /// supervisor, or left for two seconds): any process may. Cancelling stops only the
-    /// waiting; the transfer goes on in the daemon. `watchParts` wakes on every published part
-    /// and reports progress; plain waiters wake only on completion, failure, or their poll.
-    func waitFor(_ request: SpoolRequest, spool: Spool, timeout: Double? = nil, watchParts: Bool = true,
-                 progress: @escaping @Sendable (DownloadProgress) -> Void = { _ in },
+    /// waiting; the transfer goes on in the daemon. With `progress` it also wakes on every
+    /// published part to report it; plain waiters wake only on completion, failure, or their poll.
+    func waitFor(_ request: SpoolRequest, spool: Spool, timeout: Double? = nil,
+                 progress: (@Sendable (DownloadProgress) -> Void)? = nil,
                  isCancelled: @escaping @Sendable () -> Bool = { false }) throws {
         let watcher = DirectoryWatcher.shared
-        for dir in [spool.doneDir, spool.failedDir] + (watchParts ? [spool.partsDir] : []) { watcher?.watch(dir) }
+        for dir in [spool.doneDir, spool.failedDir] + (progress != nil ? [spool.partsDir] : []) { watcher?.watch(dir) }
         // The full pass (orphans, supervisor liveness): every 2 s where inotify sees every writer;
         // the cluster poll interval where other nodes write unseen, or where this process has no
         // inotify instance and sleeps on the wake word (at least 2 s there).
@@ -83,8 +83,8 @@ extension HuggingFaceDownloader {
             firstPass = false
             switch spool.state(of: request.id) {
             case .done:
-                progress(TransferProgress(completedBytes: total, totalBytes: total, filesDone: request.files.count,
-                                          filesTotal: request.files.count))
+                progress?(TransferProgress(completedBytes: total, totalBytes: total, filesDone: request.files.count,
+                                           filesTotal: request.files.count))
                 return
             case .failed(let reason):
                 throw DownloadError.requestFailed(repo: request.repo, reason: reason)
@@ -92,7 +92,7 @@ extension HuggingFaceDownloader {
                 break
             }
             // Plain waiters (`speech wait`) show no progress: they skip reading the sidecars.
-            if watchParts { progress(handedOverProgress(request, directory: directory, spool: spool, total: total)) }
+            if let progress { progress(handedOverProgress(request, directory: directory, spool: spool, total: total)) }
             if isCancelled() { throw CancellationError() }
             if !spool.liveSupervisors().isEmpty {
                 supervisorSeen = Date()
@@ -161,7 +161,7 @@ extension HuggingFaceDownloader {
         if let spool = spool(base: base),
            let request = spool.requests().filter({ $0.repo == repo.description })
                .max(by: { spool.lastAsked($0.id) < spool.lastAsked($1.id) }) {
-            try waitFor(request, spool: spool, timeout: timeout, watchParts: false, isCancelled: isCancelled)
+            try waitFor(request, spool: spool, timeout: timeout, isCancelled: isCancelled)
             return .complete(directory: request.modelDir)
         }
         let missing = directory.missingOffline(.all, repo: repo.description)
