@@ -9,6 +9,7 @@
 #include <linux/fs.h>
 #include <linux/futex.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdint.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -37,6 +38,25 @@ static inline int sf_set_xattr(int fd, const char *name, const char *value, size
 static inline ssize_t sf_get_xattr(const char *path, const char *name, char *value, size_t len) {
     return lgetxattr(path, name, value, len);
 }
+/* getxattrat(2) (Linux 6.13): the attribute of dir/rel without walking dir's path again. */
+#if !defined(__NR_getxattrat) && (defined(__x86_64__) || defined(__aarch64__))
+#define __NR_getxattrat 464
+#endif
+struct sf_xattr_args { uint64_t value; uint32_t size; uint32_t flags; };
+
+/* Reads a user extended attribute of rel under the directory dirfd (not following a final
+   symlink); full_path is the same file, used where the kernel (or a seccomp filter) has no
+   getxattrat. -1 when absent. */
+static inline ssize_t sf_get_xattr_at(int dirfd, const char *rel, const char *full_path,
+                                      const char *name, char *value, size_t len) {
+#ifdef __NR_getxattrat
+    struct sf_xattr_args args = { .value = (uint64_t)(uintptr_t)value, .size = (uint32_t)len, .flags = 0 };
+    long r = syscall(__NR_getxattrat, dirfd, rel, AT_SYMLINK_NOFOLLOW, name, &args, sizeof args);
+    if (r >= 0 || (errno != ENOSYS && errno != EPERM)) return (ssize_t)r;
+#endif
+    return lgetxattr(full_path, name, value, len);
+}
+
 /* A 32-bit word in a file mapped MAP_SHARED is a futex every process that maps the file shares
    (the kernel keys it by inode and offset): the spool's wake word. */
 static inline uint32_t sf_word_load(const uint32_t *word) { return __atomic_load_n(word, __ATOMIC_ACQUIRE); }

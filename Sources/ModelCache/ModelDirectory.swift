@@ -29,14 +29,23 @@ public struct ModelDirectory: Sendable {
     /// True when the final file exists as a regular file of the expected size and, when it
     /// carries the content id it was finalized with, that id is this file's (no hashing): a
     /// re-exported file of the same size is not mistaken for the one on disk.
-    public func isComplete(_ file: RepoFile) -> Bool {
+    public func isComplete(_ file: RepoFile) -> Bool { isComplete(file, directoryFD: -1) }
+
+    /// `isComplete(_:)` with the directory open as `directoryFD` (-1: none), so that a check of
+    /// many files looks each up from here rather than walking the whole path every time.
+    func isComplete(_ file: RepoFile, directoryFD: Int32) -> Bool {
         let path = finalPath(file.path)
         var st = stat()
-        guard lstat(path, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG, Int64(st.st_size) == file.size else { return false }
-        var buffer = [CChar](repeating: 0, count: 128)
-        let n = sf_get_xattr(path, ModelDirectory.contentIDAttribute, &buffer, buffer.count)
-        guard n > 0 else { return true }  // no id recorded (imported, shipped, or no xattr support)
-        return String(decoding: buffer.prefix(n).map { UInt8(bitPattern: $0) }, as: UTF8.self) == ModelDirectory.contentID(file)
+        let found = directoryFD >= 0 ? fstatat(directoryFD, file.path, &st, AT_SYMLINK_NOFOLLOW) : lstat(path, &st)
+        guard found == 0, (st.st_mode & S_IFMT) == S_IFREG, Int64(st.st_size) == file.size else { return false }
+        return withUnsafeTemporaryAllocation(of: CChar.self, capacity: 128) { buffer in
+            let n = directoryFD >= 0
+                ? sf_get_xattr_at(directoryFD, file.path, path, ModelDirectory.contentIDAttribute, buffer.baseAddress, buffer.count)
+                : sf_get_xattr(path, ModelDirectory.contentIDAttribute, buffer.baseAddress, buffer.count)
+            guard n > 0 else { return true }  // no id recorded (imported, shipped, or no xattr support)
+            let recorded = UnsafeRawBufferPointer(start: buffer.baseAddress, count: n)
+            return ModelDirectory.contentID(file).utf8.elementsEqual(recorded)
+        }
     }
 
     /// The extended attribute a final file carries: its sha256 (LFS) or git blob id.
@@ -82,13 +91,15 @@ public struct ModelDirectory: Sendable {
     /// commit they came from. One read of the manifest and one look at each file.
     public func offlineCheck(_ selection: FileSelection, repo: String) -> OfflineCheck {
         if let snapshot = readManifest(), snapshot.repo == repo {
+            let directoryFD = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)  // -1: look up full paths
+            defer { if directoryFD >= 0 { close(directoryFD) } }
             guard let selected = try? FilePlan.select(snapshot.files, selection, repo: repo) else {
                 return OfflineCheck(missing: selection.literalPaths, present: [], commit: snapshot.commit)
             }
             var complete: [String: Bool] = [:]
             func isHere(_ file: RepoFile) -> Bool {
                 if let known = complete[file.path] { return known }
-                let here = isComplete(file)
+                let here = isComplete(file, directoryFD: directoryFD)
                 complete[file.path] = here
                 return here
             }

@@ -3,6 +3,7 @@ import Foundation
 import HubClient
 import ModelCache
 import Spool
+import Synchronization
 import Transfer
 
 /// Progress of a download call, weighted by bytes over the whole file set.
@@ -28,17 +29,27 @@ public struct DownloadResult: Sendable {
 
 /// Downloads model repositories into the cache. Shared by every model; safe to use from many tasks.
 public final class HuggingFaceDownloader: Sendable {
-    public let client: HubClient
     public let settings: DownloadSettings
     let environment: [String: String]
+    private let madeClient = Mutex<HubClient?>(nil)
+
+    /// The Hub client (`HF_ENDPOINT`, `HF_TOKEN`), made at its first use: a call the cache
+    /// answers offline never parses the endpoint or reads the token file.
+    public var client: HubClient {
+        madeClient.withLock { made in
+            if let made { return made }
+            let client = HubClient(endpoint: .fromEnvironment(environment), token: HubToken.fromEnvironment(environment),
+                                   retry: settings.retry, stallTimeout: settings.stallTimeout)
+            made = client
+            return client
+        }
+    }
 
     /// A downloader configured from the environment (`HF_ENDPOINT`, `HF_TOKEN`, `HF_DOWNLOAD_*`).
     public init(environment: [String: String] = ProcessInfo.processInfo.environment, settings: DownloadSettings? = nil) {
         let settings = (settings ?? DownloadSettings.fromEnvironment(environment)).normalized()
         self.environment = environment
         self.settings = settings
-        self.client = HubClient(endpoint: .fromEnvironment(environment), token: HubToken.fromEnvironment(environment),
-                                retry: settings.retry, stallTimeout: settings.stallTimeout)
     }
 
     /// The cache base used when a call names neither `cacheDir` nor `cacheBaseDir`.

@@ -45,8 +45,11 @@ func runDownload(_ args: Arguments, environment: [String: String] = ProcessInfo.
         }
         return runModelDownload(entry, args, environment: environment)
     }
-    if let warning = HubEndpoint.ignoredValueWarning(environment) { FileHandle.standardError.write(Data("speech: warning: \(warning)\n".utf8)) }
     let downloader = HuggingFaceDownloader(environment: environment)
+    let offline = args.flag("offline") || downloader.offlineByDefault
+    if !offline, let warning = HubEndpoint.ignoredValueWarning(environment) {  // offline, the endpoint is unused
+        FileHandle.standardError.write(Data("speech: warning: \(warning)\n".utf8))
+    }
     let printer = ProgressPrinter(json: args.flag("json"))
     let interrupt = StopSignal()
     interrupt.install()
@@ -57,7 +60,7 @@ func runDownload(_ args: Arguments, environment: [String: String] = ProcessInfo.
     do {
         let result = try downloader.downloadBlocking(
             repo: repo, revision: args.value("revision") ?? "main", include: args.values("include"),
-            cacheDir: cacheDir, cacheBaseDir: cacheBase, offlineMode: args.flag("offline") ? true : nil,
+            cacheDir: cacheDir, cacheBaseDir: cacheBase, offlineMode: offline ? true : nil,
             host: host, progress: { printer.update($0) }, isCancelled: { interrupt.isRaised })
         printer.finish()
         if let warning = result.warning { FileHandle.standardError.write(Data("speech: warning: \(warning)\n".utf8)) }

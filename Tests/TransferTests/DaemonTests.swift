@@ -345,6 +345,49 @@ final class DaemonTests: DaemonTestCase {
         try assertSameBytes(repo, path)
     }
 
+    func testCtrlCStopsAnEmbeddedDownloadAtOnceKeepingWhatArrived() throws {
+        let size = 4 << 20
+        try TestHub.generateRepo(root: root, repo: repo, files: [path: size])
+        hub.setFault(.rateLimit(bytesPerSecond: 128 << 10), for: file)  // 4 connections: ~8 s in all
+        let download = try speech(["download", repo, "--cache-base", base], hint: "embedded")
+        XCTAssertTrue(waitUntil(timeout: 15) { (self.sidecar(self.repo, self.path)?.done.count ?? 0) >= 1 },
+                      "a range was recorded: \(contents(download.stderr))")
+        let recorded = sidecar(repo, path)?.done.count ?? 0
+        kill(download.process.processIdentifier, SIGINT)
+        XCTAssertTrue(waitForExit(download.process, timeout: 3), "SIGINT stops the transfer at once, not after it")
+        XCTAssertEqual(download.process.terminationStatus, 130, contents(download.stderr))
+        XCTAssertTrue(contents(download.stderr).contains("interrupted"), contents(download.stderr))
+        XCTAssertFalse(finalExists(repo, path))
+        XCTAssertGreaterThanOrEqual(sidecar(repo, path)?.done.count ?? 0, recorded, "the staged ranges are kept for a resume")
+    }
+
+    func testCtrlCStopsWaitersAtOnceAndTheTransferGoesOn() throws {
+        // One waiter on inotify, one sleeping on the wake word with a 60 s pass: SIGINT ends
+        // either sleep (EINTR), not their next pass.
+        let size = 4 << 20
+        try TestHub.generateRepo(root: root, repo: repo, files: [path: size])
+        hub.setFault(.rateLimit(bytesPerSecond: 64 << 10), for: file)  // 3 workers: ~20 s
+        let daemon = try startDaemon()
+        let download = try speech(["download", repo, "--cache-base", base, "--detach"], hint: "detach")
+        XCTAssertTrue(waitForExit(download.process, timeout: 20), "--detach returns")
+        let waiters = [
+            try speech(["wait", repo, "--cache-base", base], hint: "wait-inotify"),
+            try speech(["wait", repo, "--cache-base", base], extra: ["SPEECH_FETCH_INOTIFY": "0", "SPEECH_FETCH_POLL_SECONDS": "60"],
+                       hint: "wait-word"),
+        ]
+        XCTAssertTrue(waitUntil(timeout: 10) { waiters.allSatisfy { self.procStat($0.process.processIdentifier)?.state == "S" } },
+                      "the waiters sleep")
+        usleep(300_000)  // past their first pass, into the sleep
+        for w in waiters { kill(w.process.processIdentifier, SIGINT) }
+        for (i, w) in waiters.enumerated() {
+            XCTAssertTrue(waitForExit(w.process, timeout: 1.5), "waiter \(i) stops at once")
+            XCTAssertEqual(w.process.terminationStatus, 130, "waiter \(i): \(contents(w.stderr))")
+            XCTAssertTrue(contents(w.stderr).contains("the transfer goes on"), contents(w.stderr))
+        }
+        XCTAssertTrue(isAlive(daemon.process.processIdentifier), "the daemon goes on")
+        XCTAssertFalse(finalExists(repo, path), "the transfer was still going when the waiters stopped")
+    }
+
     /// Seconds of user + system CPU of the children from sh's `times` (its second line: `0m0.030000s 0m0.010000s`).
     private func childrenCPU(fromTimes text: String) -> Double? {
         let lines = text.split(separator: "\n").filter { $0.hasPrefix("0m") || $0.range(of: #"^\d+m[\d.]+s"#, options: .regularExpression) != nil }

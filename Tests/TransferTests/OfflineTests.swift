@@ -62,6 +62,27 @@ final class OfflineTests: HubTestCase {
         XCTAssertEqual(hub.totalRequests, 0)
     }
 
+    func testOfflineSeesAnotherFileOfTheSameSizeOrASymlinkAsMissing() throws {
+        try download(repo)
+        let dir = modelDir(repo)
+        // Another commit's bytes of the same size carry another content id.
+        let shard = dir.appendingPathComponent("model-00001-of-00002.safetensors").path
+        let fd = open(shard, O_RDWR)
+        XCTAssertGreaterThanOrEqual(fd, 0)
+        ModelDirectory.recordContentID(RepoFile(path: "x", size: 1, blobID: "0", sha256: String(repeating: "0", count: 64)), fd: fd)
+        close(fd)
+        // A symlink to a copy is not the file the cache finalized.
+        let tokenizer = dir.appendingPathComponent("tokenizer.json").path
+        try FileManager.default.moveItem(atPath: tokenizer, toPath: tokenizer + ".elsewhere")
+        try FileManager.default.createSymbolicLink(atPath: tokenizer, withDestinationPath: tokenizer + ".elsewhere")
+        hub.resetCounters()
+        XCTAssertThrowsError(try download(repo, offline: true)) { error in
+            guard case CacheError.cacheMiss(_, _, let missing, _) = error else { return XCTFail("\(error)") }
+            XCTAssertEqual(missing, ["model-00001-of-00002.safetensors", "tokenizer.json"])
+        }
+        XCTAssertEqual(hub.totalRequests, 0)
+    }
+
     func testOfflineWithNothingCachedIsACacheMiss() throws {
         XCTAssertThrowsError(try download(repo, offline: true)) { error in
             guard case CacheError.cacheMiss = error else { return XCTFail("\(error)") }

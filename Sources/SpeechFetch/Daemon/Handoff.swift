@@ -107,8 +107,7 @@ extension HuggingFaceDownloader {
                 // No inotify for this process (e.g. the per-user limit of instances, 128 by
                 // default, is used up by other waiters): sleep on the spool's wake word, which
                 // whoever publishes a marker bumps (any request's: then look and sleep again).
-                // Ctrl-C is noticed at the next pass, as on the inotify path (signals arrive
-                // through a dispatch source, not as EINTR).
+                // Ctrl-C ends the sleep (EINTR, StopSignal's handler), as on the inotify path.
                 let until = Date().addingTimeInterval(Double(seconds))
                 while !isCancelled() {
                     let generation = wake.generation  // before the check: a bump after it ends the nap

@@ -1,24 +1,28 @@
 // StopSignal - SIGINT/SIGTERM turned into a flag that long-running loops poll.
 import Foundation
+import Synchronization
 
 /// Set when the process receives SIGINT or SIGTERM (after `install()`); a transfer or wait
 /// loop checks it and stops cleanly instead of dying mid-write.
-public final class StopSignal: @unchecked Sendable {
-    private let lock = NSLock()
-    private var raised = false
-    private var sources: [DispatchSourceSignal] = []
-
+///
+/// A plain `sigaction` handler that stores into an atomic: no helper thread (a dispatch signal
+/// source starts Dispatch's threads in every process, which a `speech wait` or an offline call
+/// pays for at start and exit). The handler is installed with `SA_RESTART`; waits with a
+/// timeout (poll, futex) return early with EINTR and their loops look at the flag at once.
+/// Signals are per process, so every instance reads the same flag.
+public final class StopSignal: Sendable {
     public init() {}
 
-    public var isRaised: Bool { lock.withLock { raised } }
+    public var isRaised: Bool { stopRaised.load(ordering: .relaxed) }
 
     public func install() {
-        for sig in [SIGINT, SIGTERM] {
-            signal(sig, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
-            source.setEventHandler { [self] in lock.withLock { raised = true } }
-            source.resume()
-            sources.append(source)
-        }
+        _ = stopRaised.load(ordering: .relaxed)  // the global exists before a handler can touch it
+        var action = sigaction()
+        action.__sigaction_handler.sa_handler = { _ in stopRaised.store(true, ordering: .relaxed) }
+        action.sa_flags = SA_RESTART
+        sigemptyset(&action.sa_mask)
+        for sig in [SIGINT, SIGTERM] { sigaction(sig, &action, nil) }
     }
 }
+
+private let stopRaised = Atomic<Bool>(false)
