@@ -102,12 +102,15 @@ public final class Spool: @unchecked Sendable {
     public func markFailed(_ id: String, reason: String) { publishMarker("\(failedDir)/\(id).json", reasonJSON(reason)) }
 
     /// Publishes a small marker file once (the first writer wins; later ones are no-ops), then
-    /// wakes the local waiters that sleep on the wake word instead of inotify.
+    /// wakes the local waiters that sleep on the wake word instead of inotify. The word is
+    /// mapped before the marker appears and bumped straight after: the inotify waiters the
+    /// marker wakes (up to 128) take the CPU, and the word's sleepers must not wait behind them
+    /// for this process to open and map a file.
     private func publishMarker(_ target: String, _ data: Data) {
         let temp = tempPath("marker")
         guard (try? SpoolFS.writeNew(temp, data)) != nil else { return }
-        _ = try? SpoolFS.publishOnce(temp, as: target)
-        WakeWord.wakeAll(spoolRoot: root)
+        let word = wakeWord()
+        _ = try? SpoolFS.publishOnce(temp, as: target, onPublished: { word?.wakeAll() })
     }
 
     /// The wake word of this spool (docs/protocol.md), nil when it cannot be mapped.

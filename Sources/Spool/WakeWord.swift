@@ -44,9 +44,4 @@ public final class WakeWord: @unchecked Sendable {
     public func wait(whileGeneration generation: UInt32, seconds: Double) -> Bool {
         sf_word_wait(word, generation, max(0, Int(seconds * 1000))) == 0
     }
-
-    /// Wakes the waiters of the spool at `spoolRoot`, if its wake word can be mapped.
-    public static func wakeAll(spoolRoot: String) {
-        WakeWord(spoolRoot: spoolRoot)?.wakeAll()
-    }
 }
