@@ -18,8 +18,9 @@ let package = Package(
         // libcurl's headers (libcurl4-openssl-dev) at build time; the library itself is
         // loaded with dlopen at its first use (Sources/CCurl/include/CCurl.h says why).
         .target(name: "CCurl", linkerSettings: [.linkedLibrary("dl")]),
-        .systemLibrary(name: "CCrypto", pkgConfig: "libcrypto",
-                       providers: [.apt(["libssl-dev"])]),
+        // libcrypto likewise: OpenSSL's headers (libssl-dev) at build time, the library opened at
+        // the first hasher (Sources/CCrypto/include/CCrypto.h).
+        .target(name: "CCrypto", linkerSettings: [.linkedLibrary("dl")]),
         .systemLibrary(name: "CInotify",
                        providers: [.apt(["libinotifytools0-dev"])]),
         .systemLibrary(name: "CFileOps"),

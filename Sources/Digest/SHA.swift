@@ -6,17 +6,54 @@
 import CCrypto
 import Foundation
 
+/// libcrypto, loaded with dlopen at the first hasher (Sources/CCrypto/include/CCrypto.h).
+public enum CryptoLibrary {
+    /// Loads libcrypto once. The entry points that hash files (`StagingFile`, the cache's
+    /// verify and import) call this first, so a missing libcrypto is an error the caller
+    /// sees, not a crash.
+    public static func load() throws {
+        var reason = [CChar](repeating: 0, count: 512)
+        guard sf_crypto_load(&reason, reason.count) != 0 else { return }
+        throw CryptoUnavailable(reason: String(decoding: reason.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
+    }
+
+    /// For the hashers' initializers: traps only when a hasher is made without an entry point's
+    /// `load()` having succeeded, and the library is missing.
+    static func loaded() {
+        do { try load() } catch { fatalError("\(error)") }
+    }
+}
+
+/// libcrypto could not be loaded: a broken installation, with what to install.
+public struct CryptoUnavailable: Error, Sendable, CustomStringConvertible {
+    public let reason: String
+    public var description: String {
+        "cannot load libcrypto (\(reason)); install it with `apt-get install libssl3` and try again"
+    }
+}
+
 /// An incremental SHA-256 with a savable state (lowercase hex out).
 public struct SHA256: Sendable {
     private var ctx = SHA256_CTX()
     /// Bytes hashed so far.
     public private(set) var count: Int64 = 0
 
-    public init() { SHA256_Init(&ctx) }
+    public init() {
+        CryptoLibrary.loaded()
+        sf_sha256_init(&ctx)
+    }
+
+    /// SHA-256 of a short input without libcrypto (the same digest as `hex(of:)`): for names
+    /// derived from a few hundred bytes (the spool's ids) in processes that never hash a file.
+    public static func smallHex(of data: Data) -> String {
+        var out = [UInt8](repeating: 0, count: 32)
+        data.withUnsafeBytes { sf_sha256_small($0.baseAddress, $0.count, &out) }
+        return hexString(out)
+    }
 
     public mutating func update(_ bytes: UnsafeRawBufferPointer) {
         guard let base = bytes.baseAddress, bytes.count > 0 else { return }
-        SHA256_Update(&ctx, base, bytes.count)
+        sf_sha256_update(&ctx, base, bytes.count)
         count += Int64(bytes.count)
     }
 
@@ -26,7 +63,7 @@ public struct SHA256: Sendable {
     public func finalizeHex() -> String {
         var copy = ctx
         var out = [UInt8](repeating: 0, count: Int(SHA256_DIGEST_LENGTH))
-        SHA256_Final(&out, &copy)
+        sf_sha256_final(&out, &copy)
         return hexString(out)
     }
 
@@ -39,6 +76,7 @@ public struct SHA256: Sendable {
 
     /// Restores a state from `savedState`; nil when the bytes are not a state of this build.
     public init?(savedState data: Data) {
+        CryptoLibrary.loaded()
         let ctxSize = MemoryLayout<SHA256_CTX>.size
         guard data.count == ctxSize + 8 else { return nil }
         var restored = SHA256_CTX()
@@ -76,11 +114,14 @@ public struct SHA256: Sendable {
 public struct SHA1: Sendable {
     private var ctx = SHA_CTX()
 
-    public init() { SHA1_Init(&ctx) }
+    public init() {
+        CryptoLibrary.loaded()
+        sf_sha1_init(&ctx)
+    }
 
     public mutating func update(_ bytes: UnsafeRawBufferPointer) {
         guard let base = bytes.baseAddress, bytes.count > 0 else { return }
-        SHA1_Update(&ctx, base, bytes.count)
+        sf_sha1_update(&ctx, base, bytes.count)
     }
 
     public mutating func update(_ data: Data) { data.withUnsafeBytes { update($0) } }
@@ -88,7 +129,7 @@ public struct SHA1: Sendable {
     public func finalizeHex() -> String {
         var copy = ctx
         var out = [UInt8](repeating: 0, count: Int(SHA_DIGEST_LENGTH))
-        SHA1_Final(&out, &copy)
+        sf_sha1_final(&out, &copy)
         return hexString(out)
     }
 

@@ -63,6 +63,7 @@ public final class StagingFile: @unchecked Sendable {
     /// Opens (or creates) the staging file for `file`, keeping prior progress only when its sidecar
     /// matches this transfer. Returns with the ranges already done.
     public init(file: RepoFile, in directory: ModelDirectory, commit: String, rangeSize: Int64) throws {
+        try CryptoLibrary.load()  // the hasher below; a missing library is an error here, not a trap
         self.file = file
         self.directory = directory
         let staging = directory.stagingDirectory

@@ -19,7 +19,7 @@ public struct SpoolRequest: Codable, Sendable, Equatable {
 
     public init(repo: String, revision: String, commit: String, modelDir: String, files: [RepoFile], node: String) {
         let paths = files.map(\.path).sorted().joined(separator: "\n")
-        id = String(SHA256.hex(of: Data("\(modelDir)\n\(commit)\n\(paths)".utf8)).prefix(24))
+        id = String(SHA256.smallHex(of: Data("\(modelDir)\n\(commit)\n\(paths)".utf8)).prefix(24))
         self.repo = repo
         self.revision = revision
         self.commit = commit
@@ -56,7 +56,7 @@ public struct PlannedFile: Codable, Sendable, Equatable {
 
     /// The file's key in job and part names: a digest of directory, path and commit.
     public static func key(modelDir: String, path: String, commit: String) -> String {
-        String(SHA256.hex(of: Data("\(modelDir)\n\(path)\n\(commit)".utf8)).prefix(24))
+        String(SHA256.smallHex(of: Data("\(modelDir)\n\(path)\n\(commit)".utf8)).prefix(24))
     }
 
     public func jobName(_ index: Int) -> String { PlannedFile.jobName(key: key, index: index) }

@@ -1,5 +1,6 @@
 // CacheVerify - `speech cache verify`: re-hash LFS files against the sha256 their manifest
 // recorded at download; optionally delete what is corrupt and ask the daemon for it again.
+import Digest
 import Foundation
 import HubClient
 import ModelCache
@@ -51,6 +52,7 @@ extension CacheAdmin {
     /// lock) and, when a `speech-fetchd` serves the base, a spool request asks for them again.
     /// Files a transfer is writing are skipped.
     public func verify(repo: String? = nil, fix: Bool = false) throws -> VerifyReport {
+        try CryptoLibrary.load()
         var targets: [(RepoID, ModelDirectory)]
         if let repo {
             let id = try RepoID(repo)

@@ -68,6 +68,7 @@ extension CacheAdmin {
     /// Adopts every model of the huggingface_hub cache under `hfHome` (default `defaultHFHome()`).
     /// Throws `CacheAdminError.noHFCache` when `<hfHome>/hub` does not exist.
     public func importHF(hfHome: URL? = nil) throws -> ImportReport {
+        try CryptoLibrary.load()
         let hub = (hfHome ?? defaultHFHome()).appendingPathComponent("hub", isDirectory: true).standardizedFileURL
         guard DiskScan.isDirectory(hub.path) else { throw CacheAdminError.noHFCache(path: hub.path) }
         var report = ImportReport(hubDirectory: hub)
