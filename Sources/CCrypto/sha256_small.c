@@ -41,7 +41,7 @@ void sf_sha256_small(const void *data, size_t len, unsigned char md[32]) {
     size_t left = len;
     for (; left >= 64; p += 64, left -= 64) compress(h, p);
     unsigned char tail[128] = {0};
-    memcpy(tail, p, left);
+    if (left > 0) memcpy(tail, p, left);
     tail[left] = 0x80;
     size_t blocks = left + 9 <= 64 ? 1 : 2;
     uint64_t bits = (uint64_t)len * 8;

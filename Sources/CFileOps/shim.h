@@ -50,9 +50,13 @@ struct sf_xattr_args { uint64_t value; uint32_t size; uint32_t flags; };
 static inline ssize_t sf_get_xattr_at(int dirfd, const char *rel, const char *full_path,
                                       const char *name, char *value, size_t len) {
 #ifdef __NR_getxattrat
-    struct sf_xattr_args args = { .value = (uint64_t)(uintptr_t)value, .size = (uint32_t)len, .flags = 0 };
-    long r = syscall(__NR_getxattrat, dirfd, rel, AT_SYMLINK_NOFOLLOW, name, &args, sizeof args);
-    if (r >= 0 || (errno != ENOSYS && errno != EPERM)) return (ssize_t)r;
+    static int unavailable; /* set once the kernel (or seccomp) refused it: no retry per file */
+    if (!__atomic_load_n(&unavailable, __ATOMIC_RELAXED)) {
+        struct sf_xattr_args args = { .value = (uint64_t)(uintptr_t)value, .size = (uint32_t)len, .flags = 0 };
+        long r = syscall(__NR_getxattrat, dirfd, rel, AT_SYMLINK_NOFOLLOW, name, &args, sizeof args);
+        if (r >= 0 || (errno != ENOSYS && errno != EPERM)) return (ssize_t)r;
+        __atomic_store_n(&unavailable, 1, __ATOMIC_RELAXED);
+    }
 #endif
     return lgetxattr(full_path, name, value, len);
 }

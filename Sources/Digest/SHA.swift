@@ -12,6 +12,7 @@ public enum CryptoLibrary {
     /// verify and import) call this first, so a missing libcrypto is an error the caller
     /// sees, not a crash.
     public static func load() throws {
+        guard sf_crypto_load(nil, 0) != 0 else { return }  // loaded (the common case): no buffer
         var reason = [CChar](repeating: 0, count: 512)
         guard sf_crypto_load(&reason, reason.count) != 0 else { return }
         throw CryptoUnavailable(reason: String(decoding: reason.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
@@ -96,6 +97,7 @@ public struct SHA256: Sendable {
 
     /// Hashes a whole file by streaming it in 1 MiB reads.
     public static func hex(ofFileAt path: String) throws -> String {
+        try CryptoLibrary.load()
         var h = SHA256()
         try streamFile(path, from: 0, to: nil) { h.update($0) }
         return h.finalizeHex()

@@ -103,7 +103,7 @@ public final class HuggingFaceDownloader: Sendable {
         // Resolution always asks the Hub. When the cache already satisfies the call, one attempt is
         // enough to learn the Hub is unreachable: no waiting through the retry ladder.
         let satisfied = cached.missing.isEmpty
-        let resolver = satisfied ? HubClient(endpoint: client.endpoint, token: HubToken.fromEnvironment(environment),
+        let resolver = satisfied ? HubClient(endpoint: .fromEnvironment(environment), token: HubToken.fromEnvironment(environment),
                                              retry: RetryPolicy(attempts: 1), stallTimeout: min(settings.stallTimeout, 30))
                                  : client
         let snapshot: RepoSnapshot

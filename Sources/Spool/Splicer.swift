@@ -144,8 +144,14 @@ public struct Planner: Sendable {
         held.add(lock)
         defer { held.releaseAll() }
         let key = PlannedFile.key(modelDir: request.modelDir, path: file.path, commit: request.commit)
-        guard spool.plannedFile(key) == nil, !directory.isComplete(file),
-              let staging = try? StagingFile(file: file, in: directory, commit: request.commit, rangeSize: rangeSize) else {
+        guard spool.plannedFile(key) == nil, !directory.isComplete(file) else { return }
+        let staging: StagingFile
+        do {
+            staging = try StagingFile(file: file, in: directory, commit: request.commit, rangeSize: rangeSize)
+        } catch {
+            // Unplannable here (no libcrypto, the disk refuses the staging file): the request
+            // fails with the reason instead of leaving its waiters to time out.
+            spool.recordFailure(key, reason: "\(error)")
             return
         }
         let planned = PlannedFile(repo: request.repo, modelDir: request.modelDir, commit: request.commit, file: file,

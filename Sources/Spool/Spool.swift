@@ -110,7 +110,9 @@ public final class Spool: @unchecked Sendable {
         let temp = tempPath("marker")
         guard (try? SpoolFS.writeNew(temp, data)) != nil else { return }
         let word = wakeWord()
-        _ = try? SpoolFS.publishOnce(temp, as: target, onPublished: { word?.wakeAll() })
+        // Bumped when someone published first too (they bump as well; a publisher killed between
+        // its link and its bump must not leave the sleepers to their full pass).
+        if (try? SpoolFS.publishOnce(temp, as: target, onPublished: { word?.wakeAll() })) == false { word?.wakeAll() }
     }
 
     /// The wake word of this spool (docs/protocol.md), nil when it cannot be mapped.

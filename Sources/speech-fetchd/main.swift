@@ -1,5 +1,6 @@
 // speech-fetchd - the per-node supervisor of the worker pool over a cache base's spool.
 // Parsing and printing only; the work is SpeechFetch.Supervisor and SpeechFetch.Worker.
+import Digest
 import Foundation
 import SpeechFetch
 
@@ -63,6 +64,7 @@ let log: @Sendable (String) -> Void = { line in
 }
 
 do {
+    try CryptoLibrary.load()  // every staging file hashes: without libcrypto, say so at start
     if isWorker {
         try Worker(cacheBase: cacheBase, environment: environment, slots: slots, ownRequestsOnly: ownRequests, log: log)
             .run(shouldStop: { stop.isRaised })

@@ -299,7 +299,7 @@ def tools(a, hf_new_version, hf_old_version):
         dict(key="speech_nohash_openssl",
              label="speech download without SHA-256, beside `openssl dgst -sha256` of the same bytes",
              conns=str(min(conc, 16)), scenarios={"1"}, reference=True,
-             argv=lambda d, ep: ["sh", "-c", 'openssl dgst -sha256 "$1" >/dev/null & "$2" download "$3" --cache-dir "$4"; s=$?; wait; exit $s',
+             argv=lambda d, ep: ["sh", "-c", 'openssl dgst -sha256 "$1" >/dev/null & h=$!; "$2" download "$3" --cache-dir "$4"; s=$?; wait $h || s=1; exit $s',
                                  "sh", a.blob, a.speech, a.nohash_repo, d],
              shown="openssl dgst -sha256 SOURCE & speech download bench/OneGiB-nohash --cache-dir DIR; wait",
              env={}, out=out_file),
