@@ -42,7 +42,7 @@ let package = Package(
 
         // Thin executables: argument parsing and printing only.
         .executableTarget(name: "speech", dependencies: ["SpeechFetch", "TestHub"]),
-        .executableTarget(name: "speech-fetchd", dependencies: ["SpeechFetch", "Digest"]),
+        .executableTarget(name: "speech-fetchd", dependencies: ["SpeechFetch"]),
         .executableTarget(name: "speech-testhub", dependencies: ["TestHub"]),
 
         .testTarget(name: "HubClientTests", dependencies: ["HubClient", "TestHub"]),

@@ -1,10 +1,12 @@
-// CFileOps - file operations Swift's Glibc module does not expose: in-kernel copies between
+// CFileOps - system calls Swift's Glibc module does not expose: in-kernel copies between
 // files (copy_file_range(2), which glibc only declares under _GNU_SOURCE, and the FICLONERANGE
-// reflink) and extended attributes (the content id a final file carries).
+// reflink), extended attributes (the content id a final file carries; getxattrat), the futex of
+// the spool's wake word, and prctl(PR_SET_NAME) (variadic).
 #ifndef SPEECH_FETCH_CFILEOPS_SHIM_H
 #define SPEECH_FETCH_CFILEOPS_SHIM_H
 #include <sys/types.h>
 #include <sys/ioctl.h>
+#include <sys/prctl.h>
 #include <sys/xattr.h>
 #include <linux/fs.h>
 #include <linux/futex.h>
@@ -60,6 +62,10 @@ static inline ssize_t sf_get_xattr_at(int dirfd, const char *rel, const char *fu
 #endif
     return lgetxattr(full_path, name, value, len);
 }
+
+/* Names the calling thread (the main thread: the process, as ps, pgrep and top show it); prctl
+   is variadic, so Swift cannot call it. */
+static inline void sf_set_process_name(const char *name) { prctl(PR_SET_NAME, name, 0, 0, 0); }
 
 /* A 32-bit word in a file mapped MAP_SHARED is a futex every process that maps the file shares
    (the kernel keys it by inode and offset): the spool's wake word. */

@@ -1,82 +1,19 @@
 // speech-fetchd - the per-node supervisor of the worker pool over a cache base's spool.
-// Parsing and printing only; the work is SpeechFetch.Supervisor and SpeechFetch.Worker.
-import Digest
+//
+// It runs the `speech` installed beside it, as `speech-fetchd` (argv[0]), so that the callers,
+// the supervisor and its workers all run one executable file and share its pages instead of
+// each binary's pages being counted against its own processes (docs/architecture.md,
+// "Start-up"). Without a `speech` beside it, it runs the daemon itself: the same code
+// (SpeechFetch.FetchdCommand).
 import Foundation
 import SpeechFetch
 
-let usage = """
-usage: speech-fetchd --cache-base DIR [--workers N] [--slots K] [--node NAME] [--own-requests]
-
-Serves the spool of one cache base: splits requested files into range jobs, keeps N worker
-processes fetching them, K ranges at once each (default K 4, N enough for
-HF_DOWNLOAD_RANGE_CONCURRENCY ranges: 4 × 4 = 16), revokes dead claims,
-splices parts and finalizes files. Foreground; logs to stderr; SIGTERM or SIGINT drains.
-Every node's workers help with every request in the spool, unless --own-requests limits
-them to requests made on this node. --node (default: the host name) names this node in
-every claim; SPEECH_FETCH_LEASE_SECONDS (30) and SPEECH_FETCH_POLL_SECONDS (1, where inotify
-cannot see other nodes' writes) tune the cluster behaviour.
-"""
-
-func fail(_ message: String) -> Never {
-    FileHandle.standardError.write(Data("speech-fetchd: \(message)\n".utf8))
-    exit(64)
+let me = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
+    ?? URL(fileURLWithPath: CommandLine.arguments[0]).standardizedFileURL.path
+let speech = URL(fileURLWithPath: me).deletingLastPathComponent().appendingPathComponent("speech").path
+if access(speech, X_OK) == 0 {
+    let argv = [me] + CommandLine.arguments.dropFirst()
+    var cArgs = argv.map { strdup($0) } + [nil]
+    execv(speech, &cArgs)  // returns only when it failed: run the daemon here instead
 }
-
-var args = Array(CommandLine.arguments.dropFirst())
-var base: String?
-var workers: Int?
-var node: String?
-var isWorker = false
-var ownRequests = false
-var slots = 4
-while !args.isEmpty {
-    let arg = args.removeFirst()
-    func value() -> String {
-        guard !args.isEmpty else { fail("\(arg) needs a value\n\(usage)") }
-        return args.removeFirst()
-    }
-    switch arg {
-    case "--cache-base": base = value()
-    case "--workers":
-        guard let n = Int(value()), n > 0 else { fail("--workers needs a positive number") }
-        workers = n
-    case "--node": node = value()
-    case "--worker": isWorker = true
-    case "--own-requests": ownRequests = true
-    case "--slots":
-        guard let n = Int(value()), n > 0, n <= 64 else { fail("--slots needs a number from 1 to 64") }
-        slots = n
-    case "-h", "--help":
-        print(usage)
-        exit(0)
-    default: fail("unknown argument \(arg)\n\(usage)")
-    }
-}
-var environment = ProcessInfo.processInfo.environment
-if let node { environment["SPEECH_FETCH_NODE"] = node }
-let cacheBase = URL(fileURLWithPath: base ?? HuggingFaceDownloader(environment: environment).defaultCacheBase.path)
-let stop = StopSignal()
-stop.install()
-let role = isWorker ? "speech-fetchd[\(getpid())] worker" : "speech-fetchd[\(getpid())]"
-let log: @Sendable (String) -> Void = { line in
-    let stamp = ISO8601DateFormatter().string(from: Date())
-    FileHandle.standardError.write(Data("\(stamp) \(role): \(line)\n".utf8))
-}
-
-do {
-    try CryptoLibrary.load()  // every staging file hashes: without libcrypto, say so at start
-    if isWorker {
-        try Worker(cacheBase: cacheBase, environment: environment, slots: slots, ownRequestsOnly: ownRequests, log: log)
-            .run(shouldStop: { stop.isRaised })
-    } else {
-        let me = URL(fileURLWithPath: CommandLine.arguments[0]).standardizedFileURL.path
-        let selfPath = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? me
-        let command = [selfPath, "--worker", "--cache-base", cacheBase.path] + (node.map { ["--node", $0] } ?? [])
-        try Supervisor(cacheBase: cacheBase, workers: workers, slots: slots, workerCommand: command, ownRequestsOnly: ownRequests,
-                       environment: environment, log: log)
-            .run(shouldStop: { stop.isRaised })
-    }
-    exit(0)
-} catch {
-    fail("\(error)")
-}
+FetchdCommand.run(arguments: Array(CommandLine.arguments.dropFirst()), executable: me)

@@ -214,6 +214,11 @@ func runDemo(_ args: Arguments) -> Int32 {
     }
 }
 
+// Started as speech-fetchd (its executable runs this one with that argv[0]): be the daemon.
+if URL(fileURLWithPath: CommandLine.arguments[0]).lastPathComponent == FetchdCommand.name {
+    FetchdCommand.run(arguments: Array(CommandLine.arguments.dropFirst()), executable: CommandLine.arguments[0])
+}
+
 var argv = Array(CommandLine.arguments.dropFirst())
 let command = argv.isEmpty ? "help" : argv.removeFirst()
 do {

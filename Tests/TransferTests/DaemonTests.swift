@@ -345,6 +345,25 @@ final class DaemonTests: DaemonTestCase {
         try assertSameBytes(repo, path)
     }
 
+    func testTheDaemonAndItsWorkersRunTheSpeechExecutableUnderTheirOwnName() throws {
+        // One executable file for callers, supervisor and workers: its pages are shared, not
+        // counted once per binary (docs/architecture.md, "Start-up"); ps and pgrep still say
+        // speech-fetchd.
+        let daemon = try startDaemon(workers: 2)
+        let pids = [daemon.process.processIdentifier] + descendants(of: daemon.process.processIdentifier)
+        XCTAssertEqual(pids.count, 3)
+        let speech = speechBinary.resolvingSymlinksInPath().path
+        func exe(_ pid: pid_t) -> String? {
+            (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/exe")).map { URL(fileURLWithPath: $0).standardizedFileURL.path }
+        }
+        for pid in pids {
+            // A worker is started through speech-fetchd, which then executes speech: wait for that.
+            XCTAssertTrue(waitUntil(timeout: 10) { exe(pid) == speech && self.contents(URL(fileURLWithPath: "/proc/\(pid)/comm")) == "speech-fetchd\n" },
+                          "pid \(pid) runs \(exe(pid) ?? "?") as \(contents(URL(fileURLWithPath: "/proc/\(pid)/comm")))")
+            XCTAssertTrue(commandLine(pid).contains("speech-fetchd"), commandLine(pid))
+        }
+    }
+
     func testCtrlCStopsAnEmbeddedDownloadAtOnceKeepingWhatArrived() throws {
         let size = 4 << 20
         try TestHub.generateRepo(root: root, repo: repo, files: [path: size])
