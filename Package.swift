@@ -15,12 +15,14 @@ let package = Package(
     ],
     targets: [
         // C shims: the only places that see raw C APIs.
+        // CLoader opens a library at its first use (dlopen) for CCurl and CCrypto.
+        .target(name: "CLoader", linkerSettings: [.linkedLibrary("dl")]),
         // libcurl's headers (libcurl4-openssl-dev) at build time; the library itself is
-        // loaded with dlopen at its first use (Sources/CCurl/include/CCurl.h says why).
-        .target(name: "CCurl", linkerSettings: [.linkedLibrary("dl")]),
+        // loaded at its first use (Sources/CCurl/include/CCurl.h says why).
+        .target(name: "CCurl", dependencies: ["CLoader"]),
         // libcrypto likewise: OpenSSL's headers (libssl-dev) at build time, the library opened at
         // the first hasher (Sources/CCrypto/include/CCrypto.h).
-        .target(name: "CCrypto", linkerSettings: [.linkedLibrary("dl")]),
+        .target(name: "CCrypto", dependencies: ["CLoader"]),
         .systemLibrary(name: "CInotify",
                        providers: [.apt(["libinotifytools0-dev"])]),
         .systemLibrary(name: "CFileOps"),
