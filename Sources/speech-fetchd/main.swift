@@ -1,10 +1,10 @@
 // speech-fetchd - the per-node supervisor of the worker pool over a cache base's spool.
 //
-// It runs the `speech` installed beside it, as `speech-fetchd` (argv[0]), so that the callers,
-// the supervisor and its workers all run one executable file and share its pages instead of
-// each binary's pages being counted against its own processes (docs/architecture.md,
-// "Start-up"). Without a `speech` beside it, it runs the daemon itself: the same code
-// (SpeechFetch.FetchdCommand).
+// It runs the `speech` installed beside it (of the same build) as the daemon, so that the
+// callers, the supervisor and its workers all run one executable file and share its pages
+// instead of each binary's pages being counted against its own processes (docs/architecture.md,
+// "Start-up"). Without a `speech` beside it, or when that cannot be run, it runs the daemon
+// itself: the same code (SpeechFetch.FetchdCommand).
 import Foundation
 import SpeechFetch
 
@@ -12,8 +12,11 @@ let me = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self
     ?? URL(fileURLWithPath: CommandLine.arguments[0]).standardizedFileURL.path
 let speech = URL(fileURLWithPath: me).deletingLastPathComponent().appendingPathComponent("speech").path
 if access(speech, X_OK) == 0 {
-    let argv = [me] + CommandLine.arguments.dropFirst()
-    var cArgs = argv.map { strdup($0) } + [nil]
-    execv(speech, &cArgs)  // returns only when it failed: run the daemon here instead
+    setenv(FetchdCommand.environmentKey, me, 1)
+    var argv = ([me] + CommandLine.arguments.dropFirst()).map { strdup($0) } + [nil]
+    execv(speech, &argv)
+    let reason = String(cString: strerror(errno))
+    unsetenv(FetchdCommand.environmentKey)
+    FileHandle.standardError.write(Data("speech-fetchd: cannot run \(speech) (\(reason)); running the daemon in this process\n".utf8))
 }
 FetchdCommand.run(arguments: Array(CommandLine.arguments.dropFirst()), executable: me)

@@ -214,9 +214,11 @@ func runDemo(_ args: Arguments) -> Int32 {
     }
 }
 
-// Started as speech-fetchd (its executable runs this one with that argv[0]): be the daemon.
-if URL(fileURLWithPath: CommandLine.arguments[0]).lastPathComponent == FetchdCommand.name {
-    FetchdCommand.run(arguments: Array(CommandLine.arguments.dropFirst()), executable: CommandLine.arguments[0])
+// Run by the speech-fetchd executable (docs/architecture.md, "Start-up"): be the daemon. The
+// variable holds that executable's absolute path, which the workers are started with.
+if let fetchd = ProcessInfo.processInfo.environment[FetchdCommand.environmentKey], fetchd.hasPrefix("/") {
+    unsetenv(FetchdCommand.environmentKey)  // not inherited by anything the daemon starts
+    FetchdCommand.run(arguments: Array(CommandLine.arguments.dropFirst()), executable: fetchd)
 }
 
 var argv = Array(CommandLine.arguments.dropFirst())

@@ -364,6 +364,27 @@ final class DaemonTests: DaemonTestCase {
         }
     }
 
+    func testSpeechFetchdWithoutSpeechBesideItRunsTheDaemonItself() throws {
+        // Installed alone (here: copied into the test's directory), it serves the base anyway.
+        let alone = temp.appendingPathComponent("alone", isDirectory: true)
+        try FileManager.default.createDirectory(at: alone, withIntermediateDirectories: true)
+        let copy = alone.appendingPathComponent("speech-fetchd")
+        try FileManager.default.copyItem(at: fetchdBinary, to: copy)
+        let (daemon, _, err) = try launch(copy, ["--cache-base", base, "--workers", "1"], environment: environment(), hint: "alone")
+        let pid = daemon.processIdentifier
+        XCTAssertTrue(waitUntil(timeout: 15) { self.supervisorPid() == pid && self.descendants(of: pid).count == 1 },
+                      "it serves the base with its worker; log:\n\(contents(err))")
+        for p in [pid] + descendants(of: pid) {
+            let exe = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(p)/exe")
+            XCTAssertEqual(URL(fileURLWithPath: exe).standardizedFileURL.path, copy.resolvingSymlinksInPath().path, "pid \(p)")
+        }
+        try TestHub.generateRepo(root: root, repo: repo, files: [path: 2 << 20])
+        let download = try speech(["download", repo, "--cache-base", base], hint: "via-alone")
+        XCTAssertTrue(waitForExit(download.process, timeout: 30), "the download through the daemon returns")
+        XCTAssertEqual(download.process.terminationStatus, 0, contents(download.stderr))
+        try assertSameBytes(repo, path)
+    }
+
     func testCtrlCStopsAnEmbeddedDownloadAtOnceKeepingWhatArrived() throws {
         let size = 4 << 20
         try TestHub.generateRepo(root: root, repo: repo, files: [path: size])

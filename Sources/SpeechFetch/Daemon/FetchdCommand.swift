@@ -7,8 +7,12 @@ import Digest
 import Foundation
 
 public enum FetchdCommand {
-    /// The name `speech` answers to as the daemon (argv[0]'s last component).
+    /// The name the daemon's processes carry (ps, pgrep, logs).
     public static let name = "speech-fetchd"
+
+    /// Set by the `speech-fetchd` executable to its own absolute path when it runs the `speech`
+    /// beside it: `speech` then is the daemon, and starts its workers through that path.
+    public static let environmentKey = "SPEECH_FETCH_AS_FETCHD"
 
     public static let usage = """
     usage: speech-fetchd --cache-base DIR [--workers N] [--slots K] [--node NAME] [--own-requests]
@@ -24,7 +28,7 @@ public enum FetchdCommand {
     """
 
     /// Runs the daemon (or, with `--worker`, one worker) and exits. `executable` is what the
-    /// supervisor starts its workers with: the `speech-fetchd` this process was started as.
+    /// supervisor starts its workers with: the absolute path of the `speech-fetchd` executable.
     public static func run(arguments: [String], executable: String) -> Never {
         sf_set_process_name(name)  // run by `speech`, it would show as speech in ps and pgrep
         var args = arguments
