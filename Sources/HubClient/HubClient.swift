@@ -31,6 +31,13 @@ public final class HubClient: Sendable {
         self.stallTimeout = stallTimeout
     }
 
+    /// A client for the endpoint and token an environment names (`HF_ENDPOINT`, `HF_TOKEN`, the
+    /// token file under `HF_HOME`).
+    public static func fromEnvironment(_ environment: [String: String], retry: RetryPolicy, stallTimeout: Double) -> HubClient {
+        HubClient(endpoint: .fromEnvironment(environment), token: HubToken.fromEnvironment(environment),
+                  retry: retry, stallTimeout: stallTimeout)
+    }
+
     /// True when a token is configured (never the token itself).
     public var hasToken: Bool { token != nil }
 

@@ -38,8 +38,7 @@ public final class HuggingFaceDownloader: Sendable {
     public var client: HubClient {
         madeClient.withLock { made in
             if let made { return made }
-            let client = HubClient(endpoint: .fromEnvironment(environment), token: HubToken.fromEnvironment(environment),
-                                   retry: settings.retry, stallTimeout: settings.stallTimeout)
+            let client = HubClient.fromEnvironment(environment, retry: settings.retry, stallTimeout: settings.stallTimeout)
             made = client
             return client
         }
@@ -103,8 +102,8 @@ public final class HuggingFaceDownloader: Sendable {
         // Resolution always asks the Hub. When the cache already satisfies the call, one attempt is
         // enough to learn the Hub is unreachable: no waiting through the retry ladder.
         let satisfied = cached.missing.isEmpty
-        let resolver = satisfied ? HubClient(endpoint: .fromEnvironment(environment), token: HubToken.fromEnvironment(environment),
-                                             retry: RetryPolicy(attempts: 1), stallTimeout: min(settings.stallTimeout, 30))
+        let resolver = satisfied ? HubClient.fromEnvironment(environment, retry: RetryPolicy(attempts: 1),
+                                                             stallTimeout: min(settings.stallTimeout, 30))
                                  : client
         let snapshot: RepoSnapshot
         do {

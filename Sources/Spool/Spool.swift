@@ -102,17 +102,17 @@ public final class Spool: @unchecked Sendable {
     public func markFailed(_ id: String, reason: String) { publishMarker("\(failedDir)/\(id).json", reasonJSON(reason)) }
 
     /// Publishes a small marker file once (the first writer wins; later ones are no-ops), then
-    /// wakes the local waiters that sleep on the wake word instead of inotify. The word is
-    /// mapped before the marker appears and bumped straight after: the inotify waiters the
-    /// marker wakes (up to 128) take the CPU, and the word's sleepers must not wait behind them
-    /// for this process to open and map a file.
+    /// wakes the local waiters that sleep on the wake word instead of inotify — also when someone
+    /// published first (a publisher killed before its bump must not leave them to their pass).
+    /// The word is mapped before the marker appears: the inotify waiters the marker wakes (up to
+    /// 128) take the CPU, and the word's sleepers must not wait behind them for this process to
+    /// open and map a file.
     private func publishMarker(_ target: String, _ data: Data) {
         let temp = tempPath("marker")
         guard (try? SpoolFS.writeNew(temp, data)) != nil else { return }
         let word = wakeWord()
-        // Bumped when someone published first too (they bump as well; a publisher killed between
-        // its link and its bump must not leave the sleepers to their full pass).
-        if (try? SpoolFS.publishOnce(temp, as: target, onPublished: { word?.wakeAll() })) == false { word?.wakeAll() }
+        _ = try? SpoolFS.publishOnce(temp, as: target)
+        word?.wakeAll()
     }
 
     /// The wake word of this spool (docs/protocol.md), nil when it cannot be mapped.

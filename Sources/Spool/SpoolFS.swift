@@ -75,12 +75,9 @@ public enum SpoolFS {
     /// Publishes a finished temp file under `target` with link(2): false when `target` already
     /// exists (someone published it first). The temp file is removed either way.
     @discardableResult
-    public static func publishOnce(_ temp: String, as target: String, onPublished: () -> Void = {}) throws -> Bool {
+    public static func publishOnce(_ temp: String, as target: String) throws -> Bool {
         defer { unlink(temp) }
-        if link(temp, target) == 0 {
-            onPublished()  // straight after the link, before the temp file is removed
-            return true
-        }
+        if link(temp, target) == 0 { return true }
         if errno == EEXIST { return false }
         throw SpoolError.io(path: target, operation: "publish", errno: errno)
     }

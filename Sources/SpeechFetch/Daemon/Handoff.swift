@@ -69,7 +69,7 @@ extension HuggingFaceDownloader {
         let total = request.files.reduce(Int64(0)) { $0 + $1.size }
         var supervisorSeen = Date()
         var firstPass = true
-        var wakeWord: WakeWord?
+        let wakeWord = watcher == nil ? spool.wakeWord() : nil  // without inotify, sleep on the word
         while true {
             // The markers first (two access(2) calls): a wake-up that finds the request settled
             // costs next to nothing, which matters when hundreds of waiters wake at once.
@@ -103,7 +103,7 @@ extension HuggingFaceDownloader {
             let seconds = deadline.map { max(1, min(poll, Int($0.timeIntervalSinceNow.rounded(.up)))) } ?? poll
             if let watcher {
                 _ = watcher.wait(seconds: seconds)
-            } else if let wake = wakeWord ?? { wakeWord = spool.wakeWord(); return wakeWord }() {
+            } else if let wake = wakeWord {
                 // No inotify for this process (e.g. the per-user limit of instances, 128 by
                 // default, is used up by other waiters): sleep on the spool's wake word, which
                 // whoever publishes a marker bumps (any request's: then look and sleep again).

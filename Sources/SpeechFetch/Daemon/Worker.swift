@@ -27,8 +27,7 @@ public final class Worker: @unchecked Sendable {
         self.settings = settings
         spool = try Spool(base: cacheBase, node: settings.node, lease: settings.lease)
         // Workers use the credential of the node they run on, never one from the spool.
-        let client = HubClient(endpoint: .fromEnvironment(environment), token: HubToken.fromEnvironment(environment),
-                               retry: settings.retry, stallTimeout: settings.stallTimeout)
+        let client = HubClient.fromEnvironment(environment, retry: settings.retry, stallTimeout: settings.stallTimeout)
         fetchers = try (0..<max(1, slots)).map { _ in try RangeFetch(client: client, settings: settings) }
         self.log = log
     }
