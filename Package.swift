@@ -42,14 +42,19 @@ let package = Package(
         // The local stand-in for the Hub (tests, demo, fidelity check).
         .target(name: "TestHub", dependencies: ["Digest"]),
 
+        // The executables' one argument parser, help and version text, exit codes (docs/cli.md).
+        // Curl only for the libcurl version that --version prints.
+        .target(name: "CommandLineKit", dependencies: ["Curl"]),
+
         // Thin executables: argument parsing and printing only.
-        .executableTarget(name: "speech", dependencies: ["SpeechFetch", "TestHub"]),
-        .executableTarget(name: "speech-fetchd", dependencies: ["SpeechFetch"]),
-        .executableTarget(name: "speech-testhub", dependencies: ["TestHub"]),
+        .executableTarget(name: "speech", dependencies: ["CommandLineKit", "SpeechFetch", "HubClient", "ModelCache", "FileEvents", "TestHub"]),
+        .executableTarget(name: "speech-fetchd", dependencies: ["CommandLineKit", "SpeechFetch"]),
+        .executableTarget(name: "speech-testhub", dependencies: ["CommandLineKit", "TestHub"]),
 
         .testTarget(name: "HubClientTests", dependencies: ["HubClient", "TestHub"]),
         .testTarget(name: "TransferTests", dependencies: ["SpeechFetch", "TestHub", "Digest"]),
         .testTarget(name: "TestHubTests", dependencies: ["TestHub", "Digest"]),
+        .testTarget(name: "CommandLineKitTests", dependencies: ["CommandLineKit"]),
     ],
     swiftLanguageModes: [.v6]
 )

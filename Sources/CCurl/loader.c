@@ -33,6 +33,7 @@ static void load(void) {
         {"curl_multi_poll", (void **)&sf_curl.multi_poll},
         {"curl_multi_wakeup", (void **)&sf_curl.multi_wakeup},
         {"curl_multi_info_read", (void **)&sf_curl.multi_info_read},
+        {"curl_version", (void **)&sf_curl.version},
     };
     if (sf_load_library(names, sizeof names / sizeof names[0], symbols, sizeof symbols / sizeof symbols[0], load_error, sizeof load_error) != 0) {
         return;

@@ -16,6 +16,12 @@ public enum CurlLibrary {
         throw CurlUnavailable(reason: String(decoding: reason.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
     }
 
+    /// libcurl's version line (`libcurl/8.14.1 OpenSSL/3.5.1 zlib/1.3.1 …`), loading it.
+    public static func versionLine() throws -> String {
+        try load()
+        return String(cString: sf_curl_version())
+    }
+
     /// For the handle initializers: by then `load()` has succeeded, so this only traps on a
     /// programming error (a handle made without going through an entry point).
     static func loaded() {

@@ -29,7 +29,9 @@ public struct RetryPolicy: Sendable, Equatable {
             do {
                 return try body()
             } catch let error as HubError where error.isRetryable && attempt < attempts && !shouldStop() {
-                Sleep.seconds(delay(afterAttempt: attempt, retryAfter: error.retryAfter), unless: shouldStop)
+                let wait = delay(afterAttempt: attempt, retryAfter: error.retryAfter)
+                RetryEvents.report(RetryEvent(subject: error.url ?? "the Hub", error: error, attempt: attempt + 1, attempts: attempts, wait: wait))
+                Sleep.seconds(wait, unless: shouldStop)
                 attempt += 1
             }
         }

@@ -4,15 +4,21 @@ import Foundation
 public struct FileSelection: Sendable, Equatable, CustomStringConvertible {
     /// Patterns; empty means every file.
     public let patterns: [String]
+    /// Patterns of files left out even when `patterns` select them (`--exclude`).
+    public let excludes: [String]
 
-    public init(_ patterns: [String] = []) { self.patterns = patterns }
+    public init(_ patterns: [String] = [], excluding excludes: [String] = []) {
+        self.patterns = patterns
+        self.excludes = excludes
+    }
 
     public static let all = FileSelection()
 
-    public var isAll: Bool { patterns.isEmpty }
+    public var isAll: Bool { patterns.isEmpty && excludes.isEmpty }
 
     public func matches(_ path: String) -> Bool {
-        patterns.isEmpty || patterns.contains { FileSelection.glob($0, matches: path) }
+        (patterns.isEmpty || patterns.contains { FileSelection.glob($0, matches: path) })
+            && !excludes.contains { FileSelection.glob($0, matches: path) }
     }
 
     /// Patterns without wildcards: files the caller named exactly, which must exist.
@@ -20,7 +26,10 @@ public struct FileSelection: Sendable, Equatable, CustomStringConvertible {
 
     public static func isPattern(_ s: String) -> Bool { s.contains { "*?[".contains($0) } }
 
-    public var description: String { patterns.isEmpty ? "all files" : patterns.joined(separator: ", ") }
+    public var description: String {
+        (patterns.isEmpty ? "all files" : patterns.joined(separator: ", "))
+            + (excludes.isEmpty ? "" : " except \(excludes.joined(separator: ", "))")
+    }
 
     /// `*` and `**` match any run of characters including `/`; `?` one character; `[abc]` a class.
     public static func glob(_ pattern: String, matches text: String) -> Bool {

@@ -94,7 +94,12 @@ public struct ModelDirectory: Sendable {
             let directoryFD = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)  // -1: look up full paths
             defer { if directoryFD >= 0 { close(directoryFD) } }
             guard let selected = try? FilePlan.select(snapshot.files, selection, repo: repo) else {
-                return OfflineCheck(missing: selection.literalPaths, present: [], commit: snapshot.commit)
+                // A named file the manifest does not list: that one is missing, the named files on disk are not.
+                let listed = Dictionary(snapshot.files.map { ($0.path, $0) }, uniquingKeysWith: { a, _ in a })
+                let named = selection.literalPaths
+                return OfflineCheck(missing: named.filter { listed[$0].map { !isComplete($0, directoryFD: directoryFD) } ?? true },
+                                    present: named.filter { listed[$0].map { isComplete($0, directoryFD: directoryFD) } ?? false },
+                                    commit: snapshot.commit)
             }
             var complete: [String: Bool] = [:]
             func isHere(_ file: RepoFile) -> Bool {

@@ -27,6 +27,21 @@ public struct DownloadResult: Sendable {
     public var handedOver: Bool = false
 }
 
+/// What a download call would do, from `HuggingFaceDownloader.plan`.
+public struct DownloadPlan: Sendable {
+    public struct Entry: Sendable {
+        public let path: String
+        public let size: Int64
+        /// Already in the cache at this commit's content: not fetched.
+        public let cached: Bool
+    }
+    public let directory: URL
+    public let commit: String
+    public let files: [Entry]
+    /// Bytes the call would transfer.
+    public var bytesToFetch: Int64 { files.filter { !$0.cached }.reduce(0) { $0 + $1.size } }
+}
+
 /// Downloads model repositories into the cache. Shared by every model; safe to use from many tasks.
 public final class HuggingFaceDownloader: Sendable {
     public let settings: DownloadSettings
@@ -81,14 +96,14 @@ public final class HuggingFaceDownloader: Sendable {
 
     /// The same call, blocking the calling thread (command-line tools, worker processes).
     public func downloadBlocking(repo rawRepo: String, revision: String = "main", include: [String] = [],
-                                 cacheDir: URL? = nil, cacheBaseDir: URL? = nil, offlineMode: Bool? = nil,
+                                 exclude: [String] = [], cacheDir: URL? = nil, cacheBaseDir: URL? = nil, offlineMode: Bool? = nil,
                                  host: TransferHost = .automatic,
                                  progress: @escaping @Sendable (DownloadProgress) -> Void = { _ in },
                                  isCancelled: @escaping @Sendable () -> Bool = { false }) throws -> DownloadResult {
         if cacheDir != nil && cacheBaseDir != nil { throw DownloadError.conflictingDirectories }
         let repo = try RepoID(rawRepo)
         let directory = ModelDirectory(cacheDir ?? CacheLocation.modelDirectory(base: cacheBaseDir ?? defaultCacheBase, repo: repo))
-        let selection = FileSelection(include)
+        let selection = FileSelection(include, excluding: exclude)
 
         let cached = directory.offlineCheck(selection, repo: repo.description)
         if offlineMode ?? offlineByDefault {
@@ -119,6 +134,25 @@ public final class HuggingFaceDownloader: Sendable {
         }
         return try fetch(snapshot, repo: repo, selection: selection, into: directory, spoolBase: cacheBaseDir ?? defaultCacheBase,
                          host: host, progress: progress, isCancelled: isCancelled)
+    }
+
+    /// What a download call would fetch (`speech download --dry-run`): resolves the revision and
+    /// lists the tree, applies the selection and the shard indexes already on disk, and writes
+    /// nothing. A shard index not yet in the cache is listed with every shard the selection keeps.
+    public func plan(repo rawRepo: String, revision: String = "main", include: [String] = [], exclude: [String] = [],
+                     cacheDir: URL? = nil, cacheBaseDir: URL? = nil) throws -> DownloadPlan {
+        if cacheDir != nil && cacheBaseDir != nil { throw DownloadError.conflictingDirectories }
+        let repo = try RepoID(rawRepo)
+        let directory = ModelDirectory(cacheDir ?? CacheLocation.modelDirectory(base: cacheBaseDir ?? defaultCacheBase, repo: repo))
+        let snapshot = try client.snapshot(of: repo, revision: revision)
+        let previous = directory.readManifest()
+        let selected = try FilePlan.select(snapshot.files, FileSelection(include, excluding: exclude), repo: repo.description)
+        let indexes = selected.filter { ShardIndex.isIndexPath($0.path) && isCurrent($0, in: directory, previous: previous) }
+            .compactMap { try? ShardIndex(contentsOf: directory.finalURL($0.path), path: $0.path) }
+        let needed = try FilePlan.applyIndexes(indexes, selected: selected, all: snapshot.files, repo: repo.description)
+        return DownloadPlan(directory: directory.url, commit: snapshot.commit,
+                            files: needed.map { DownloadPlan.Entry(path: $0.path, size: $0.size,
+                                                                   cached: isCurrent($0, in: directory, previous: previous)) })
     }
 
     private func fetch(_ snapshot: RepoSnapshot, repo: RepoID, selection: FileSelection, into directory: ModelDirectory,

@@ -375,7 +375,9 @@ final class TransferRun: @unchecked Sendable {
         guard error.isRetryable || isBadResponse(error), job.attempts < settings.retry.attempts else {
             return fail(error)
         }
-        job.notBefore = Date().addingTimeInterval(settings.retry.delay(afterAttempt: job.attempts, retryAfter: error.retryAfter))
+        let wait = settings.retry.delay(afterAttempt: job.attempts, retryAfter: error.retryAfter)
+        RetryEvents.report(RetryEvent(subject: job.task.file.path, error: error, attempt: job.attempts + 1, attempts: settings.retry.attempts, wait: wait))
+        job.notBefore = Date().addingTimeInterval(wait)
         ready.append(job)
     }
 

@@ -4,19 +4,30 @@
 // callers, the supervisor and its workers all run one executable file and share its pages
 // instead of each binary's pages being counted against its own processes (docs/architecture.md,
 // "Start-up"). Without a `speech` beside it, or when that cannot be run, it runs the daemon
-// itself: the same code (SpeechFetch.FetchdCommand).
+// itself: the same code (SpeechFetch.FetchdProcess).
+import CommandLineKit
 import Foundation
 import SpeechFetch
 
+let words = Array(CommandLine.arguments.dropFirst())
+let arguments = FetchdCommandLine.parse(words)  // help, version and usage errors end here
 let me = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
     ?? URL(fileURLWithPath: CommandLine.arguments[0]).standardizedFileURL.path
 let speech = URL(fileURLWithPath: me).deletingLastPathComponent().appendingPathComponent("speech").path
 if access(speech, X_OK) == 0 {
-    setenv(FetchdCommand.environmentKey, me, 1)
-    var argv = ([me] + CommandLine.arguments.dropFirst()).map { strdup($0) } + [nil]
+    setenv(FetchdProcess.environmentKey, me, 1)
+    var argv = ([me] + words).map { strdup($0) } + [nil]
     execv(speech, &argv)
     let reason = String(cString: strerror(errno))
-    unsetenv(FetchdCommand.environmentKey)
-    FileHandle.standardError.write(Data("speech-fetchd: cannot run \(speech) (\(reason)); running the daemon in this process\n".utf8))
+    unsetenv(FetchdProcess.environmentKey)
+    Program("speech-fetchd").warn("cannot run \(speech) (\(reason)); running the daemon in this process")
 }
-FetchdCommand.run(arguments: Array(CommandLine.arguments.dropFirst()), executable: me)
+do {
+    try FetchdProcess.run(FetchdOptions(cacheBase: arguments.cacheBase.map { URL(fileURLWithPath: $0) }, workers: arguments.workers,
+                                        slots: arguments.slots, node: arguments.node, isWorker: arguments.isWorker,
+                                        ownRequestsOnly: arguments.ownRequests),
+                          executable: me)
+    exit(ExitCode.success)
+} catch {
+    Program("speech-fetchd").fail("\(error)")
+}

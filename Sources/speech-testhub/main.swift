@@ -2,28 +2,32 @@
 //
 // Prints the Hub's base URL as the first line of stdout (then nothing else on stdout),
 // the CDN URL and repos on stderr. SIGTERM and SIGINT stop it with exit status 0.
+import CommandLineKit
 import Foundation
 import TestHub
 
-let usage = """
-    usage: speech-testhub --root DIR [--port N] [--cdn-port N] [--page-size N] [--faults FILE]
-                          [--lfs-oid-prefix] [--log] [--generate org/name:path=SIZE[,path=SIZE...]]...
-      --root DIR        folder whose <org>/<name>/ subfolders are served as repos (created if missing)
-      --port N          Hub port on 127.0.0.1 (0, the default, picks a free one)
-      --cdn-port N      CDN port on 127.0.0.1 (0, the default, picks a free one)
-      --page-size N     tree listing entries per page (default 1000)
-      --faults FILE     JSON scenario: faults, gated and private repos (see docs/testhub.md)
-      --lfs-oid-prefix  write tree lfs.oid as "sha256:<hex>"
-      --log             print each request on stderr ("hub GET /api/...", "cdn GET /cdn/...",
-                        "[authorization]" after those that carried that header)
-      --generate SPEC   write synthetic files first; SIZE takes K, M or G (binary), e.g. org/m:model.bin=3M
+let spec = CommandSpec(
+    name: "speech-testhub",
+    summary: """
+    Runs the local Hugging Face Hub stand-in until SIGTERM or SIGINT (exit 0). Prints the Hub's
+    base URL as the first line of stdout (then nothing else on stdout), the CDN URL on stderr.
+    See docs/testhub.md.
+    """,
+    options: [
+        .value("root", "DIR", "folder whose <org>/<name>/ subfolders are served as repos (created if missing; required)"),
+        .value("port", "N", "Hub port on 127.0.0.1 (0, the default, picks a free one)"),
+        .value("cdn-port", "N", "CDN port on 127.0.0.1 (0, the default, picks a free one)"),
+        .value("page-size", "N", "tree listing entries per page (default 1000)"),
+        .value("faults", "FILE", "JSON scenario: faults, gated and private repos (docs/testhub.md)"),
+        .flag("lfs-oid-prefix", "write tree lfs.oid as \"sha256:<hex>\""),
+        .flag("log", "print each request on stderr (\"hub GET /api/...\", \"cdn GET /cdn/...\", [authorization])"),
+        .value("generate", "SPEC", "write synthetic files first: org/name:path=SIZE[,path=SIZE...], SIZE with K, M or G (binary)"),
+    ],
+    epilogue: "exit codes: 0 stopped by SIGTERM/SIGINT, 1 cannot serve, 64 bad usage.")
+let program = Program("speech-testhub")
 
-    """
-
-func fail(_ message: String) -> Never {
-    FileHandle.standardError.write(Data("speech-testhub: \(message)\n".utf8))
-    exit(2)
-}
+func fail(_ message: String) -> Never { program.fail(message) }
+func usageFail(_ message: String) -> Never { program.usageError("speech-testhub: \(message)") }
 
 /// "3M" → 3 MiB; K, M, G are binary; a plain number is bytes.
 func parseSize(_ text: String) -> Int? {
@@ -41,12 +45,12 @@ func parseSize(_ text: String) -> Int? {
 
 /// "org/name:a.bin=3M,b/c.txt=10" → ("org/name", ["a.bin": 3 MiB, "b/c.txt": 10]).
 func parseGenerate(_ spec: String) -> (repo: String, files: [String: Int]) {
-    guard let colon = spec.firstIndex(of: ":") else { fail("--generate \(spec): expected org/name:path=SIZE[,path=SIZE...]") }
+    guard let colon = spec.firstIndex(of: ":") else { usageFail("--generate \(spec): expected org/name:path=SIZE[,path=SIZE...]") }
     let repo = String(spec[..<colon])
     var files: [String: Int] = [:]
     for item in spec[spec.index(after: colon)...].split(separator: ",") {
         guard let eq = item.lastIndex(of: "="), let size = parseSize(String(item[item.index(after: eq)...])) else {
-            fail("--generate \(spec): '\(item)' is not path=SIZE (SIZE like 10, 4K, 3M, 1G)")
+            usageFail("--generate \(spec): '\(item)' is not path=SIZE (SIZE like 10, 4K, 3M, 1G)")
         }
         files[String(item[..<eq])] = size
     }
@@ -54,7 +58,7 @@ func parseGenerate(_ spec: String) -> (repo: String, files: [String: Int]) {
 }
 
 func parsePort(_ text: String, flag: String) -> UInt16 {
-    guard let port = UInt16(text) else { fail("\(flag) takes a number 0-65535, not '\(text)'") }
+    guard let port = UInt16(text) else { usageFail("\(flag) takes a number 0-65535, not '\(text)'") }
     return port
 }
 
@@ -70,36 +74,25 @@ struct Options {
     var generate: [(repo: String, files: [String: Int])] = []
 
     static func parse(_ arguments: [String]) -> Options {
+        let parsed = program.parse(spec, arguments)
         var options = Options()
-        var args = arguments[...]
-        func value(_ flag: String) -> String {
-            guard let v = args.popFirst() else { fail("\(flag) needs a value\n\(usage)") }
-            return v
+        options.root = parsed.value("root")
+        if let v = parsed.value("port") { options.port = parsePort(v, flag: "--port") }
+        if let v = parsed.value("cdn-port") { options.cdnPort = parsePort(v, flag: "--cdn-port") }
+        if let v = parsed.value("page-size") {
+            guard let n = Int(v), n > 0 else { usageFail("--page-size takes a positive number, not '\(v)'") }
+            options.pageSize = n
         }
-        while let arg = args.popFirst() {
-            switch arg {
-            case "--root": options.root = value(arg)
-            case "--port": options.port = parsePort(value(arg), flag: arg)
-            case "--cdn-port": options.cdnPort = parsePort(value(arg), flag: arg)
-            case "--page-size":
-                guard let n = Int(value(arg)), n > 0 else { fail("--page-size takes a positive number") }
-                options.pageSize = n
-            case "--faults": options.faultsPath = value(arg)
-            case "--lfs-oid-prefix": options.oidPrefix = true
-            case "--log": options.log = true
-            case "--generate": options.generate.append(parseGenerate(value(arg)))
-            case "-h", "--help":
-                print(usage, terminator: "")
-                exit(0)
-            default: fail("unknown argument \(arg)\n\(usage)")
-            }
-        }
+        options.faultsPath = parsed.value("faults")
+        options.oidPrefix = parsed.flag("lfs-oid-prefix")
+        options.log = parsed.flag("log")
+        options.generate = parsed.values("generate").map(parseGenerate)
         return options
     }
 }
 
 let options = Options.parse(Array(CommandLine.arguments.dropFirst()))
-guard let root = options.root else { fail("--root is required\n\(usage)") }
+guard let root = options.root else { usageFail("--root DIR is required") }
 let (port, cdnPort, pageSize, faultsPath, oidPrefix, generate) =
     (options.port, options.cdnPort, options.pageSize, options.faultsPath, options.oidPrefix, options.generate)
 let rootURL = URL(fileURLWithPath: root)

@@ -1,22 +1,48 @@
-// ProgressPrinter - renders download progress: a redrawn line on a terminal, lines otherwise, or JSON.
+// ProgressPrinter - renders download progress: a redrawn line on a terminal, lines otherwise
+// (one per finished file, and one at least every 5 s while bytes move), JSON, or nothing.
+import CommandLineKit
 import Foundation
 import SpeechFetch
 
 final class ProgressPrinter: @unchecked Sendable {
-    enum Style { case terminal, lines, json }
+    enum Style { case terminal, lines, json, silent }
 
     let style: Style
     private let lock = NSLock()
     private var lastWidth = 0
     private var lastDraw = Date.distantPast
+    private var lastLine = Date()
+    private var latest: DownloadProgress?
+    private var firstBytes: Int64?
+    private let started = Date()
+    private var ticker: Thread?
+    private var stopped = false
+    /// Seconds between progress lines when piped: 5, or SPEECH_FETCH_PROGRESS_INTERVAL (tests).
+    private let lineInterval: Double
 
-    init(json: Bool) {
-        style = json ? .json : (isatty(STDOUT_FILENO) != 0 ? .terminal : .lines)
+    /// `json` wins; `quiet` (or HF_HUB_DISABLE_PROGRESS_BARS) prints no progress at all.
+    init(json: Bool, quiet: Bool, environment: [String: String] = ProcessInfo.processInfo.environment) {
+        lineInterval = environment["SPEECH_FETCH_PROGRESS_INTERVAL"].flatMap { Double($0) }.map { max(0.05, min($0, 5)) } ?? 5
+        style = json ? .json : quiet ? .silent : (isatty(STDOUT_FILENO) != 0 ? .terminal : .lines)
+        if style == .lines {
+            // Piped: a line at least every 5 s even while no file finishes (a 300 MiB file).
+            let thread = Thread { [weak self] in
+                while let self, !self.lock.withLock({ self.stopped }) {
+                    usleep(UInt32(min(250_000, self.lineInterval * 250_000)))
+                    self.tick()
+                }
+            }
+            thread.start()
+            ticker = thread
+        }
     }
 
     func update(_ p: DownloadProgress) {
         lock.withLock {
+            if firstBytes == nil { firstBytes = p.completedBytes }
+            latest = p
             switch style {
+            case .silent: return
             case .json:
                 var event: [String: Any] = ["event": p.completedFile == nil ? "progress" : "file",
                                             "completedBytes": p.completedBytes, "totalBytes": p.totalBytes,
@@ -28,6 +54,7 @@ final class ProgressPrinter: @unchecked Sendable {
             case .lines:
                 if let file = p.completedFile {
                     emit("done \(file) (\(p.filesDone)/\(p.filesTotal) files, \(Format.bytes(p.completedBytes)) of \(Format.bytes(p.totalBytes)))\n")
+                    lastLine = Date()
                 }
             case .terminal:
                 let now = Date()
@@ -35,6 +62,30 @@ final class ProgressPrinter: @unchecked Sendable {
                 lastDraw = now
                 draw(p)
             }
+        }
+    }
+
+    /// A line of its own (a retry, the daemon going away) without breaking the redrawn bar.
+    func note(_ text: String, json: [String: Any]) {
+        lock.withLock {
+            switch style {
+            case .json: emitJSON(json)
+            case .terminal:
+                if lastWidth > 0 { emit("\r" + String(repeating: " ", count: lastWidth) + "\r") }
+                write("speech: \(text)\n", to: STDERR_FILENO)
+                if let latest { lastWidth = 0; draw(latest) }
+            case .lines, .silent:
+                write("speech: \(text)\n", to: STDERR_FILENO)
+            }
+        }
+    }
+
+    private func tick() {
+        lock.withLock {
+            guard !stopped, let p = latest, Date().timeIntervalSince(lastLine) >= lineInterval else { return }
+            lastLine = Date()
+            emit("\(Format.percent(p.fraction)) \(Format.bytes(p.completedBytes)) of \(Format.bytes(p.totalBytes)), "
+                 + "\(Format.bytes(Int64(p.bytesPerSecond)))/s, \(p.filesDone)/\(p.filesTotal) files\n")
         }
     }
 
@@ -52,9 +103,22 @@ final class ProgressPrinter: @unchecked Sendable {
         emit("\r" + line + String(repeating: " ", count: pad))
     }
 
-    /// Ends the redrawn line so later output starts on its own line.
+    /// Bytes this call moved per second, start to end (not the last instant's rate).
+    var averageRate: Double {
+        lock.withLock {
+            guard let latest, let firstBytes else { return 0 }
+            let seconds = Date().timeIntervalSince(started)
+            return seconds > 0 ? Double(max(0, latest.completedBytes - firstBytes)) / seconds : 0
+        }
+    }
+
+    /// Bytes this call moved.
+    var bytesMoved: Int64 { lock.withLock { max(0, (latest?.completedBytes ?? 0) - (firstBytes ?? 0)) } }
+
+    /// Ends the redrawn line so later output starts on its own line; stops the piped ticker.
     func finish() {
         lock.withLock {
+            stopped = true
             if style == .terminal && lastWidth > 0 { emit("\n"); lastWidth = 0 }
         }
     }
@@ -68,11 +132,26 @@ final class ProgressPrinter: @unchecked Sendable {
 
 /// Writes straight to standard output (unbuffered, so lines interleave correctly with stderr).
 func emit(_ text: String) {
-    FileHandle.standardOutput.write(Data(text.utf8))
+    write(text, to: STDOUT_FILENO)
+}
+
+/// One JSON object on a line of its own.
+func emitJSON(_ object: Any) {
+    if let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]) {
+        emit(String(decoding: data, as: UTF8.self) + "\n")
+    }
+}
+
+/// A path or word as the shell reads it back (single quotes when needed).
+func shellQuoted(_ text: String) -> String {
+    let plain = text.allSatisfy { $0.isLetter || $0.isNumber || "/._-+:@%=,".contains($0) }
+    return plain && !text.isEmpty ? text : "'" + text.replacingOccurrences(of: "'", with: "'\\''") + "'"
 }
 
 enum Format {
     static func bytes(_ n: Int64) -> String { ByteFormat.string(n) }
+
+    static func percent(_ fraction: Double) -> String { String(format: "%.1f%%", fraction * 100) }
 
     static func duration(_ seconds: Double) -> String {
         guard seconds.isFinite, seconds >= 0 else { return "--" }

@@ -16,7 +16,23 @@ final class CacheAdminTests: HubTestCase {
     var hfHome: URL { temp.appendingPathComponent("hf-home") }
 
     func cache(_ args: String...) -> (output: String, exitCode: Int32) {
-        CacheCommand.run(args + ["--cache-base", cacheBase.path], environment: env)
+        speechCache(args + ["--cache-base", cacheBase.path])
+    }
+
+    /// `speech cache <args>` as a process: its stdout and stderr together, and its exit status.
+    func speechCache(_ args: [String]) -> (output: String, exitCode: Int32) {
+        let p = Process()
+        p.executableURL = speechBinary
+        p.arguments = ["cache"] + args
+        p.environment = env
+        let pipe = Pipe()
+        p.standardOutput = pipe
+        p.standardError = pipe
+        p.standardInput = FileHandle.nullDevice
+        do { try p.run() } catch { return ("cannot run \(speechBinary.path): \(error)", -1) }
+        let data = pipe.fileHandleForReading.readDataToEndOfFile()
+        p.waitUntilExit()
+        return (String(decoding: data, as: UTF8.self), p.terminationStatus)
     }
 
     // MARK: Fixtures
@@ -307,11 +323,11 @@ final class CacheAdminTests: HubTestCase {
         age(staging + "/old.safetensors.lock", hours: 48)
         // Fresh: kept.
         try stage("fresh.safetensors", hours: 0)
-        // Old but locked by this live process: kept.
+        // Old but locked by this live process, whose lease is current (a holder refreshes its
+        // lock; `speech cache clean` runs as another process, which breaks an expired lease): kept.
         try stage("locked.safetensors", hours: 48)
         let lock = try XCTUnwrap(StagingLock.acquire("locked.safetensors", in: directory, owner: LockOwner(node: node), lease: 30))
         defer { lock.release() }
-        age(lock.path, hours: 48)
         // Old but an active request still wants it: kept.
         try stage("wanted.safetensors", hours: 48)
 
@@ -383,7 +399,7 @@ final class CacheAdminTests: HubTestCase {
                                      lie: ["broken.safetensors"])
         let before = try fingerprint(hfHome)
 
-        let (output, code) = CacheCommand.run(["import-hf", "--hf-home", hfHome.path, "--cache-base", cacheBase.path], environment: env)
+        let (output, code) = speechCache(["import-hf", "--hf-home", hfHome.path, "--cache-base", cacheBase.path])
         XCTAssertEqual(code, 1, "a blob that fails its check is refused\n\(output)")
         XCTAssertTrue(output.contains("3 adopted (3 linked, 0 copied"), output)
         XCTAssertTrue(output.contains("refused broken.safetensors: content does not match its blob name"), output)
@@ -481,12 +497,12 @@ final class CacheAdminTests: HubTestCase {
         XCTAssertEqual(cache("frobnicate").exitCode, 64)
         XCTAssertEqual(cache("ls", "--fix").exitCode, 64)
         XCTAssertEqual(cache("clean", "--older-than", "soon").exitCode, 64)
-        XCTAssertEqual(CacheCommand.run(["--help"], environment: env).exitCode, 0)
+        XCTAssertEqual(speechCache(["--help"]).exitCode, 0)
         let empty = cache("ls")
         XCTAssertEqual(empty.exitCode, 0)
         XCTAssertTrue(empty.output.contains("no models"), empty.output)
-        let noHF = CacheCommand.run(["import-hf", "--hf-home", temp.appendingPathComponent("nowhere").path,
-                                     "--cache-base", cacheBase.path], environment: env)
+        let noHF = speechCache(["import-hf", "--hf-home", temp.appendingPathComponent("nowhere").path,
+                                "--cache-base", cacheBase.path])
         XCTAssertEqual(noHF.exitCode, 1)
         XCTAssertTrue(noHF.output.contains("no huggingface_hub cache"), noHF.output)
     }

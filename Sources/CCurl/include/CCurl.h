@@ -36,6 +36,7 @@ struct sf_curl_api {
     CURLMcode (*multi_poll)(CURLM *m, struct curl_waitfd *fds, unsigned int nfds, int timeout_ms, int *ready);
     CURLMcode (*multi_wakeup)(CURLM *m);
     CURLMsg *(*multi_info_read)(CURLM *m, int *left);
+    char *(*version)(void);
 };
 
 /// Filled by sf_curl_load; read only after it returned 0.
@@ -62,6 +63,7 @@ static inline CURLMcode sf_curl_multi_poll(CURLM *m, struct curl_waitfd *fds, un
 }
 static inline CURLMcode sf_curl_multi_wakeup(CURLM *m) { return sf_curl.multi_wakeup(m); }
 static inline CURLMsg *sf_curl_multi_info_read(CURLM *m, int *left) { return sf_curl.multi_info_read(m, left); }
+static inline const char *sf_curl_version(void) { return sf_curl.version(); }
 
 static inline CURLcode sf_easy_setopt_long(CURL *h, CURLoption o, long v) { return sf_curl.easy_setopt(h, o, v); }
 static inline CURLcode sf_easy_setopt_off(CURL *h, CURLoption o, curl_off_t v) { return sf_curl.easy_setopt(h, o, v); }

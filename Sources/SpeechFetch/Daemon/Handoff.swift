@@ -69,6 +69,7 @@ extension HuggingFaceDownloader {
         let total = request.files.reduce(Int64(0)) { $0 + $1.size }
         var supervisorSeen = Date()
         var firstPass = true
+        var rate = RateMeter()
         let wakeWord = watcher == nil ? spool.wakeWord() : nil  // without inotify, sleep on the word
         while true {
             // The markers first (two access(2) calls): a wake-up that finds the request settled
@@ -92,7 +93,11 @@ extension HuggingFaceDownloader {
                 break
             }
             // Plain waiters (`speech wait`) show no progress: they skip reading the sidecars.
-            if let progress { progress(handedOverProgress(request, directory: directory, spool: spool, total: total)) }
+            if let progress {
+                var report = handedOverProgress(request, directory: directory, spool: spool, total: total)
+                report.bytesPerSecond = rate.add(report.completedBytes)
+                progress(report)
+            }
             if isCancelled() { throw CancellationError() }
             if !spool.liveSupervisors().isEmpty {
                 supervisorSeen = Date()
@@ -196,5 +201,20 @@ extension HuggingFaceDownloader {
             guard Date() < deadline, process.isRunning else { throw DownloadError.daemonDidNotStart(log: logPath) }
             usleep(20_000)
         }
+    }
+}
+
+/// Bytes per second over the last few seconds, from byte counts seen at irregular instants
+/// (a waiter reports when a part is published, not per received byte).
+struct RateMeter {
+    private var samples: [(time: Double, bytes: Int64)] = []
+    private let window = 5.0
+
+    /// Records the count now; returns the rate over the window (0 until two samples differ).
+    mutating func add(_ bytes: Int64, now: Double = Date().timeIntervalSinceReferenceDate) -> Double {
+        samples.append((now, bytes))
+        while samples.count > 2, now - samples[1].time >= window { samples.removeFirst() }
+        guard let first = samples.first, now - first.time > 0.05 else { return 0 }
+        return Double(max(0, bytes - first.bytes)) / (now - first.time)
     }
 }

@@ -1,43 +1,62 @@
-// SpoolStatus - `speech status`: what a cache base's spool holds, as text.
+// SpoolStatus - `speech status`: what a cache base's spool holds, as values the command prints.
 import Foundation
 import ModelCache
 import Spool
 
-public enum SpoolStatus {
-    public static func report(cacheBase: URL, environment: [String: String] = ProcessInfo.processInfo.environment) throws -> String {
+/// A cache base's spool at one instant.
+public struct SpoolStatus: Sendable {
+    public struct Request: Sendable {
+        public let repo: String
+        public let commit: String
+        public let modelDir: String
+        /// "in flight", "done", or "failed: <reason>".
+        public let state: String
+        public let files: [FileJobs]
+    }
+
+    /// Jobs of one file that is not final yet.
+    public struct FileJobs: Sendable {
+        public let path: String
+        public let ready: Int
+        public let claimed: Int
+        public let partsWaiting: Int
+    }
+
+    public let spool: String
+    /// Nodes whose supervisor is alive.
+    public let supervisors: [String]
+    /// Busy worker processes per node.
+    public let busyWorkers: [String: Int]
+    public let requests: [Request]
+
+    /// Reads the spool of `cacheBase` (creating it when missing).
+    public static func read(cacheBase: URL, environment: [String: String] = ProcessInfo.processInfo.environment) throws -> SpoolStatus {
         let settings = DownloadSettings.fromEnvironment(environment)
         let spool = try Spool(base: cacheBase, node: settings.node, lease: settings.lease)
-        var out = "spool \(spool.root)\n"
-        let supervisors = spool.liveSupervisors()
-        out += "supervisors: \(supervisors.isEmpty ? "none" : supervisors.joined(separator: ", "))\n"
         var workersByNode: [String: Set<String>] = [:]
         let claimed = SpoolFS.list(spool.claimedDir)
         for entry in claimed {
             let pieces = entry.split(separator: "@")
             if pieces.count == 3 { workersByNode[String(pieces[1]), default: []].insert(String(pieces[2])) }
         }
-        out += "busy workers: " + (workersByNode.isEmpty ? "none" : workersByNode.sorted { $0.key < $1.key }
-            .map { "\($0.key) \($0.value.count)" }.joined(separator: ", ")) + "\n"
-        let requests = spool.requests().sorted { $0.createdAt < $1.createdAt }
-        out += "requests: \(requests.count)\n"
         let ready = spool.readyJobs()
         let parts = spool.partsByFile()
-        for request in requests {
+        let requests = spool.requests().sorted { $0.createdAt < $1.createdAt }.map { request -> Request in
             let state: String
             switch spool.state(of: request.id) {
             case .active: state = "in flight"
             case .done: state = "done"
             case .failed(let reason): state = "failed: \(reason)"
             }
-            out += "  \(request.repo) @ \(request.commit.prefix(10)) → \(request.modelDir) [\(state)]\n"
             let directory = ModelDirectory(URL(fileURLWithPath: request.modelDir))
-            for file in request.files where !directory.isComplete(file) {
+            let files = request.files.filter { !directory.isComplete($0) }.map { file -> FileJobs in
                 let key = PlannedFile.key(modelDir: request.modelDir, path: file.path, commit: request.commit)
-                let r = ready.filter { $0.hasPrefix(key + ".") }.count
-                let c = claimed.filter { $0.hasPrefix(key + ".") }.count
-                out += "    \(file.path): \(r) ready, \(c) claimed, \(parts[key]?.count ?? 0) parts waiting\n"
+                return FileJobs(path: file.path, ready: ready.filter { $0.hasPrefix(key + ".") }.count,
+                                claimed: claimed.filter { $0.hasPrefix(key + ".") }.count, partsWaiting: parts[key]?.count ?? 0)
             }
+            return Request(repo: request.repo, commit: request.commit, modelDir: request.modelDir, state: state, files: files)
         }
-        return out
+        return SpoolStatus(spool: spool.root, supervisors: spool.liveSupervisors(),
+                           busyWorkers: workersByNode.mapValues(\.count), requests: requests)
     }
 }

@@ -1,0 +1,58 @@
+// FetchdCommandLine - speech-fetchd's command line, shared by the two executables that can be
+// the daemon (speech-fetchd, and speech when speech-fetchd runs it: docs/architecture.md).
+import Foundation
+
+public enum FetchdCommandLine {
+    public static let spec = CommandSpec(
+        name: "speech-fetchd",
+        summary: """
+        Serves the spool of one cache base: splits requested files into range jobs, keeps N worker
+        processes fetching them, K ranges at once each (default K 4, N enough for
+        HF_DOWNLOAD_RANGE_CONCURRENCY ranges: 4 × 4 = 16), revokes dead claims, splices parts
+        and finalizes files. Foreground; logs one line per event to stderr; SIGTERM or SIGINT
+        drains (workers give their ranges back) and exits 0.
+        """,
+        options: [
+            .value("cache-base", "DIR", "the cache base to serve (default: $QWEN3_CACHE_DIR or ~/.cache/qwen3-speech)"),
+            .value("workers", "N", "worker processes (default: enough for HF_DOWNLOAD_RANGE_CONCURRENCY)"),
+            .value("slots", "K", "ranges in flight per worker, 1 to 64 (default 4)"),
+            .value("node", "NAME", "this node's name in every claim (default: SPEECH_FETCH_NODE or the host name)"),
+            .flag("own-requests", "serve only requests made on this node"),
+            .flag("worker", "run one worker process (the supervisor starts these)"),
+        ],
+        epilogue: """
+        environment: SPEECH_FETCH_LEASE_SECONDS (30), SPEECH_FETCH_POLL_SECONDS (1, where inotify
+        cannot see other nodes' writes), the HF_DOWNLOAD_* and SPEECH_FETCH_RETRY_* settings.
+        exit codes: 0 drained after SIGTERM/SIGINT, 1 cannot serve (reason logged), 64 bad usage.
+        """)
+
+    /// The daemon's options as parsed values.
+    public struct Arguments: Sendable {
+        public var cacheBase: String?
+        public var workers: Int?
+        public var slots = 4
+        public var node: String?
+        public var isWorker = false
+        public var ownRequests = false
+    }
+
+    /// Parses the daemon's command line; help, version and usage errors end the process.
+    public static func parse(_ words: [String]) -> Arguments {
+        let program = Program("speech-fetchd")
+        let parsed = program.parse(spec, words)
+        var result = Arguments()
+        result.cacheBase = parsed.value("cache-base")
+        if let raw = parsed.value("workers") {
+            guard let n = Int(raw), n > 0 else { program.usageError("speech-fetchd: --workers needs a positive number, not '\(raw)'") }
+            result.workers = n
+        }
+        if let raw = parsed.value("slots") {
+            guard let n = Int(raw), n > 0, n <= 64 else { program.usageError("speech-fetchd: --slots needs a number from 1 to 64, not '\(raw)'") }
+            result.slots = n
+        }
+        result.node = parsed.value("node")
+        result.isWorker = parsed.flag("worker")
+        result.ownRequests = parsed.flag("own-requests")
+        return result
+    }
+}

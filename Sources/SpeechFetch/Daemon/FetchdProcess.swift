@@ -1,0 +1,72 @@
+// FetchdProcess - one process of a node's daemon, the supervisor or one worker, run until it is
+// told to stop. The executables parse the command line (CommandLineKit's FetchdCommandLine);
+// both `speech-fetchd` and `speech` (run as speech-fetchd, docs/architecture.md "Start-up")
+// call this, so every process of a node can run one executable file and share its pages.
+import CFileOps
+import Digest
+import Foundation
+
+/// What one daemon process is to do.
+public struct FetchdOptions: Sendable {
+    /// The cache base whose spool it serves (nil: the default base).
+    public var cacheBase: URL?
+    /// Worker processes (nil: enough for HF_DOWNLOAD_RANGE_CONCURRENCY).
+    public var workers: Int?
+    /// Ranges in flight per worker.
+    public var slots: Int
+    /// This node's name in claims (nil: SPEECH_FETCH_NODE or the host name).
+    public var node: String?
+    /// Run one worker instead of the supervisor.
+    public var isWorker: Bool
+    /// Serve only requests made on this node.
+    public var ownRequestsOnly: Bool
+
+    public init(cacheBase: URL? = nil, workers: Int? = nil, slots: Int = 4, node: String? = nil,
+                isWorker: Bool = false, ownRequestsOnly: Bool = false) {
+        self.cacheBase = cacheBase
+        self.workers = workers
+        self.slots = slots
+        self.node = node
+        self.isWorker = isWorker
+        self.ownRequestsOnly = ownRequestsOnly
+    }
+}
+
+public enum FetchdProcess {
+    /// The name the daemon's processes carry (ps, pgrep, logs).
+    public static let name = "speech-fetchd"
+
+    /// Set by the `speech-fetchd` executable to its own absolute path when it runs the `speech`
+    /// beside it: `speech` then is the daemon, and starts its workers through that path.
+    public static let environmentKey = "SPEECH_FETCH_AS_FETCHD"
+
+    /// Runs the supervisor (or one worker) until SIGTERM or SIGINT drains it, logging one line
+    /// per event to stderr. `executable` is what the supervisor starts its workers with: the
+    /// absolute path of the `speech-fetchd` executable.
+    /// - Throws: what stops it from serving (libcrypto missing, the spool unusable).
+    public static func run(_ options: FetchdOptions, executable: String,
+                           environment base: [String: String] = ProcessInfo.processInfo.environment) throws {
+        sf_set_process_name(name)  // run by `speech`, it would show as speech in ps and pgrep
+        var environment = base
+        if let node = options.node { environment["SPEECH_FETCH_NODE"] = node }
+        let cacheBase = options.cacheBase ?? HuggingFaceDownloader(environment: environment).defaultCacheBase
+        let stop = StopSignal()
+        stop.install()
+        let role = options.isWorker ? "speech-fetchd[\(getpid())] worker" : "speech-fetchd[\(getpid())]"
+        let log: @Sendable (String) -> Void = { line in
+            let stamp = ISO8601DateFormatter().string(from: Date())
+            FileHandle.standardError.write(Data("\(stamp) \(role): \(line)\n".utf8))
+        }
+        try CryptoLibrary.load()  // every staging file hashes: without libcrypto, say so at start
+        if options.isWorker {
+            try Worker(cacheBase: cacheBase, environment: environment, slots: options.slots,
+                       ownRequestsOnly: options.ownRequestsOnly, log: log)
+                .run(shouldStop: { stop.isRaised })
+        } else {
+            let command = [executable, "--worker", "--cache-base", cacheBase.path] + (options.node.map { ["--node", $0] } ?? [])
+            try Supervisor(cacheBase: cacheBase, workers: options.workers, slots: options.slots, workerCommand: command,
+                           ownRequestsOnly: options.ownRequestsOnly, environment: environment, log: log)
+                .run(shouldStop: { stop.isRaised })
+        }
+    }
+}

@@ -1,0 +1,309 @@
+// DownloadCommand - `speech download` and `speech demo`: parse, run the downloader, print
+// progress and the result.
+import CommandLineKit
+import Foundation
+import HubClient
+import SpeechFetch
+import TestHub
+
+enum DownloadCommand {
+    static let spec = CommandSpec(
+        name: "speech download", operands: "<org/name | model> [FILE]...",
+        summary: """
+        Download a model repo (org/name) or a catalog model (`speech models`) into the cache, with
+        progress; resumable after Ctrl-C or a crash. FILEs name files of an org/name repo to fetch
+        (like --include without wildcards).
+        """,
+        options: [
+            .value("revision", "R", "branch, tag or commit (default main)"),
+            .value("include", "GLOB", "fetch only matching files (repeatable; `*` crosses /)"),
+            .value("exclude", "GLOB", "leave out matching files (repeatable)"),
+            .value("cache-dir", "DIR", "the model's own directory (instead of <base>/models/<org>/<name>)"),
+            CacheCommand.baseOption,
+            .flag("offline", "use only the cache (as HF_HUB_OFFLINE=1)"),
+            .flag("dry-run", "print what would be fetched, with sizes; write nothing"),
+            .flag("json", "one JSON object per progress, retry and result event"),
+            .flag("quiet", short: "q", "print only the model directory (errors still go to stderr)"),
+            .flag("detach", "hand the transfer to speech-fetchd (started if none serves the base) and return"),
+        ],
+        minOperands: 1, maxOperands: nil,
+        epilogue: """
+        On a terminal one redrawn line shows the whole file set; piped, a line per finished file and
+        a progress line at least every 5 s; HF_HUB_DISABLE_PROGRESS_BARS=1 turns progress off.
+        Each retry prints one line (what failed, attempt k of n, the wait).
+        exit codes: 0 done, 1 failed, 64 bad usage, 130 interrupted (what was fetched is kept).
+        """)
+
+    static let demoSpec = CommandSpec(
+        name: "speech demo",
+        summary: """
+        Start the bundled test Hub on loopback with a sharded demo repo and download it with
+        progress into a fresh /tmp/speech-demo-<pid>/cache (or --cache-base).
+        """,
+        options: [
+            .value("size", "BYTES", "bytes of shards (default 268435456; K, M, G suffixes taken)"),
+            CacheCommand.baseOption,
+            .flag("json", "JSON events, as speech download --json"),
+            .flag("quiet", short: "q", "print only the model directory"),
+        ])
+
+    /// What the user asked for, in the command line's words.
+    struct Request {
+        var repo: String
+        var files: [String] = []
+        var revision = "main"
+        var include: [String] = []
+        var exclude: [String] = []
+        var cacheDir: String?
+        var cacheBase: String?
+        var offline = false
+        var dryRun = false
+        var json = false
+        var quiet = false
+        var detach = false
+
+        /// ` --cache-base DIR` or ` --cache-dir DIR` as given, for suggested commands.
+        var baseArgument: String {
+            if let cacheDir { return " --cache-dir \(shellQuoted(cacheDir))" }
+            if let cacheBase { return " --cache-base \(shellQuoted(cacheBase))" }
+            return ""
+        }
+    }
+
+    static func run(_ words: [String], environment: [String: String] = ProcessInfo.processInfo.environment) -> Never {
+        let parsed = speechProgram.parse(spec, words)
+        var request = Request(repo: parsed.operands[0])
+        request.files = Array(parsed.operands.dropFirst())
+        request.revision = parsed.value("revision") ?? "main"
+        request.include = parsed.values("include")
+        request.exclude = parsed.values("exclude")
+        request.cacheDir = parsed.value("cache-dir")
+        request.cacheBase = parsed.value("cache-base")
+        request.offline = parsed.flag("offline")
+        request.dryRun = parsed.flag("dry-run")
+        request.json = parsed.flag("json")
+        request.quiet = parsed.flag("quiet")
+        request.detach = parsed.flag("detach")
+        if request.cacheDir != nil && request.cacheBase != nil {
+            speechProgram.usageError("speech download: give --cache-dir DIR (the model's own directory) or --cache-base DIR (a base for models/<org>/<name>), not both", help: spec.name)
+        }
+        if request.dryRun && request.detach {
+            speechProgram.usageError("speech download: --dry-run writes nothing, so it cannot --detach", help: spec.name)
+        }
+        exit(download(request, environment: environment))
+    }
+
+    /// Runs one download; returns the exit code.
+    static func download(_ request: Request, environment: [String: String]) -> Int32 {
+        if !request.repo.contains("/") {
+            guard let entry = ModelCatalog.find(request.repo) else {
+                speechProgram.usageError("speech download: unknown model '\(request.repo)': give org/name, or a model name from `speech models`", help: spec.name)
+            }
+            if !request.files.isEmpty || !request.include.isEmpty || !request.exclude.isEmpty || parsedRevision(request) {
+                speechProgram.usageError("speech download: \(entry.displayName) is a catalog model, which names its own files and revision; FILE, --include, --exclude and --revision apply to org/name", help: spec.name)
+            }
+            if request.dryRun {
+                speechProgram.usageError("speech download: --dry-run takes an org/name (the catalog model \(entry.displayName) needs \(entry.repos.joined(separator: " + ")))", help: spec.name)
+            }
+            return downloadModel(entry, request, environment: environment)
+        }
+        do {
+            _ = try RepoID(request.repo)
+        } catch {
+            speechProgram.usageError("speech download: \(error)", help: spec.name)
+        }
+        let downloader = HuggingFaceDownloader(environment: environment)
+        let offlineBy: String? = request.offline ? "drop --offline" : downloader.offlineByDefault ? "unset HF_HUB_OFFLINE" : nil
+        if offlineBy == nil, let warning = HubEndpoint.ignoredValueWarning(environment) {  // offline, the endpoint is unused
+            speechProgram.warn(warning)
+        }
+        let cacheDir = request.cacheDir.map { URL(fileURLWithPath: $0) }
+        let cacheBase = request.cacheBase.map { URL(fileURLWithPath: $0) }
+        let include = request.include + request.files
+        if request.dryRun {
+            if offlineBy != nil {
+                speechProgram.usageError("speech download: --dry-run asks the Hub what to fetch; \(request.offline ? "drop --offline" : "unset HF_HUB_OFFLINE")", help: spec.name)
+            }
+            do {
+                let plan = try downloader.plan(repo: request.repo, revision: request.revision, include: include, exclude: request.exclude,
+                                               cacheDir: cacheDir, cacheBaseDir: cacheBase)
+                printPlan(plan, request)
+                return 0
+            } catch {
+                return failed(error, request, printer: nil)
+            }
+        }
+        let printer = ProgressPrinter(json: request.json, quiet: request.quiet || progressBarsDisabled(environment), environment: environment)
+        RetryEvents.watch { event in printer.note(Messages.retryLine(event), json: Messages.retryJSON(event)) }
+        let interrupt = StopSignal()
+        interrupt.install()
+        let started = Date()
+        let host: TransferHost = request.detach ? .detach(daemonExecutable: siblingExecutable("speech-fetchd")) : .automatic
+        do {
+            let result = try downloader.downloadBlocking(
+                repo: request.repo, revision: request.revision, include: include, exclude: request.exclude,
+                cacheDir: cacheDir, cacheBaseDir: cacheBase, offlineMode: offlineBy != nil ? true : nil,
+                host: host, progress: { printer.update($0) }, isCancelled: { interrupt.isRaised })
+            printer.finish()
+            if let warning = result.warning { speechProgram.warn(warning) }
+            let seconds = Date().timeIntervalSince(started)
+            if request.json {
+                var summary: [String: Any] = ["event": "done", "directory": result.directory.path, "files": result.files,
+                                              "fetched": result.fetched, "seconds": seconds,
+                                              "averageBytesPerSecond": Int(printer.averageRate)]
+                if let commit = result.commit { summary["commit"] = commit }
+                if let warning = result.warning { summary["warning"] = warning }
+                printer.emitJSON(summary)
+            } else if request.quiet {
+                emit(result.directory.path + "\n")
+            } else if result.handedOver && result.fetched.isEmpty {
+                emit("\(request.repo): handed to speech-fetchd; `speech wait \(request.repo)\(request.baseArgument.replacingOccurrences(of: "--cache-dir", with: "--cache-base"))` blocks until it is ready\n")
+            } else {
+                let rate = printer.bytesMoved > 0 ? ", \(Format.bytes(Int64(printer.averageRate)))/s average" : ""
+                emit("\(request.repo): \(result.files.count) files in \(result.directory.path) (\(result.fetched.count) fetched, "
+                     + "\(String(format: "%.1f", seconds)) s\(rate))\n")
+            }
+            return 0
+        } catch {
+            return failed(error, request, printer: printer, offlineBy: offlineBy)
+        }
+    }
+
+    private static func parsedRevision(_ request: Request) -> Bool { request.revision != "main" }
+
+    /// Prints the failure (one line; a JSON event too with --json) and returns the exit code.
+    static func failed(_ error: Error, _ request: Request, printer: ProgressPrinter?, offlineBy: String? = nil,
+                       catalog: Bool = false) -> Int32 {
+        printer?.finish()
+        if error is CancellationError {
+            let dir = request.cacheDir ?? "the model directory"
+            speechProgram.fail("interrupted; what was transferred is kept under \(dir)/.incomplete; run the same command again to resume",
+                               code: ExitCode.interrupted)
+        }
+        let message = Messages.describe(error, baseArgument: request.baseArgument, offlineBy: offlineBy, catalog: catalog)
+        if request.json { emitJSON(["event": "error", "message": message]) }
+        if case HubError.invalidRepoID = error { speechProgram.fail(message, code: ExitCode.usage) }
+        speechProgram.fail(message)
+    }
+
+    private static func printPlan(_ plan: DownloadPlan, _ request: Request) {
+        if request.json {
+            emitJSON(["event": "plan", "directory": plan.directory.path, "commit": plan.commit, "bytesToFetch": plan.bytesToFetch,
+                      "files": plan.files.map { ["path": $0.path, "size": $0.size, "cached": $0.cached] as [String: Any] }])
+            return
+        }
+        let width = plan.files.map { Format.bytes($0.size).count }.max() ?? 0
+        for file in plan.files {
+            let size = Format.bytes(file.size)
+            emit(String(repeating: " ", count: width - size.count) + size + "  " + (file.cached ? "cached  " : "fetch   ") + file.path + "\n")
+        }
+        let fetch = plan.files.filter { !$0.cached }
+        emit("dry run: \(request.repo) @ \(plan.commit.prefix(12)) would fetch \(fetch.count) of \(plan.files.count) files "
+             + "(\(Format.bytes(plan.bytesToFetch))) into \(plan.directory.path); nothing was written\n")
+    }
+
+    /// `speech download <model name>`: every repo the catalog entry needs.
+    static func downloadModel(_ entry: CatalogEntry, _ request: Request, environment: [String: String]) -> Int32 {
+        let printer = ProgressPrinter(json: request.json, quiet: request.quiet || progressBarsDisabled(environment), environment: environment)
+        RetryEvents.watch { event in printer.note(Messages.retryLine(event), json: Messages.retryJSON(event)) }
+        let interrupt = StopSignal()
+        interrupt.install()
+        let host: TransferHost = request.detach ? .detach(daemonExecutable: siblingExecutable("speech-fetchd")) : .automatic
+        let downloader = HuggingFaceDownloader(environment: environment)
+        let offlineBy: String? = request.offline ? "drop --offline" : downloader.offlineByDefault ? "unset HF_HUB_OFFLINE" : nil
+        do {
+            let model = try ModelCatalog.downloadBlocking(
+                entry, cacheDir: request.cacheDir.map { URL(fileURLWithPath: $0) },
+                cacheBaseDir: request.cacheBase.map { URL(fileURLWithPath: $0) },
+                offlineMode: offlineBy != nil ? true : nil, host: host,
+                progress: { printer.update($0.transfer) }, isCancelled: { interrupt.isRaised },
+                downloader: downloader)
+            printer.finish()
+            for warning in model.warnings { speechProgram.warn(warning) }
+            for part in model.components {
+                if request.json {
+                    emitJSON(["event": "done", "model": entry.displayName, "role": part.role.rawValue, "repo": part.repo,
+                              "directory": part.directory.path, "files": part.files, "fetched": part.fetched])
+                } else if request.quiet {
+                    emit(part.directory.path + "\n")
+                } else {
+                    emit("\(entry.displayName) \(part.role.rawValue): \(part.repo) → \(part.directory.path) (\(part.files.count) files, \(part.fetched.count) fetched)\n")
+                }
+            }
+            return 0
+        } catch {
+            return failed(error, request, printer: printer, offlineBy: offlineBy, catalog: true)
+        }
+    }
+
+    /// `speech demo`: a test Hub on loopback, a sharded demo repo, one download.
+    static func demo(_ words: [String]) -> Never {
+        let parsed = speechProgram.parse(demoSpec, words)
+        var size = 256 << 20
+        if let raw = parsed.value("size") {
+            guard let bytes = parseSize(raw), bytes > 0 else {
+                speechProgram.usageError("speech demo: --size takes a byte count such as 10M or 1G, not '\(raw)'", help: demoSpec.name)
+            }
+            size = bytes
+        }
+        let temp = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("speech-demo-\(getpid())")
+        let root = temp.appendingPathComponent("hub")
+        let base = parsed.value("cache-base") ?? temp.appendingPathComponent("cache").path
+        defer { try? FileManager.default.removeItem(at: root) }
+        do {
+            let shard = max(1, size / 4)
+            var files: [String: Int] = [:]
+            for i in 1...4 { files["model-0000\(i)-of-00004.safetensors"] = shard }
+            files["model.safetensors"] = shard * 4   // a consolidated copy the index does not name: never fetched
+            try TestHub.generateRepo(root: root, repo: "demo/Speech-Demo-Model", files: files)
+            let weightMap = (1...4).map { "\"layer\($0).weight\": \"model-0000\($0)-of-00004.safetensors\"" }.joined(separator: ", ")
+            try TestHub.writeRepo(root: root, repo: "demo/Speech-Demo-Model", files: [
+                "model.safetensors.index.json": Data("{\"metadata\": {}, \"weight_map\": {\(weightMap)}}".utf8),
+                "config.json": Data("{\"model_type\": \"demo\"}".utf8),
+                "tokenizer/vocab.json": Data("{\"a\": 0, \"b\": 1}".utf8),
+            ])
+            let hub = try TestHub(root: root)
+            defer { hub.stop() }
+            if !parsed.flag("quiet") && !parsed.flag("json") {
+                emit("test Hub at \(hub.baseURL); downloading demo/Speech-Demo-Model into \(base)\n")
+            }
+            var env = ProcessInfo.processInfo.environment
+            env["HF_ENDPOINT"] = hub.baseURL
+            env["HF_HUB_OFFLINE"] = nil
+            var request = Request(repo: "demo/Speech-Demo-Model")
+            request.cacheBase = base
+            request.json = parsed.flag("json")
+            request.quiet = parsed.flag("quiet")
+            let code = download(request, environment: env)
+            hub.stop()
+            try? FileManager.default.removeItem(at: root)
+            exit(code)
+        } catch {
+            speechProgram.fail("demo failed: \(Messages.describe(error))")
+        }
+    }
+
+    /// "3M" → 3 MiB; K, M, G are binary; a plain number is bytes.
+    static func parseSize(_ text: String) -> Int? {
+        var number = text.uppercased()
+        var multiplier = 1.0
+        if number.hasSuffix("IB") { number.removeLast(2) } else if number.hasSuffix("B") && number.count > 1 { number.removeLast() }
+        if let last = number.last, let m = ["K": 1024.0, "M": 1048576.0, "G": 1073741824.0][String(last)] {
+            multiplier = m
+            number.removeLast()
+        }
+        guard let value = Double(number), value >= 0, value.isFinite else { return nil }
+        return Int((value * multiplier).rounded())
+    }
+
+    /// HF_HUB_DISABLE_PROGRESS_BARS as huggingface_hub reads it.
+    static func progressBarsDisabled(_ environment: [String: String]) -> Bool {
+        ["1", "true", "yes", "on"].contains((environment["HF_HUB_DISABLE_PROGRESS_BARS"] ?? "").lowercased())
+    }
+}
+
+/// A program installed beside this one (speech-fetchd next to speech).
+func siblingExecutable(_ name: String) -> String {
+    let me = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+    return URL(fileURLWithPath: me).deletingLastPathComponent().appendingPathComponent(name).path
+}

@@ -1,0 +1,125 @@
+// Messages - a library error as the one line `speech` prints: in the command line's words, with
+// the options the user gave repeated in every suggested command, never Foundation's own text.
+import Foundation
+import HubClient
+import ModelCache
+import SpeechFetch
+
+enum Messages {
+    /// The reason for the user. `baseArgument` is ` --cache-base DIR` (or ` --cache-dir DIR`) as
+    /// the user gave it, for suggested commands; `offlineBy` names what made the call offline.
+    static func describe(_ error: Error, baseArgument: String = "", offlineBy: String? = nil,
+                         catalog: Bool = false, environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
+        switch error {
+        case CacheError.cacheMiss(let repo, let directory, let missing, let reason):
+            let list: String
+            if missing == ["(any file)"] {
+                list = "nothing of it is in the cache"
+            } else {
+                list = "missing: " + missing.prefix(10).joined(separator: ", ") + (missing.count > 10 ? ", … (\(missing.count) in all)" : "")
+            }
+            var text = "\(reason): \(repo) is not complete in \(directory); \(list)"
+            if let offlineBy { text += "; to fetch \(missing.count == 1 && missing != ["(any file)"] ? "it" : "them"), \(offlineBy)" }
+            return text
+        case CacheError.notInRepo(let repo, let paths):
+            return catalog
+                ? "\(repo) has no file \(paths.joined(separator: ", ")), which the model catalog lists; the catalog entry is out of date (docs/models.md)"
+                : "\(repo) has no file \(paths.joined(separator: ", ")); check the file names and --include patterns against `speech resolve \(repo)`"
+        case DownloadError.noDaemon(let repo, let spool):
+            return "\(repo) is requested in \(spool) but no speech-fetchd serves it; start `speech-fetchd\(baseArgument.replacingOccurrences(of: "--cache-dir", with: "--cache-base"))` or run `speech download \(repo)\(baseArgument)` to fetch it in this process"
+        case let error as HubError:
+            return describe(hub: error, environment: environment)
+        case let error as DownloadError:
+            if case .hubUnreachable(let repo, let directory, let missing, let cause) = error {
+                let list = missing.prefix(10).joined(separator: ", ") + (missing.count > 10 ? ", … (\(missing.count) in all)" : "")
+                return "the Hub could not be reached (\(cause)\(proxyNote(environment))) and \(repo) is not complete in \(directory); missing: \(list)"
+            }
+            return "\(error)"
+        default:
+            let ns = error as NSError
+            if ns.domain == NSCocoaErrorDomain || ns.domain == NSPOSIXErrorDomain { return describe(cocoa: error) }
+            return String(describing: error)
+        }
+    }
+
+    private static func describe(hub error: HubError, environment: [String: String]) -> String {
+        switch error {
+        case .http(let status, let url, let message, _):
+            if let proxy = proxy(for: url, environment) {
+                return "HTTP \(status) through the proxy \(proxy) for \(url)" + (message.isEmpty ? "" : ": \(message)")
+                    + (status == 407 ? " (the proxy wants credentials)" : status >= 502 ? " (the proxy may have answered; check it, or set no_proxy)" : "")
+            }
+            return error.description
+        case .transport:
+            return error.description + proxyNote(environment)
+        default:
+            return error.description
+        }
+    }
+
+    /// A Foundation file error as "cannot <do> <path>: <reason>", never its domain and code.
+    private static func describe(cocoa error: Error) -> String {
+        let ns = error as NSError
+        let path = (ns.userInfo[NSFilePathErrorKey] as? String) ?? (ns.userInfo[NSURLErrorKey] as? URL)?.path
+        var reason = "error \(ns.code)"
+        if let underlying = ns.userInfo[NSUnderlyingErrorKey] as? NSError, underlying.domain == NSPOSIXErrorDomain {
+            reason = String(cString: strerror(Int32(underlying.code)))
+        } else if ns.domain == NSPOSIXErrorDomain {
+            reason = String(cString: strerror(Int32(ns.code)))
+        } else if ns.domain == NSCocoaErrorDomain {
+            switch CocoaError.Code(rawValue: ns.code) {
+            case .fileNoSuchFile, .fileReadNoSuchFile: reason = "no such file or directory"
+            case .fileWriteNoPermission, .fileReadNoPermission: reason = "permission denied"
+            case .fileWriteOutOfSpace: reason = "no space left on the device"
+            case .fileWriteVolumeReadOnly: reason = "read-only file system"
+            case .fileWriteFileExists: reason = "a file is in the way"
+            default: reason = ns.code == 4 ? "no such file or directory" : "file error \(ns.code)"
+            }
+        }
+        return path.map { "cannot create or write \($0): \(reason)" } ?? "file system error: \(reason)"
+    }
+
+    /// The proxy libcurl uses for `url` (http_proxy / https_proxy / all_proxy, minus no_proxy),
+    /// with any user:password removed.
+    static func proxy(for url: String, _ env: [String: String]) -> String? {
+        guard let parts = URLComponents(string: url), let scheme = parts.scheme?.lowercased(), let host = parts.host?.lowercased() else { return nil }
+        let noProxy = (env["no_proxy"] ?? env["NO_PROXY"] ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
+        if noProxy.contains(where: { $0 == "*" || (!$0.isEmpty && (host == $0 || host.hasSuffix("." + $0.trimmingCharacters(in: CharacterSet(charactersIn: "."))))) }) {
+            return nil
+        }
+        // libcurl reads http_proxy in lower case only; the others in either case.
+        let names = scheme == "https" ? ["https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY"] : ["http_proxy", "all_proxy", "ALL_PROXY"]
+        for name in names {
+            if let value = env[name], !value.isEmpty { return redacted(value) }
+        }
+        return nil
+    }
+
+    private static func proxyNote(_ env: [String: String]) -> String {
+        let endpoint = HubEndpoint.fromEnvironment(env)
+        return proxy(for: endpoint.url, env).map { " through the proxy \($0)" } ?? ""
+    }
+
+    /// The line a retry prints: what failed, attempt k of n, the wait.
+    static func retryLine(_ event: RetryEvent) -> String {
+        var line = "\(event.subject): \(event.reason); retrying, attempt \(event.attempt) of \(event.attempts) in \(String(format: "%.1f", event.wait)) s"
+        if event.isUnreachable {
+            line += " (nothing answered: Ctrl-C stops; SPEECH_FETCH_RETRY_ATTEMPTS=1 fails at once)"
+        }
+        return line
+    }
+
+    /// The JSON event of a retry.
+    static func retryJSON(_ event: RetryEvent) -> [String: Any] {
+        ["event": "retry", "subject": event.subject, "reason": event.reason, "attempt": event.attempt,
+         "attempts": event.attempts, "waitSeconds": event.wait, "unreachable": event.isUnreachable]
+    }
+
+    /// A proxy URL without its credentials.
+    static func redacted(_ value: String) -> String {
+        guard var parts = URLComponents(string: value), parts.user != nil || parts.password != nil else { return value }
+        parts.user = nil
+        parts.password = nil
+        return (parts.string ?? value) + " (credentials hidden)"
+    }
+}

@@ -1,0 +1,45 @@
+// The shared argument parser: what it accepts, what it refuses, and with which one line.
+import CommandLineKit
+import XCTest
+
+final class CommandSpecTests: XCTestCase {
+    let spec = CommandSpec(name: "speech download", operands: "<repo> [FILE]...", summary: "test",
+                           options: [.value("include", "GLOB", "i"), .flag("quiet", short: "q", "q"), .flag("offline", "o")],
+                           minOperands: 1, maxOperands: 2)
+
+    func parsed(_ words: [String]) throws -> ParsedArguments {
+        guard case .run(let p) = try spec.parse(words) else { XCTFail("not a run"); throw UsageError("x") }
+        return p
+    }
+
+    func refusal(_ words: [String]) -> String? {
+        do { _ = try spec.parse(words); return nil } catch { return "\(error)" }
+    }
+
+    func testOptionsFlagsAndOperandsInAnyOrder() throws {
+        let p = try parsed(["--include", "*.json", "org/x", "-q", "--include=a.bin", "config.json"])
+        XCTAssertEqual(p.operands, ["org/x", "config.json"])
+        XCTAssertEqual(p.values("include"), ["*.json", "a.bin"])
+        XCTAssertTrue(p.flag("quiet"))
+        XCTAssertFalse(p.flag("offline"))
+        XCTAssertEqual(try parsed(["org/x", "--", "--odd-name"]).operands, ["org/x", "--odd-name"])
+    }
+
+    func testHelpAndVersionWinAnywhere() throws {
+        guard case .help = try spec.parse(["org/x", "-h"]) else { return XCTFail("-h is help") }
+        guard case .help = try spec.parse(["--help"]) else { return XCTFail("--help is help, even without operands") }
+        guard case .version = try spec.parse(["--version"]) else { return XCTFail("--version") }
+        XCTAssertTrue(spec.help.contains("--include GLOB"), spec.help)
+        XCTAssertTrue(spec.help.contains("-q, --quiet"), spec.help)
+    }
+
+    func testUnknownFlagsExtraOperandsAndMissingValuesAreRefusedInOneLine() {
+        XCTAssertEqual(refusal(["org/x", "-x"]), "speech download: unknown option -x")
+        XCTAssertEqual(refusal(["org/x", "--frob"]), "speech download: unknown option --frob")
+        XCTAssertEqual(refusal(["org/x", "a", "b"]), "speech download: unexpected argument b")
+        XCTAssertEqual(refusal(["org/x", "--include"]), "speech download: --include needs a value (GLOB)")
+        XCTAssertEqual(refusal(["org/x", "--quiet=yes"]), "speech download: --quiet takes no value")
+        XCTAssertEqual(refusal([]), "speech download: missing <repo> [FILE]...")
+        XCTAssertEqual(refusal(["org/x", "-qx"]), "speech download: unknown option -qx")
+    }
+}

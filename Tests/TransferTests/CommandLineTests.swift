@@ -1,0 +1,284 @@
+// The speech, speech-fetchd and speech-testhub executables as a user meets them: help, versions,
+// refused arguments, file names, --exclude, --dry-run, --quiet, piped progress, --json, env,
+// messages and exit codes. Real processes against the test Hub; terminals through script(1).
+import Foundation
+import TestHub
+import XCTest
+
+final class CommandLineTests: DaemonTestCase {
+    let repo = "org/Kokoro"
+
+    func makeRepo(big: Int = 3 << 20) throws {
+        try TestHub.generateRepo(root: root, repo: repo, files: ["weights/weight.bin": big, "voices/af_heart.json": 10_240])
+        try TestHub.writeRepo(root: root, repo: repo, files: ["config.json": Data("{\"a\": 1}".utf8),
+                                                              "README.md": Data("# Kokoro\n".utf8)])
+    }
+
+    /// Runs a program to its end: stdout, stderr and the exit status.
+    @discardableResult
+    func run(_ arguments: [String], program: String = "speech", extra: [String: String] = [:],
+             environment env: [String: String]? = nil) -> (out: String, err: String, status: Int32) {
+        let binary = program.hasPrefix("/") ? URL(fileURLWithPath: program) : speechBinary.deletingLastPathComponent().appendingPathComponent(program)
+        guard let (p, out, err) = try? launch(binary, arguments, environment: env ?? environment(extra: extra), hint: program) else {
+            XCTFail("cannot start \(program)")
+            return ("", "", -1)
+        }
+        p.waitUntilExit()
+        return (contents(out), contents(err), p.terminationStatus)
+    }
+
+    // MARK: Help, version, refused arguments
+
+    static let commands: [[String]] = [
+        ["download"], ["models"], ["wait"], ["status"], ["resolve"], ["demo"], ["env"],
+        ["cache"], ["cache", "ls"], ["cache", "verify"], ["cache", "rm"], ["cache", "clean"], ["cache", "import-hf"],
+    ]
+
+    func testEveryProgramAndSubcommandPrintsHelpToStdoutAndExitsZero() {
+        for words in Self.commands {
+            for flag in ["--help", "-h"] {
+                let r = run(words + [flag])
+                XCTAssertEqual(r.status, 0, "speech \(words) \(flag): \(r.err)")
+                XCTAssertTrue(r.out.hasPrefix("usage: speech \(words.joined(separator: " "))"), "speech \(words) \(flag): \(r.out)")
+                XCTAssertTrue(r.err.isEmpty, r.err)
+            }
+        }
+        for program in ["speech", "speech-fetchd", "speech-testhub"] {
+            let r = run(["--help"], program: program)
+            XCTAssertEqual(r.status, 0, "\(program) --help: \(r.err)")
+            XCTAssertTrue(r.out.hasPrefix("usage: \(program)"), r.out)
+        }
+    }
+
+    func testVersionNamesTheReleaseTheCommitAndLibcurl() {
+        for words in [["speech", "--version"], ["speech", "download", "--version"], ["speech-fetchd", "--version"],
+                      ["speech-testhub", "--version"]] {
+            let r = run(Array(words.dropFirst()), program: words[0])
+            XCTAssertEqual(r.status, 0, "\(words): \(r.err)")
+            let lines = r.out.split(separator: "\n")
+            XCTAssertEqual(lines.count, 3, r.out)
+            XCTAssertTrue(lines.first?.hasPrefix("\(words[0]) ") ?? false, r.out)
+            XCTAssertTrue(lines.contains { $0.hasPrefix("commit ") }, r.out)
+            XCTAssertTrue(lines.contains { $0.hasPrefix("libcurl libcurl/") }, r.out)
+        }
+    }
+
+    func testUnknownFlagsAndExtraArgumentsAreRefusedWithExit64AndOneLine() {
+        let cases: [[String]] = [
+            ["download", "org/x", "-x"], ["download", "org/x", "--frob"], ["models", "extra"], ["status", "-q"],
+            ["wait", "org/x", "org/y"], ["resolve", "org/x", "more"], ["demo", "--size", "10M", "extra"],
+            ["cache", "ls", "extra"], ["cache", "frobnicate"], ["frobnicate"], ["download"],
+            ["download", "kokoro", "config.json"], ["download", "not/a/repo"], ["download", "nomodel"],
+            ["download", "org/x", "--cache-dir", "A", "--cache-base", "B"],
+        ]
+        for words in cases {
+            let r = run(words)
+            XCTAssertEqual(r.status, 64, "speech \(words): \(r.err)")
+            XCTAssertEqual(r.err.split(separator: "\n").count, 1, "one line for speech \(words): \(r.err)")
+            XCTAssertTrue(r.out.isEmpty, r.out)
+        }
+        let both = run(["download", "org/x", "--cache-dir", "A", "--cache-base", "B"])
+        XCTAssertTrue(both.err.contains("--cache-dir DIR") && both.err.contains("--cache-base DIR"), "in the command line's words: \(both.err)")
+        XCTAssertFalse(both.err.contains("cacheBaseDir"), both.err)
+        XCTAssertEqual(run(["--cache-base", cacheBase.path, "extra"], program: "speech-fetchd").status, 64)
+        XCTAssertEqual(run(["-x"], program: "speech-fetchd").status, 64)
+        XCTAssertEqual(run(["--root", root.path, "--nope"], program: "speech-testhub").status, 64)
+    }
+
+    // MARK: What download fetches
+
+    func testPositionalFileNamesFetchOnlyThoseFiles() throws {
+        try makeRepo()
+        let r = run(["download", repo, "config.json", "voices/af_heart.json", "--cache-base", cacheBase.path])
+        XCTAssertEqual(r.status, 0, r.err)
+        XCTAssertTrue(finalExists(repo, "config.json"))
+        XCTAssertTrue(finalExists(repo, "voices/af_heart.json"))
+        XCTAssertFalse(finalExists(repo, "weights/weight.bin"), "a file not named is not fetched")
+        XCTAssertFalse(finalExists(repo, "README.md"))
+    }
+
+    func testExcludeLeavesMatchingFilesOut() throws {
+        try makeRepo()
+        let r = run(["download", repo, "--exclude", "weights/*", "--exclude", "*.md", "--cache-base", cacheBase.path])
+        XCTAssertEqual(r.status, 0, r.err)
+        XCTAssertTrue(finalExists(repo, "config.json"))
+        XCTAssertFalse(finalExists(repo, "weights/weight.bin"))
+        XCTAssertFalse(finalExists(repo, "README.md"))
+    }
+
+    func testDryRunListsSizesAndWritesNothing() throws {
+        try makeRepo()
+        let r = run(["download", repo, "--dry-run", "--cache-base", cacheBase.path])
+        XCTAssertEqual(r.status, 0, r.err)
+        XCTAssertTrue(r.out.contains("3.0 MiB  fetch   weights/weight.bin"), r.out)
+        XCTAssertTrue(r.out.contains("would fetch 4 of 4 files"), r.out)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: modelDir(repo).path), "nothing written")
+        XCTAssertEqual(hub.bodyBytes(for: "\(repo)/weights/weight.bin"), 0, "no file body was asked for")
+        let json = run(["download", repo, "--dry-run", "--json", "--cache-base", cacheBase.path])
+        let plan = try JSONSerialization.jsonObject(with: Data(json.out.utf8)) as? [String: Any]
+        XCTAssertEqual(plan?["bytesToFetch"] as? Int, (3 << 20) + 10_240 + 8 + 9, json.out)
+    }
+
+    func testQuietPrintsOnlyTheDirectoryAndDisabledBarsPrintNoProgress() throws {
+        try makeRepo()
+        let quiet = run(["download", repo, "config.json", "-q", "--cache-base", cacheBase.path])
+        XCTAssertEqual(quiet.status, 0, quiet.err)
+        XCTAssertEqual(quiet.out, modelDir(repo).path + "\n")
+        let plain = run(["download", repo, "voices/af_heart.json", "--cache-base", cacheBase.path],
+                        extra: ["HF_HUB_DISABLE_PROGRESS_BARS": "1"])
+        XCTAssertEqual(plain.status, 0, plain.err)
+        XCTAssertFalse(plain.out.contains("done voices"), "no progress lines: \(plain.out)")
+        XCTAssertTrue(plain.out.contains("\(repo): 1 files in"), plain.out)
+    }
+
+    func testPipedDownloadPrintsProgressLinesWhileAFileIsInFlightAndTheAverageRateAtTheEnd() throws {
+        try makeRepo(big: 2 << 20)
+        hub.setFault(.rateLimit(bytesPerSecond: 1 << 20), for: "\(repo)/weights/weight.bin")  // ~0.5 s per range
+        let r = run(["download", repo, "weights/weight.bin", "--cache-base", cacheBase.path],
+                    extra: ["SPEECH_FETCH_PROGRESS_INTERVAL": "0.2", "HF_DOWNLOAD_RANGE_CONCURRENCY": "1"])
+        XCTAssertEqual(r.status, 0, r.err)
+        let lines = r.out.split(separator: "\n")
+        let progress = lines.filter { $0.contains("% ") && $0.contains("/s, 0/1 files") }
+        XCTAssertGreaterThanOrEqual(progress.count, 2, "progress lines before the file finished:\n\(r.out)")
+        guard let last = lines.last, let range = last.range(of: #"([0-9.]+) (KiB|MiB)/s average"#, options: .regularExpression) else {
+            return XCTFail("the final line gives the average rate: \(r.out)")
+        }
+        let figure = last[range].split(separator: " ")
+        let rate = (Double(figure[0]) ?? 0) * (figure[1] == "MiB" ? 1024 : 1)
+        XCTAssertGreaterThan(rate, 100, "KiB/s: \(last)")
+        XCTAssertLessThan(rate, 2 * 1024, "the average, not a burst: \(last)")
+    }
+
+    // MARK: On a terminal
+
+    /// Runs speech under script(1), in a real pseudo-terminal; returns what the terminal got.
+    func runInTerminal(_ arguments: [String], extra: [String: String] = [:]) -> (screen: String, status: Int32) {
+        let command = ([speechBinary.path] + arguments).map { "'" + $0.replacingOccurrences(of: "'", with: "'\\''") + "'" }.joined(separator: " ")
+        let r = run(["-q", "-e", "-c", command, "/dev/null"], program: "/usr/bin/script", extra: extra)
+        return (r.out, r.status)
+    }
+
+    /// The redrawn bar's frames: the pieces between carriage returns that show a rate.
+    func frames(_ screen: String) -> [String] {
+        screen.split(whereSeparator: { $0 == "\r" || $0 == "\n" }).map(String.init).filter { $0.contains("/s  ETA") }
+    }
+
+    func testDaemonServedDownloadRedrawsItsLineWithATrueRateOnATerminal() throws {
+        try makeRepo(big: 2 << 20)
+        hub.setFault(.rateLimit(bytesPerSecond: 1 << 20), for: "\(repo)/weights/weight.bin")  // 2 workers: ~1 s
+        try startDaemon(workers: 2, slots: 1)
+        let r = runInTerminal(["download", repo, "weights/weight.bin", "--cache-base", cacheBase.path])
+        XCTAssertEqual(r.status, 0, r.screen)
+        XCTAssertTrue(r.screen.contains("\r"), "the line is redrawn in place: \(r.screen.debugDescription)")
+        let shown = frames(r.screen)
+        XCTAssertGreaterThanOrEqual(shown.count, 2, r.screen.debugDescription)
+        let moving = shown.filter { !$0.contains(" 0 B/s ") && !$0.contains("ETA --") }
+        XCTAssertFalse(moving.isEmpty, "a rate above 0 and an ETA while the daemon fetches: \(shown)")
+    }
+
+    // MARK: --json and env
+
+    func testJSONOnModelsCacheLsStatusAndResolve() throws {
+        try makeRepo()
+        XCTAssertEqual(run(["download", repo, "config.json", "--cache-base", cacheBase.path]).status, 0)
+        for words in [["models", "--json"], ["cache", "ls", "--json"]] {
+            let r = run(words + ["--cache-base", cacheBase.path])
+            XCTAssertEqual(r.status, 0, r.err)
+            for line in r.out.split(separator: "\n") {
+                XCTAssertNotNil(try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any], "\(words): \(line)")
+            }
+            XCTAssertFalse(r.out.isEmpty)
+        }
+        let ls = run(["cache", "ls", "--json", "--cache-base", cacheBase.path])
+        XCTAssertTrue(ls.out.contains("\"repo\":\"org\\/Kokoro\""), ls.out)
+        let status = run(["status", "--json", "--cache-base", cacheBase.path])
+        let object = try JSONSerialization.jsonObject(with: Data(status.out.utf8)) as? [String: Any]
+        XCTAssertNotNil(object?["requests"], status.out)
+        let resolve = run(["resolve", repo, "--json"])
+        let tree = try JSONSerialization.jsonObject(with: Data(resolve.out.utf8)) as? [String: Any]
+        XCTAssertEqual((tree?["files"] as? [Any])?.count, 4, resolve.out)
+        XCTAssertEqual((tree?["commit"] as? String)?.count, 40, resolve.out)
+    }
+
+    func testEnvReportsWhereTheTokenComesFromButNeverTheToken() {
+        let r = run(["env", "--cache-base", cacheBase.path], extra: ["HF_TOKEN": "hf_secret_value", "https_proxy": "http://user:pw@proxy.example:3128"])
+        XCTAssertEqual(r.status, 0, r.err)
+        for key in ["endpoint", "token", "cache base", "spool", "daemon", "libcurl", "proxy", "kernel", "inotify"] {
+            XCTAssertTrue(r.out.contains("\n\(key) ") || r.out.hasPrefix("\(key) "), "\(key) in:\n\(r.out)")
+        }
+        XCTAssertTrue(r.out.contains("from HF_TOKEN"), r.out)
+        XCTAssertFalse(r.out.contains("hf_secret_value"), "never the token")
+        XCTAssertFalse(r.out.contains("pw@"), "never a proxy password")
+        XCTAssertTrue(r.out.contains(hub.baseURL), r.out)
+    }
+
+    // MARK: Messages
+
+    func testOfflineMissListsExactlyTheMissingFilesAndHowToGoOnline() throws {
+        try makeRepo()
+        XCTAssertEqual(run(["download", repo, "voices/af_heart.json", "--cache-base", cacheBase.path]).status, 0)
+        let r = run(["download", repo, "--include", "voices/af_heart.json", "--include", "nope.json", "--offline",
+                     "--cache-base", cacheBase.path])
+        XCTAssertEqual(r.status, 1, r.err)
+        XCTAssertTrue(r.err.contains("missing: nope.json;"), r.err)
+        XCTAssertFalse(r.err.contains("af_heart"), "a file on disk is not missing: \(r.err)")
+        XCTAssertTrue(r.err.contains("drop --offline"), r.err)
+        let empty = run(["download", "org/Other", "--cache-base", cacheBase.path], extra: ["HF_HUB_OFFLINE": "1"])
+        XCTAssertEqual(empty.status, 1)
+        XCTAssertTrue(empty.err.contains("unset HF_HUB_OFFLINE"), empty.err)
+        XCTAssertFalse(empty.err.contains("(any file)"), empty.err)
+    }
+
+    func testNoFoundationErrorTextReachesTheUser() throws {
+        try makeRepo()
+        let r = run(["download", repo, "config.json", "--cache-base", "/proc/nope"])
+        XCTAssertEqual(r.status, 1, r.err)
+        XCTAssertFalse(r.err.contains("Domain="), r.err)
+        XCTAssertFalse(r.err.contains("NSCocoaErrorDomain"), r.err)
+        XCTAssertTrue(r.err.contains("/proc/nope"), r.err)
+    }
+
+    func testProxyFailuresNameTheProxy() throws {
+        let proxy = try BadGatewayProxy()
+        defer { proxy.stop() }
+        let r = run(["resolve", "org/Any"], extra: ["HF_ENDPOINT": "http://hub.invalid", "http_proxy": proxy.url,
+                                                    "SPEECH_FETCH_RETRY_ATTEMPTS": "1"])
+        XCTAssertEqual(r.status, 1, r.err)
+        XCTAssertTrue(r.err.contains("HTTP 502 through the proxy \(proxy.url)"), r.err)
+    }
+}
+
+/// A loopback "proxy" that answers every request with 502 Bad Gateway.
+final class BadGatewayProxy: @unchecked Sendable {
+    let fd: Int32
+    let url: String
+    private let stopped = NSLock()
+
+    init() throws {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        self.fd = fd
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) } }
+        guard bound == 0, listen(fd, 16) == 0 else { throw POSIXError(.EADDRINUSE) }
+        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
+        url = "http://127.0.0.1:\(UInt16(bigEndian: address.sin_port))"
+        let listener = fd
+        Thread.detachNewThread {
+            while true {
+                let client = accept(listener, nil, nil)
+                guard client >= 0 else { return }
+                var buffer = [UInt8](repeating: 0, count: 4096)
+                _ = read(client, &buffer, buffer.count)
+                let answer = "HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+                _ = answer.withCString { write(client, $0, strlen($0)) }
+                close(client)
+            }
+        }
+    }
+
+    func stop() { shutdown(fd, Int32(SHUT_RDWR)); close(fd) }
+}
