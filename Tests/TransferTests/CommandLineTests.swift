@@ -176,6 +176,83 @@ final class CommandLineTests: DaemonTestCase {
         XCTAssertFalse(moving.isEmpty, "a rate above 0 and an ETA while the daemon fetches: \(shown)")
     }
 
+    // MARK: Retries
+
+    /// Starts speech with stderr on a pipe; every line is stamped with when it arrived.
+    func launchStamped(_ arguments: [String], extra: [String: String]) throws -> (Process, StampedLines) {
+        let p = Process()
+        p.executableURL = speechBinary
+        p.arguments = arguments
+        p.environment = environment(extra: extra)
+        p.standardInput = FileHandle.nullDevice
+        p.standardOutput = FileHandle.nullDevice
+        let pipe = Pipe()
+        p.standardError = pipe
+        let lines = StampedLines()
+        try p.run()
+        let reader = pipe.fileHandleForReading
+        Thread.detachNewThread {
+            var pending = Data()
+            while true {
+                let chunk = reader.availableData
+                if chunk.isEmpty { return }
+                pending.append(chunk)
+                while let newline = pending.firstIndex(of: 0x0A) {
+                    lines.add(String(decoding: pending[..<newline], as: UTF8.self))
+                    pending.removeSubrange(...newline)
+                }
+            }
+        }
+        return (p, lines)
+    }
+
+    func testEveryRetryPrintsOneLineWithinASecondOfTheFailure() throws {
+        try makeRepo()
+        let file = "\(repo)/config.json"
+        hub.setFault(.status(code: 503, times: 2, retryAfter: nil), for: file)
+        let failures = StampedLines()
+        hub.observeRequests { line, _ in if line.contains("config.json") { failures.add(line) } }
+        let (p, lines) = try launchStamped(["download", repo, "config.json", "--cache-base", cacheBase.path],
+                                           extra: ["SPEECH_FETCH_RETRY_DELAYS": "2"])
+        XCTAssertTrue(waitForExit(p, timeout: 30))
+        XCTAssertEqual(p.terminationStatus, 0, lines.all.map(\.text).joined(separator: "\n"))
+        let retries = lines.all.filter { $0.text.contains("retrying") }
+        XCTAssertEqual(retries.count, 2, "one line per retry: \(lines.all.map(\.text))")
+        XCTAssertTrue(retries.first?.text.contains("HTTP 503") ?? false, "\(retries)")
+        XCTAssertTrue(retries.first?.text.contains("attempt 2 of 5 in 2.0 s") ?? false, "\(retries)")
+        XCTAssertTrue(retries.last?.text.contains("attempt 3 of 5") ?? false, "\(retries)")
+        guard let failed = failures.all.first, let line = retries.first else { return XCTFail("no failure seen") }
+        let gap = line.time.timeIntervalSince(failed.time)
+        print("retry line \(String(format: "%.3f", gap)) s after the first failed request")
+        XCTAssertLessThan(gap, 1.0, "the retry line comes at once, not after the 2 s wait")
+    }
+
+    func testJSONEmitsRetryEvents() throws {
+        try makeRepo()
+        hub.setFault(.status(code: 503, times: 1, retryAfter: nil), for: "\(repo)/config.json")
+        let r = run(["download", repo, "config.json", "--json", "--cache-base", cacheBase.path])
+        XCTAssertEqual(r.status, 0, r.err)
+        let events = r.out.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+        let retry = events.first { $0["event"] as? String == "retry" }
+        XCTAssertEqual(retry?["attempt"] as? Int, 2, r.out)
+        XCTAssertEqual(retry?["attempts"] as? Int, 5, r.out)
+        XCTAssertEqual(retry?["subject"] as? String, "config.json", r.out)
+    }
+
+    func testRefusedConnectionOnAColdCacheSaysSoAtOnceAndResolveHonoursTheRetrySettings() throws {
+        let dead = ["HF_ENDPOINT": "http://127.0.0.1:1", "SPEECH_FETCH_RETRY_ATTEMPTS": "3", "SPEECH_FETCH_RETRY_DELAYS": "0.05"]
+        for words in [["download", "org/x", "--cache-base", cacheBase.path], ["resolve", "org/x"]] {
+            let r = run(words, extra: dead)
+            XCTAssertEqual(r.status, 1, r.err)
+            let retries = r.err.split(separator: "\n").filter { $0.contains("retrying") }
+            XCTAssertEqual(retries.count, 2, "\(words): 3 attempts, 2 retries:\n\(r.err)")
+            XCTAssertTrue(retries.allSatisfy { $0.contains("nothing answered") }, r.err)
+        }
+        let warned = run(["resolve", "org/x"], extra: ["HF_ENDPOINT": "ftp://nowhere", "https_proxy": "http://127.0.0.1:1",
+                                                      "SPEECH_FETCH_RETRY_ATTEMPTS": "1"])
+        XCTAssertTrue(warned.err.contains("warning: HF_ENDPOINT=ftp://nowhere is not a full http(s)://host URL"), warned.err)
+    }
+
     // MARK: --json and env
 
     func testJSONOnModelsCacheLsStatusAndResolve() throws {
@@ -281,4 +358,12 @@ final class BadGatewayProxy: @unchecked Sendable {
     }
 
     func stop() { shutdown(fd, Int32(SHUT_RDWR)); close(fd) }
+}
+
+/// Lines with the instant each was seen, filled from another thread.
+final class StampedLines: @unchecked Sendable {
+    private let lock = NSLock()
+    private var lines: [(time: Date, text: String)] = []
+    func add(_ text: String) { lock.withLock { lines.append((Date(), text)) } }
+    var all: [(time: Date, text: String)] { lock.withLock { lines } }
 }
