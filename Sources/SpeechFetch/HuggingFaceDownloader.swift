@@ -25,6 +25,17 @@ public struct DownloadResult: Sendable {
     public let warning: String?
     /// True when the transfer was handed to speech-fetchd (detached, or waited for).
     public var handedOver: Bool = false
+    /// The daemon `--detach` started (nil when one already served the base).
+    public var startedDaemon: StartedDaemon? = nil
+}
+
+/// Something a download call tells its caller besides progress.
+public enum DownloadNotice: Sendable, Equatable {
+    /// The request went to the speech-fetchd serving this spool; this call waits for it.
+    case handedToDaemon(spool: String)
+    /// The daemon serving the request is gone (stopped, killed); this call finishes the
+    /// transfer itself from what the daemon staged.
+    case daemonGone(spool: String)
 }
 
 /// What a download call would do, from `HuggingFaceDownloader.plan`.
@@ -99,7 +110,8 @@ public final class HuggingFaceDownloader: Sendable {
                                  exclude: [String] = [], cacheDir: URL? = nil, cacheBaseDir: URL? = nil, offlineMode: Bool? = nil,
                                  host: TransferHost = .automatic,
                                  progress: @escaping @Sendable (DownloadProgress) -> Void = { _ in },
-                                 isCancelled: @escaping @Sendable () -> Bool = { false }) throws -> DownloadResult {
+                                 isCancelled: @escaping @Sendable () -> Bool = { false },
+                                 notice: @escaping @Sendable (DownloadNotice) -> Void = { _ in }) throws -> DownloadResult {
         if cacheDir != nil && cacheBaseDir != nil { throw DownloadError.conflictingDirectories }
         let repo = try RepoID(rawRepo)
         let directory = ModelDirectory(cacheDir ?? CacheLocation.modelDirectory(base: cacheBaseDir ?? defaultCacheBase, repo: repo))
@@ -133,7 +145,7 @@ public final class HuggingFaceDownloader: Sendable {
                                                cause: "\(error)")
         }
         return try fetch(snapshot, repo: repo, selection: selection, into: directory, spoolBase: cacheBaseDir ?? defaultCacheBase,
-                         host: host, progress: progress, isCancelled: isCancelled)
+                         host: host, progress: progress, isCancelled: isCancelled, notice: notice)
     }
 
     /// What a download call would fetch (`speech download --dry-run`): resolves the revision and
@@ -157,7 +169,8 @@ public final class HuggingFaceDownloader: Sendable {
 
     private func fetch(_ snapshot: RepoSnapshot, repo: RepoID, selection: FileSelection, into directory: ModelDirectory,
                        spoolBase: URL, host: TransferHost, progress: @escaping @Sendable (DownloadProgress) -> Void,
-                       isCancelled: @escaping @Sendable () -> Bool) throws -> DownloadResult {
+                       isCancelled: @escaping @Sendable () -> Bool,
+                       notice: @escaping @Sendable (DownloadNotice) -> Void) throws -> DownloadResult {
         let previous = directory.readManifest()
         let selected = try FilePlan.select(snapshot.files, selection, repo: repo.description)
         try directory.writeManifest(mergedManifest(snapshot, previous: previous, directory: directory))
@@ -183,20 +196,22 @@ public final class HuggingFaceDownloader: Sendable {
                 let request = SpoolRequest(repo: repo.description, revision: snapshot.revision, commit: snapshot.commit,
                                            modelDir: directory.path, files: needed, node: settings.node)
                 try spool.submit(request)
-                if !daemon { try startDaemon(executable: executable, base: spoolBase, spool: spool) }
+                let started = daemon ? nil : try startDaemon(executable: executable, base: spoolBase, spool: spool)
                 return DownloadResult(directory: directory.url, files: needed.map(\.path), commit: snapshot.commit,
-                                      fetched: [], warning: nil, handedOver: true)
+                                      fetched: [], warning: nil, handedOver: true, startedDaemon: started)
             case .automatic where daemon:
                 let request = SpoolRequest(repo: repo.description, revision: snapshot.revision, commit: snapshot.commit,
                                            modelDir: directory.path, files: needed, node: settings.node)
                 try spool.submit(request)
+                notice(.handedToDaemon(spool: spool.root))
                 do {
-                    try waitFor(request, spool: spool, progress: progress, isCancelled: isCancelled)
+                    try waitFor(request, spool: spool, progress: progress, isCancelled: isCancelled, takeOverAtOnce: true)
                     try directory.writeManifest(snapshot)
                     return DownloadResult(directory: directory.url, files: needed.map(\.path), commit: snapshot.commit,
                                           fetched: missing.map(\.path), warning: nil, handedOver: true)
                 } catch DownloadError.noDaemon {
                     // The daemon went away: this process finishes the transfer itself.
+                    notice(.daemonGone(spool: spool.root))
                     adopt(missing, commit: snapshot.commit, directory: directory, spool: spool)
                     missing = missing.filter { !directory.isComplete($0) }
                 }

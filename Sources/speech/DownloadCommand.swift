@@ -143,7 +143,17 @@ enum DownloadCommand {
             let result = try downloader.downloadBlocking(
                 repo: request.repo, revision: request.revision, include: include, exclude: request.exclude,
                 cacheDir: cacheDir, cacheBaseDir: cacheBase, offlineMode: offlineBy != nil ? true : nil,
-                host: host, progress: { printer.update($0) }, isCancelled: { interrupt.isRaised })
+                host: host, progress: { printer.update($0) }, isCancelled: { interrupt.isRaised },
+                notice: { notice in
+                    switch notice {
+                    case .handedToDaemon(let spool):
+                        printer.note("speech-fetchd serving \(spool) fetches \(request.repo); Ctrl-C stops only this wait",
+                                     json: ["event": "daemon", "spool": spool])
+                    case .daemonGone(let spool):
+                        printer.note("speech-fetchd is gone from \(spool); this process finishes the transfer itself from what it staged",
+                                     json: ["event": "daemonGone", "spool": spool])
+                    }
+                })
             printer.finish()
             if let warning = result.warning { speechProgram.warn(warning) }
             let seconds = Date().timeIntervalSince(started)
@@ -153,10 +163,14 @@ enum DownloadCommand {
                                               "averageBytesPerSecond": Int(printer.averageRate)]
                 if let commit = result.commit { summary["commit"] = commit }
                 if let warning = result.warning { summary["warning"] = warning }
+                if let daemon = result.startedDaemon { summary["daemonPid"] = Int(daemon.pid); summary["daemonLog"] = daemon.log }
                 printer.emitJSON(summary)
             } else if request.quiet {
                 emit(result.directory.path + "\n")
             } else if result.handedOver && result.fetched.isEmpty {
+                if let daemon = result.startedDaemon {
+                    emit("started speech-fetchd (pid \(daemon.pid), log \(daemon.log)); it runs until stopped: kill \(daemon.pid)\n")
+                }
                 emit("\(request.repo): handed to speech-fetchd; `speech wait \(request.repo)\(request.baseArgument.replacingOccurrences(of: "--cache-dir", with: "--cache-base"))` blocks until it is ready\n")
             } else {
                 let rate = printer.bytesMoved > 0 ? ", \(Format.bytes(Int64(printer.averageRate)))/s average" : ""

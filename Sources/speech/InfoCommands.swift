@@ -16,6 +16,14 @@ enum InfoCommands {
         options: [CacheCommand.baseOption, .value("timeout", "S", "give up after S seconds (exit 2; the transfer goes on)")],
         minOperands: 1, maxOperands: 1,
         epilogue: "exit codes: 0 ready, 1 failed or cancelled (reason printed), 2 timeout, 64 bad usage, 130 interrupted.")
+    static let cancelSpec = CommandSpec(
+        name: "speech cancel", operands: "<org/name>",
+        summary: """
+        Withdraw the repo's requests from speech-fetchd. Waiters (`speech download`, `speech wait`) see
+        "cancelled" and exit 1; the bytes already fetched stay staged, so a later download resumes.
+        """,
+        options: [CacheCommand.baseOption], minOperands: 1, maxOperands: 1,
+        epilogue: "exit codes: 0 withdrawn, 1 nothing was requested for the repo, 64 bad usage.")
     static let statusSpec = CommandSpec(
         name: "speech status", summary: "The spool of a cache base: daemons, busy workers, requests and the jobs of each file.",
         options: [CacheCommand.baseOption, .flag("json", "one JSON object")])
@@ -90,6 +98,24 @@ enum InfoCommands {
             speechProgram.fail("timed out waiting for \(repo); the transfer goes on", code: ExitCode.timeout)
         } catch {
             speechProgram.fail(Messages.describe(error, baseArgument: base.map { " --cache-base \(shellQuoted($0))" } ?? ""))
+        }
+    }
+
+    static func cancel(_ words: [String]) -> Never {
+        let parsed = speechProgram.parse(cancelSpec, words)
+        let repo = parsed.operands[0]
+        do { _ = try RepoID(repo) } catch { speechProgram.usageError("speech cancel: \(error)", help: cancelSpec.name) }
+        let base = parsed.value("cache-base")
+        do {
+            let withdrawn = try HuggingFaceDownloader().cancel(repo: repo, cacheBaseDir: base.map { URL(fileURLWithPath: $0) })
+            guard !withdrawn.isEmpty else { speechProgram.fail("nothing is requested for \(repo) in this cache base; nothing to cancel") }
+            for request in withdrawn {
+                emit("cancelled \(request.repo) (request \(request.id)): \(request.unfinished.count) unfinished files keep their staged bytes "
+                     + "in \(request.modelDir)/.incomplete\n")
+            }
+            exit(0)
+        } catch {
+            speechProgram.fail(Messages.describe(error))
         }
     }
 

@@ -15,6 +15,7 @@ let speechSpec = CommandSpec(
       models                                  the model catalog and what of it is cached
       wait <org/name>                         block until a daemon-served request is ready
       status                                  the spool: daemons, workers, requests
+      cancel <org/name>                       withdraw a repo's request from speech-fetchd (staged bytes kept)
       resolve <org/name>                      the commit and the file tree, no file bodies
       cache ls | verify | rm | clean | import-hf
                                               manage the cache
@@ -54,6 +55,7 @@ let commands: [String: ([String]) -> Never] = [
     "models": { InfoCommands.models($0) },
     "wait": { InfoCommands.wait($0) },
     "status": { InfoCommands.status($0) },
+    "cancel": { InfoCommands.cancel($0) },
     "resolve": { InfoCommands.resolve($0) },
     "env": { EnvCommand.run($0) },
     "demo": { DownloadCommand.demo($0) },
@@ -61,7 +63,7 @@ let commands: [String: ([String]) -> Never] = [
 
 let helpOf: [String: String] = [
     "download": DownloadCommand.spec.help, "cache": CacheCommand.spec.help, "models": InfoCommands.modelsSpec.help,
-    "wait": InfoCommands.waitSpec.help, "status": InfoCommands.statusSpec.help, "resolve": InfoCommands.resolveSpec.help,
+    "wait": InfoCommands.waitSpec.help, "cancel": InfoCommands.cancelSpec.help, "status": InfoCommands.statusSpec.help, "resolve": InfoCommands.resolveSpec.help,
     "env": InfoCommands.envSpec.help, "demo": DownloadCommand.demoSpec.help,
 ]
 
@@ -83,6 +85,6 @@ if first == "help" {
     exit(0)
 }
 guard let command = commands[first] else {
-    speechProgram.usageError("speech: unknown command '\(first)' (download, models, wait, status, resolve, cache, env, demo)")
+    speechProgram.usageError("speech: unknown command '\(first)' (download, models, wait, status, cancel, resolve, cache, env, demo)")
 }
 command(argv)

@@ -30,7 +30,7 @@ final class CommandLineTests: DaemonTestCase {
     // MARK: Help, version, refused arguments
 
     static let commands: [[String]] = [
-        ["download"], ["models"], ["wait"], ["status"], ["resolve"], ["demo"], ["env"],
+        ["download"], ["models"], ["wait"], ["status"], ["cancel"], ["resolve"], ["demo"], ["env"],
         ["cache"], ["cache", "ls"], ["cache", "verify"], ["cache", "rm"], ["cache", "clean"], ["cache", "import-hf"],
     ]
 

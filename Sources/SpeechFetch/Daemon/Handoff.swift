@@ -17,6 +17,13 @@ public enum TransferHost: Sendable {
     case detach(daemonExecutable: String)
 }
 
+/// A speech-fetchd that `--detach` started.
+public struct StartedDaemon: Sendable, Equatable {
+    public let pid: Int32
+    /// Where it logs: `<base>/spool/fetchd-<node>.log`.
+    public let log: String
+}
+
 /// How `wait` ended.
 public enum WaitOutcome: Sendable, Equatable {
     /// Every requested file is final.
@@ -55,9 +62,10 @@ extension HuggingFaceDownloader {
     /// published part to report it; plain waiters wake only on completion, failure, or their poll.
     func waitFor(_ request: SpoolRequest, spool: Spool, timeout: Double? = nil,
                  progress: (@Sendable (DownloadProgress) -> Void)? = nil,
-                 isCancelled: @escaping @Sendable () -> Bool = { false }) throws {
+                 isCancelled: @escaping @Sendable () -> Bool = { false }, takeOverAtOnce: Bool = false) throws {
         let watcher = DirectoryWatcher.shared
-        for dir in [spool.doneDir, spool.failedDir] + (progress != nil ? [spool.partsDir] : []) { watcher?.watch(dir) }
+        for dir in [spool.doneDir, spool.failedDir] + (progress != nil ? [spool.partsDir] : [])
+            + (takeOverAtOnce ? [spool.supervisorsDir] : []) { watcher?.watch(dir) }
         // The full pass (orphans, supervisor liveness): every 2 s where inotify sees every writer;
         // the cluster poll interval where other nodes write unseen, or where this process has no
         // inotify instance and sleeps on the wake word (at least 2 s there).
@@ -101,7 +109,10 @@ extension HuggingFaceDownloader {
             if isCancelled() { throw CancellationError() }
             if !spool.liveSupervisors().isEmpty {
                 supervisorSeen = Date()
-            } else if Date().timeIntervalSince(supervisorSeen) > settings.lease {
+            } else if takeOverAtOnce || Date().timeIntervalSince(supervisorSeen) > settings.lease {
+                // A caller that can finish the transfer itself does so as soon as no daemon serves
+                // the spool (this node's daemon retires its heartbeat when it drains, and a dead
+                // one's pid is seen at once); a plain waiter gives a restarting daemon a lease.
                 throw DownloadError.noDaemon(repo: request.repo, spool: spool.root)
             }
             if let deadline, Date() >= deadline { throw DownloadError.timedOut(repo: request.repo) }
@@ -177,7 +188,8 @@ extension HuggingFaceDownloader {
     }
 
     /// Starts `speech-fetchd` for a cache base in its own session, logging to the spool.
-    func startDaemon(executable: String, base: URL, spool: Spool) throws {
+    /// - Returns: the daemon's pid and its log file.
+    func startDaemon(executable: String, base: URL, spool: Spool) throws -> StartedDaemon {
         let logPath = spool.root + "/fetchd-\(settings.node).log"
         let fd = open(logPath, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0o600)
         let logHandle = fd >= 0 ? FileHandle(fileDescriptor: fd, closeOnDealloc: true) : FileHandle.nullDevice
@@ -201,6 +213,11 @@ extension HuggingFaceDownloader {
             guard Date() < deadline, process.isRunning else { throw DownloadError.daemonDidNotStart(log: logPath) }
             usleep(20_000)
         }
+        // setsid forks when it leads a process group already: the daemon's own pid is the one
+        // its heartbeat names.
+        let heartbeat = SpoolFS.read("\(spool.supervisorsDir)/\(settings.node)")
+        let pid = heartbeat.flatMap { Int32(String(decoding: $0, as: UTF8.self)) } ?? process.processIdentifier
+        return StartedDaemon(pid: pid, log: logPath)
     }
 }
 

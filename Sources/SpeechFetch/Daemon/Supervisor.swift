@@ -6,6 +6,20 @@ import ModelCache
 import Spool
 import Transfer
 
+/// Why a supervisor cannot serve a base.
+public enum SupervisorError: Error, Sendable, CustomStringConvertible {
+    /// A live speech-fetchd of this node already serves the spool.
+    case alreadyServed(spool: String, node: String, pid: Int32)
+
+    public var description: String {
+        switch self {
+        case .alreadyServed(let spool, let node, let pid):
+            return "another speech-fetchd (pid \(pid)) already serves \(spool) as node \(node); this one exits "
+                + "(stop that one first, or give this one another --node to run beside it)"
+        }
+    }
+}
+
 public final class Supervisor: @unchecked Sendable {
     public let spool: Spool
     let settings: DownloadSettings
@@ -40,7 +54,18 @@ public final class Supervisor: @unchecked Sendable {
 
     /// Runs until `shouldStop` turns true, then drains: workers are asked to stop (their jobs
     /// go back to ready) and are waited for.
-    public func run(shouldStop: @escaping @Sendable () -> Bool) {
+    /// - Throws: `SupervisorError.alreadyServed` when a live supervisor of this node serves
+    ///   the spool: two would retire each other's heartbeat and double the workers.
+    public func run(shouldStop: @escaping @Sendable () -> Bool) throws {
+        let mine = "\(spool.supervisorsDir)/\(settings.node)"
+        if spool.liveSupervisors().contains(settings.node),
+           let data = FileManager.default.contents(atPath: mine),
+           let pid = Int32(String(decoding: data, as: UTF8.self)), pid != getpid() {
+            throw SupervisorError.alreadyServed(spool: spool.root, node: settings.node, pid: pid)
+        }
+        for node in spool.liveSupervisors() where node != settings.node {
+            log("node \(node)'s speech-fetchd serves this spool too; both take jobs from it")
+        }
         log("serving \(spool.root) as node \(settings.node) with \(workerCount) workers × \(slots) ranges"
             + (ownRequestsOnly ? ", own requests only" : ""))
         spool.heartbeat()
@@ -49,14 +74,16 @@ public final class Supervisor: @unchecked Sendable {
         let local = FilesystemKind.inotifySeesAllWriters(spool.root)
         let planner = Planner(spool: spool, rangeSize: settings.rangeSize, ownRequestsOnly: ownRequestsOnly)
         let splicer = Splicer(spool: spool)
+        var requestLog = RequestLog()
         var lastRepair = Date.distantPast
         var lastBeat = Date()
         while !shouldStop() {
             keepWorkers()
-            let revoked = spool.revokeExpiredClaims()
-            if !revoked.isEmpty { log("revoked \(revoked.count) claims: \(revoked.joined(separator: ", "))") }
+            for claim in spool.revokeExpiredClaims() { log("revoked claim \(claim) (its holder is gone or its lease expired); the range goes back to ready") }
+            requestLog.look(spool: spool, log: log)
             planner.planRequests()
             splicer.spliceAll()
+            requestLog.look(spool: spool, log: log)
             if Date().timeIntervalSince(lastRepair) >= 10 {
                 lastRepair = Date()
                 planner.repairLostJobs()
@@ -108,5 +135,36 @@ public final class Supervisor: @unchecked Sendable {
         spool.revokeExpiredClaims()
         spool.retireSupervisor()
         log("stopped")
+    }
+}
+
+/// One log line per request: accepted, then done (bytes and time) or failed (the reason).
+struct RequestLog {
+    private var open: [String: (since: Date, bytes: Int64)] = [:]
+    private var settled: Set<String> = []
+
+    mutating func look(spool: Spool, log: (String) -> Void) {
+        for request in spool.requests() where !settled.contains(request.id) {
+            let state = spool.state(of: request.id)
+            let bytes = request.files.reduce(Int64(0)) { $0 + $1.size }
+            guard let seen = open[request.id] else {
+                if state == .active {
+                    open[request.id] = (Date(), bytes)
+                    log("accepted \(request.repo) @ \(request.commit.prefix(12)): \(request.files.count) files, "
+                        + "\(ByteFormat.string(bytes)) into \(request.modelDir) (request \(request.id), node \(request.node))")
+                } else {
+                    settled.insert(request.id)  // settled before this daemon saw it
+                }
+                continue
+            }
+            let seconds = String(format: "%.1f", Date().timeIntervalSince(seen.since))
+            switch state {
+            case .active: continue
+            case .done: log("done \(request.repo) (request \(request.id)): \(ByteFormat.string(seen.bytes)) in \(seconds) s")
+            case .failed(let reason): log("failed \(request.repo) (request \(request.id)) after \(seconds) s: \(reason)")
+            }
+            open[request.id] = nil
+            settled.insert(request.id)
+        }
     }
 }

@@ -1,0 +1,109 @@
+// The daemon as a user meets it: --detach names the daemon it started, one log line per request,
+// attached clients told at once when the daemon goes, a second daemon on one base refused,
+// `speech cancel`, and the systemd unit.
+import Foundation
+import ModelCache
+import TestHub
+import XCTest
+
+final class DaemonCommandLineTests: DaemonTestCase {
+    let repo = "org/Served"
+    let path = "weights/model.bin"
+    var file: String { "\(repo)/\(path)" }
+
+    func makeRepo(size: Int = 2 << 20) throws {
+        try TestHub.generateRepo(root: root, repo: repo, files: [path: size])
+        try TestHub.writeRepo(root: root, repo: repo, files: ["config.json": Data("{}".utf8)])
+    }
+
+    func testDetachPrintsTheDaemonsPidAndLogPath() throws {
+        try makeRepo()
+        let (p, out, err) = try speech(["download", repo, "--detach", "--cache-base", cacheBase.path])
+        XCTAssertTrue(waitForExit(p, timeout: 30))
+        XCTAssertEqual(p.terminationStatus, 0, contents(err))
+        let text = contents(out)
+        guard let pid = supervisorPid() else { return XCTFail("no daemon serves the base: \(text)") }
+        adoptStranger(pid)
+        let log = spoolPath("fetchd-\(environment()["SPEECH_FETCH_NODE"] ?? ProcessInfo.processInfo.hostName).log")
+        XCTAssertTrue(text.contains("started speech-fetchd (pid \(pid), log "), "the pid the daemon serves with: \(text)")
+        let logPath = text.components(separatedBy: ", log ").dropFirst().first?.components(separatedBy: ")").first ?? ""
+        XCTAssertTrue(FileManager.default.fileExists(atPath: logPath), "the log path printed exists: \(logPath) (\(log))")
+    }
+
+    func testTheDaemonLogsOneLinePerRequestAcceptedDoneAndFailed() throws {
+        try makeRepo()
+        try TestHub.generateRepo(root: root, repo: "org/Broken", files: [path: 1 << 20])
+        hub.setFault(.status(code: 404, times: 100, retryAfter: nil), for: "org/Broken/\(path)")
+        let daemon = try startDaemon(workers: 1, slots: 2)
+        let good = try speech(["download", repo, "--cache-base", cacheBase.path])
+        XCTAssertTrue(waitForExit(good.process, timeout: 30))
+        XCTAssertEqual(good.process.terminationStatus, 0, contents(good.stderr))
+        let bad = try speech(["download", "org/Broken", "--cache-base", cacheBase.path])
+        XCTAssertTrue(waitForExit(bad.process, timeout: 30))
+        XCTAssertEqual(bad.process.terminationStatus, 1, contents(bad.stderr))
+        waitUntil(timeout: 5) { self.contents(daemon.log).contains("failed org/Broken") }
+        let lines = contents(daemon.log).split(separator: "\n")
+        XCTAssertEqual(lines.filter { $0.contains("accepted \(repo) @") }.count, 1, contents(daemon.log))
+        XCTAssertEqual(lines.filter { $0.contains("done \(repo) (request") && $0.contains("2.0 MiB in") }.count, 1, contents(daemon.log))
+        XCTAssertEqual(lines.filter { $0.contains("failed org/Broken") && $0.contains("404") }.count, 1, contents(daemon.log))
+    }
+
+    func testAnAttachedClientSaysAtOnceWhenTheDaemonGoesAndFinishesItself() throws {
+        try makeRepo(size: 4 << 20)
+        hub.setFault(.rateLimit(bytesPerSecond: 512 << 10), for: file)  // 2 workers: ~4 s in all
+        let daemon = try startDaemon(workers: 2, slots: 1)
+        let client = try speech(["download", repo, "--cache-base", cacheBase.path])
+        XCTAssertTrue(waitUntil(timeout: 15) { !self.names("parts").isEmpty || self.sidecar(self.repo, self.path).map { !$0.done.isEmpty } ?? false },
+                      "a first range arrives")
+        let stopped = Date()
+        kill(daemon.process.processIdentifier, SIGTERM)
+        let said = waitUntil(timeout: 10) { self.contents(client.stderr).contains("speech-fetchd is gone") }
+        let gap = Date().timeIntervalSince(stopped)
+        print("the client said the daemon was gone \(String(format: "%.2f", gap)) s after SIGTERM")
+        XCTAssertTrue(said, "told at once (not after the 30 s lease): \(contents(client.stderr))")
+        XCTAssertTrue(contents(client.stderr).contains("finishes the transfer itself"), contents(client.stderr))
+        XCTAssertTrue(waitForExit(client.process, timeout: 30))
+        XCTAssertEqual(client.process.terminationStatus, 0, contents(client.stderr))
+        try assertSameBytes(repo, path)
+    }
+
+    func testASecondDaemonOnOneBaseSaysAnotherServesItAndExits() throws {
+        let first = try startDaemon(workers: 1, slots: 1)
+        let (second, _, err) = try launch(fetchdBinary, ["--cache-base", cacheBase.path, "--workers", "1"],
+                                          environment: environment(), hint: "fetchd-second")
+        XCTAssertTrue(waitForExit(second, timeout: 15), "the second daemon exits")
+        XCTAssertEqual(second.terminationStatus, 1, contents(err))
+        XCTAssertTrue(contents(err).contains("another speech-fetchd (pid \(first.process.processIdentifier)) already serves"), contents(err))
+        XCTAssertTrue(first.process.isRunning, "the first one serves on")
+        XCTAssertEqual(supervisorPid(), first.process.processIdentifier)
+    }
+
+    func testCancelWithdrawsTheRequestWaitersSeeCancelledAndStagedBytesAreKept() throws {
+        try makeRepo(size: 4 << 20)
+        hub.setFault(.rateLimit(bytesPerSecond: 256 << 10), for: file)  // far longer than the test
+        try startDaemon(workers: 1, slots: 1)
+        let client = try speech(["download", repo, "--cache-base", cacheBase.path])
+        XCTAssertTrue(waitUntil(timeout: 20) { !self.names("parts").isEmpty || self.sidecar(self.repo, self.path).map { !$0.done.isEmpty } ?? false },
+                      "a first range arrives")
+        let waiter = try speech(["wait", repo, "--cache-base", cacheBase.path], hint: "wait")
+        let cancel = try speech(["cancel", repo, "--cache-base", cacheBase.path], hint: "cancel")
+        XCTAssertTrue(waitForExit(cancel.process, timeout: 15))
+        XCTAssertEqual(cancel.process.terminationStatus, 0, contents(cancel.stderr))
+        XCTAssertTrue(contents(cancel.stdout).contains("cancelled \(repo)"), contents(cancel.stdout))
+        for (name, p) in [("download", client), ("wait", waiter)] {
+            XCTAssertTrue(waitForExit(p.process, timeout: 10), "\(name) returns at once")
+            XCTAssertEqual(p.process.terminationStatus, 1, "\(name): \(contents(p.stderr))")
+            XCTAssertTrue(contents(p.stderr).contains("cancelled"), "\(name): \(contents(p.stderr))")
+        }
+        let kept = sidecar(repo, path)
+        XCTAssertFalse(kept?.done.isEmpty ?? true, "the ranges fetched before the cancel stay staged")
+        XCTAssertEqual(run(["cancel", repo, "--cache-base", cacheBase.path]), 1, "nothing left to cancel")
+    }
+
+    /// Runs speech to its end; its exit status.
+    func run(_ arguments: [String]) -> Int32 {
+        guard let (p, _, _) = try? speech(arguments, hint: "run") else { return -1 }
+        p.waitUntilExit()
+        return p.terminationStatus
+    }
+}
