@@ -100,6 +100,35 @@ final class DaemonCommandLineTests: DaemonTestCase {
         XCTAssertEqual(run(["cancel", repo, "--cache-base", cacheBase.path]), 1, "nothing left to cancel")
     }
 
+    func testTheSystemdUnitVerifiesCleanlyAndIsHardened() throws {
+        let unit = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("dist/systemd/speech-fetchd.service")
+        let text = try String(contentsOf: unit, encoding: .utf8)
+        for directive in ["ExecStart=/usr/local/bin/speech-fetchd --cache-base /var/cache/speech-fetch", "KillSignal=SIGTERM",
+                          "KillMode=mixed", "Restart=on-failure", "RestartPreventExitStatus=64", "NoNewPrivileges=yes",
+                          "ProtectSystem=strict", "ProtectHome=yes", "PrivateTmp=yes", "CapabilityBoundingSet=\n",
+                          "RestrictAddressFamilies=AF_INET AF_INET6 AF_UNIX", "SystemCallFilter=@system-service",
+                          "CacheDirectory=speech-fetch"] {
+            XCTAssertTrue(text.contains(directive), "the unit has \(directive)")
+        }
+        let analyze = "/usr/bin/systemd-analyze"
+        guard FileManager.default.isExecutableFile(atPath: analyze) else {
+            throw XCTSkip("systemd-analyze is not installed here: the unit's syntax was not verified")
+        }
+        // verify checks that ExecStart's program exists: point it at this build's speech-fetchd.
+        let copy = temp.appendingPathComponent("speech-fetchd.service")
+        try FileManager.default.createDirectory(at: temp, withIntermediateDirectories: true)
+        try text.replacingOccurrences(of: "/usr/local/bin/speech-fetchd", with: fetchdBinary.path)
+            .write(to: copy, atomically: true, encoding: .utf8)
+        let (p, out, err) = try launch(URL(fileURLWithPath: analyze), ["verify", copy.path],
+                                       environment: ProcessInfo.processInfo.environment, hint: "systemd-analyze")
+        XCTAssertTrue(waitForExit(p, timeout: 60))
+        XCTAssertEqual(p.terminationStatus, 0, contents(err))
+        // verify only warns about an unknown or misspelt directive: any message is a defect.
+        XCTAssertEqual(contents(err).trimmingCharacters(in: .whitespacesAndNewlines), "", "systemd-analyze verify: \(contents(err))")
+        XCTAssertEqual(contents(out).trimmingCharacters(in: .whitespacesAndNewlines), "")
+    }
+
     /// Runs speech to its end; its exit status.
     func run(_ arguments: [String]) -> Int32 {
         guard let (p, _, _) = try? speech(arguments, hint: "run") else { return -1 }
