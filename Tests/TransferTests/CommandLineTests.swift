@@ -306,6 +306,28 @@ final class CommandLineTests: DaemonTestCase {
         XCTAssertFalse(empty.err.contains("(any file)"), empty.err)
     }
 
+    func testCatalogDownloadsNeverBlameInclude() throws {
+        // The catalog's Kokoro names files this repo lacks.
+        try TestHub.writeRepo(root: root, repo: "aufklarer/Kokoro-82M-CoreML", files: ["config.json": Data("{}".utf8)])
+        let r = run(["download", "kokoro", "--cache-base", cacheBase.path])
+        XCTAssertEqual(r.status, 1, r.err)
+        XCTAssertFalse(r.err.contains("--include"), "no --include was given: \(r.err)")
+        XCTAssertTrue(r.err.contains("catalog"), r.err)
+    }
+
+    func testSuggestedCommandsRepeatTheCacheBaseGiven() throws {
+        try makeRepo()
+        XCTAssertEqual(run(["download", repo, "--cache-base", cacheBase.path]).status, 0)
+        let weights = modelDir(repo).appendingPathComponent("weights/weight.bin")
+        let handle = try FileHandle(forWritingTo: weights)
+        try handle.seek(toOffset: 1000)
+        handle.write(Data([0x55, 0xAA, 0x55]))
+        try handle.close()
+        let r = run(["cache", "verify", "--cache-base", cacheBase.path])
+        XCTAssertEqual(r.status, 1, r.out + r.err)
+        XCTAssertTrue(r.out.contains("`speech cache verify \(repo) --fix --cache-base \(cacheBase.path)`"), r.out)
+    }
+
     func testNoFoundationErrorTextReachesTheUser() throws {
         try makeRepo()
         let r = run(["download", repo, "config.json", "--cache-base", "/proc/nope"])

@@ -26,6 +26,7 @@ final class DaemonCommandLineTests: DaemonTestCase {
         adoptStranger(pid)
         let log = spoolPath("fetchd-\(environment()["SPEECH_FETCH_NODE"] ?? ProcessInfo.processInfo.hostName).log")
         XCTAssertTrue(text.contains("started speech-fetchd (pid \(pid), log "), "the pid the daemon serves with: \(text)")
+        XCTAssertTrue(text.contains("`speech wait \(repo) --cache-base \(cacheBase.path)`"), "the hint repeats the base: \(text)")
         let logPath = text.components(separatedBy: ", log ").dropFirst().first?.components(separatedBy: ")").first ?? ""
         XCTAssertTrue(FileManager.default.fileExists(atPath: logPath), "the log path printed exists: \(logPath) (\(log))")
     }
