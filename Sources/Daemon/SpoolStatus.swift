@@ -2,6 +2,7 @@
 import Foundation
 import ModelCache
 import Spool
+import Transfer
 
 public enum SpoolStatus {
     public static func report(cacheBase: URL, environment: [String: String] = ProcessInfo.processInfo.environment) throws -> String {
