@@ -78,6 +78,9 @@ public struct Handoff: Sendable {
             // The markers first (two access(2) calls): a wake-up that finds the request settled
             // costs next to nothing, which matters when hundreds of waiters wake at once.
             if spool.state(of: request.id) == .active {
+                // Its record was unreadable and went to corrupt/ (docs/protocol.md): this
+                // process knows the request whole, so it asks again rather than wait on nothing.
+                if !spool.hasRequest(request.id) { try spool.submit(request) }
                 if spool.hasOrphanParts(olderThan: 2) {
                     splicer.spliceAll()
                 } else if firstPass || spool.liveSupervisors().isEmpty {
