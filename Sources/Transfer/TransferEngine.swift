@@ -136,7 +136,7 @@ final class TransferRun: @unchecked Sendable {
         var large: [FileTask] = []
         for file in files {
             if file.size == 0 {
-                try AtomicFile.write(Data(), to: ensureParent(directory.finalURL(file.path)))
+                try directory.placeEmptyFile(file)
                 filesDone += 1
                 continue
             }
@@ -184,11 +184,6 @@ final class TransferRun: @unchecked Sendable {
             }
             task.url = location.url
         }
-    }
-
-    private func ensureParent(_ url: URL) throws -> URL {
-        try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
-        return url
     }
 
     // MARK: The loop
