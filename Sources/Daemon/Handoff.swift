@@ -67,7 +67,7 @@ public struct Handoff: Sendable {
         // inotify instance and sleeps on the wake word (at least 2 s there).
         let interval = Int(settings.pollInterval.rounded())
         let poll = FilesystemKind.inotifySeesAllWriters(spool.root) ? (watcher != nil ? 2 : max(2, interval)) : max(1, interval)
-        let directory = ModelDirectory(URL(fileURLWithPath: request.modelDir))
+        let directory = request.directory
         let splicer = Splicer(spool: spool)
         let deadline = timeout.map { Date().addingTimeInterval($0) }
         let total = request.files.reduce(Int64(0)) { $0 + $1.size }

@@ -38,7 +38,7 @@ public enum SpoolStatus {
             case .failed(let reason): state = "failed: \(reason)"
             }
             out += "  \(request.repo) @ \(request.commit.prefix(10)) → \(request.modelDir) [\(state)]\n"
-            let directory = ModelDirectory(URL(fileURLWithPath: request.modelDir))
+            let directory = request.directory
             for file in request.files where !directory.isComplete(file) {
                 let key = PlannedFile.key(modelDir: request.modelDir, path: file.path, commit: request.commit)
                 let r = ready.filter { $0.hasPrefix(key + ".") }.count
