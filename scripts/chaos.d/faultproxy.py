@@ -57,13 +57,16 @@ class FaultProxy:
                 return
             threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
 
-    def _draw(self, is_cdn, has_body_request):
+    def _draw(self, is_cdn, has_body_request, is_file):
         with self.lock:
             self.requests += 1
             if not self.enabled or self.random.random() >= self.rate:
                 return None, 0.0
+            # A flipped byte is what a bad disk or cache upstream does to a file; API answers
+            # reach a real client through TLS, which would catch it, so they are not flipped.
             kinds = [k for k in self.kinds if (k != "expired" or is_cdn)
-                     and (k in ("status", "expired") or has_body_request)]
+                     and (k in ("status", "expired") or has_body_request)
+                     and (k != "flip" or is_file)]
             if not kinds:
                 return None, 0.0
             kind = self.random.choice(kinds)
@@ -87,7 +90,7 @@ class FaultProxy:
             method, target, _ = request_line.split(" ", 2)
             is_cdn = target.startswith("/cdn/")
             counting = is_cdn or "/resolve/" in target  # file bodies, not API answers
-            kind, share = self._draw(is_cdn, method == "GET")
+            kind, share = self._draw(is_cdn, method == "GET", counting)
             if kind == "status":
                 code = self.random.choice((503, 429))
                 body = b'{"error":"injected by faultproxy"}'
