@@ -35,9 +35,11 @@ let package = Package(
         // The layers of docs/architecture.md, lowest first.
         .target(name: "HubClient", dependencies: ["Curl"]),
         .target(name: "ModelCache", dependencies: ["HubClient", "Digest", "CFileOps"]),
-        .target(name: "Transfer", dependencies: ["Curl", "HubClient", "ModelCache", "Digest"]),
-        .target(name: "Spool", dependencies: ["HubClient", "ModelCache", "FileEvents", "CFileOps"]),
-        .target(name: "SpeechFetch", dependencies: ["HubClient", "ModelCache", "Transfer", "Spool", "FileEvents"]),
+        .target(name: "Transfer", dependencies: ["Curl", "HubClient", "ModelCache"]),
+        .target(name: "Spool", dependencies: ["CFileOps", "Digest", "HubClient", "ModelCache"]),
+        .target(name: "Daemon", dependencies: ["FileEvents", "HubClient", "ModelCache", "Spool", "Transfer"]),
+        .target(name: "CacheAdmin", dependencies: ["Digest", "HubClient", "ModelCache", "Spool", "Transfer"]),
+        .target(name: "SpeechFetch", dependencies: ["CFileOps", "Daemon", "Digest", "HubClient", "ModelCache", "Spool", "Transfer"]),
 
         // The local stand-in for the Hub (tests, demo, fidelity check).
         .target(name: "TestHub", dependencies: ["Digest"]),
@@ -47,12 +49,12 @@ let package = Package(
         .target(name: "CommandLineKit", dependencies: ["Curl"]),
 
         // Thin executables: argument parsing and printing only.
-        .executableTarget(name: "speech", dependencies: ["CommandLineKit", "SpeechFetch", "HubClient", "ModelCache", "FileEvents", "TestHub"]),
+        .executableTarget(name: "speech", dependencies: ["CommandLineKit", "SpeechFetch", "Daemon", "CacheAdmin", "HubClient", "ModelCache", "FileEvents", "TestHub"]),
         .executableTarget(name: "speech-fetchd", dependencies: ["CommandLineKit", "SpeechFetch"]),
         .executableTarget(name: "speech-testhub", dependencies: ["CommandLineKit", "TestHub"]),
 
         .testTarget(name: "HubClientTests", dependencies: ["HubClient", "TestHub"]),
-        .testTarget(name: "TransferTests", dependencies: ["SpeechFetch", "TestHub", "Digest"]),
+        .testTarget(name: "TransferTests", dependencies: ["SpeechFetch", "CacheAdmin", "Daemon", "TestHub", "Digest", "HubClient", "ModelCache", "Spool"]),
         .testTarget(name: "TestHubTests", dependencies: ["TestHub", "Digest"]),
         .testTarget(name: "CommandLineKitTests", dependencies: ["CommandLineKit"]),
     ],

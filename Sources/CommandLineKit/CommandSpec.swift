@@ -12,6 +12,10 @@ public struct Option: Sendable {
     public let short: Character?
     /// One line for the help.
     public let help: String
+    /// The value may be left out (`--hf-cache` alone gives ""): then only `--name=VALUE`, or a
+    /// next word that is a path (`/…`, `./…`, `../…`, `~…`), is taken as the value, so that
+    /// a following operand is never swallowed.
+    public var valueIsOptional = false
 
     public static func flag(_ name: String, short: Character? = nil, _ help: String) -> Option {
         Option(name: name, value: nil, short: short, help: help)
@@ -19,6 +23,10 @@ public struct Option: Sendable {
 
     public static func value(_ name: String, _ value: String, short: Character? = nil, _ help: String) -> Option {
         Option(name: name, value: value, short: short, help: help)
+    }
+
+    public static func optionalValue(_ name: String, _ value: String, _ help: String) -> Option {
+        Option(name: name, value: value, short: nil, help: help, valueIsOptional: true)
     }
 }
 
@@ -54,7 +62,7 @@ public struct CommandSpec: Sendable {
         out += summary + "\n"
         let all = options + [.flag("help", short: "h", "show this help"), .flag("version", "print the version, commit and libcurl version")]
         let labels = all.map { o -> String in
-            (o.short.map { "-\($0), " } ?? "    ") + "--\(o.name)" + (o.value.map { " \($0)" } ?? "")
+            (o.short.map { "-\($0), " } ?? "    ") + "--\(o.name)" + (o.value.map { o.valueIsOptional ? " [\($0)]" : " \($0)" } ?? "")
         }
         let width = min(30, labels.map(\.count).max() ?? 0)
         out += "\noptions:\n"
@@ -119,6 +127,15 @@ public struct CommandSpec: Sendable {
                 if inline != nil { throw UsageError("\(name): --\(o.name) takes no value") }
                 parsed.flags.insert(o.name)
             } else {
+                if inline == nil && o.valueIsOptional {
+                    let next = i < words.count ? words[i] : ""
+                    if ["/", "./", "../", "~"].contains(where: { next.hasPrefix($0) }) {
+                        inline = next
+                        i += 1
+                    } else {
+                        inline = ""
+                    }
+                }
                 if inline == nil {
                     guard i < words.count else { throw UsageError("\(name): --\(o.name) needs a value (\(o.value!))") }
                     inline = words[i]

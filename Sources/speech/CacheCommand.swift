@@ -1,4 +1,5 @@
 // CacheCommand - `speech cache …`: parse the subcommand, run CacheAdmin, print its report.
+import CacheAdmin
 import CommandLineKit
 import Foundation
 import SpeechFetch
@@ -66,7 +67,8 @@ enum CacheCommand {
         rest.remove(at: index)
         let parsed = speechProgram.parse(sub, rest)
         let base = parsed.value("cache-base")
-        let admin = CacheAdmin(cacheBase: base.map { URL(fileURLWithPath: $0) }, environment: environment)
+        let admin = CacheAdmin(cacheBase: base.map { URL(fileURLWithPath: $0) }, environment: environment,
+                               knownSelections: ModelCatalog.fileSelections)
         let baseArgument = base.map { " --cache-base \(shellQuoted($0))" } ?? ""
         do {
             switch command {

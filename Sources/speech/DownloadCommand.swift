@@ -20,6 +20,7 @@ enum DownloadCommand {
             .value("exclude", "GLOB", "leave out matching files (repeatable)"),
             .value("cache-dir", "DIR", "the model's own directory (instead of <base>/models/<org>/<name>)"),
             CacheCommand.baseOption,
+            .optionalValue("hf-cache", "DIR", "write a huggingface_hub cache instead (DIR, else HF_HUB_CACHE, HF_HOME/hub, ~/.cache/huggingface/hub)"),
             .flag("offline", "use only the cache (as HF_HUB_OFFLINE=1)"),
             .flag("dry-run", "print what would be fetched, with sizes; write nothing"),
             .flag("json", "one JSON object per progress, retry and result event"),
@@ -56,6 +57,8 @@ enum DownloadCommand {
         var exclude: [String] = []
         var cacheDir: String?
         var cacheBase: String?
+        /// `--hf-cache`: nil when not given, "" for the default huggingface_hub cache.
+        var hubCache: String?
         var offline = false
         var dryRun = false
         var json = false
@@ -79,6 +82,7 @@ enum DownloadCommand {
         request.exclude = parsed.values("exclude")
         request.cacheDir = parsed.value("cache-dir")
         request.cacheBase = parsed.value("cache-base")
+        request.hubCache = parsed.value("hf-cache")
         request.offline = parsed.flag("offline")
         request.dryRun = parsed.flag("dry-run")
         request.json = parsed.flag("json")
@@ -86,6 +90,12 @@ enum DownloadCommand {
         request.detach = parsed.flag("detach")
         if request.cacheDir != nil && request.cacheBase != nil {
             speechProgram.usageError("speech download: give --cache-dir DIR (the model's own directory) or --cache-base DIR (a base for models/<org>/<name>), not both", help: spec.name)
+        }
+        if request.cacheDir != nil && request.hubCache != nil {
+            speechProgram.usageError("speech download: give --cache-dir DIR or --hf-cache [DIR], not both", help: spec.name)
+        }
+        if request.dryRun && request.hubCache != nil {
+            speechProgram.usageError("speech download: --dry-run looks at the speech cache; leave out --hf-cache", help: spec.name)
         }
         if request.dryRun && request.detach {
             speechProgram.usageError("speech download: --dry-run writes nothing, so it cannot --detach", help: spec.name)
@@ -98,6 +108,9 @@ enum DownloadCommand {
         if !request.repo.contains("/") {
             guard let entry = ModelCatalog.find(request.repo) else {
                 speechProgram.usageError("speech download: unknown model '\(request.repo)': give org/name, or a model name from `speech models`", help: spec.name)
+            }
+            if request.hubCache != nil {
+                speechProgram.usageError("speech download: --hf-cache takes a repo id (org/name); give the repos of '\(request.repo)' one by one (`speech models` lists them)", help: spec.name)
             }
             if !request.files.isEmpty || !request.include.isEmpty || !request.exclude.isEmpty || parsedRevision(request) {
                 speechProgram.usageError("speech download: \(entry.displayName) is a catalog model, which names its own files and revision; FILE, --include, --exclude and --revision apply to org/name", help: spec.name)
@@ -120,6 +133,7 @@ enum DownloadCommand {
         let cacheDir = request.cacheDir.map { URL(fileURLWithPath: $0) }
         let cacheBase = request.cacheBase.map { URL(fileURLWithPath: $0) }
         let include = request.include + request.files
+        let hubCache = request.hubCache.map { $0.isEmpty ? downloader.defaultHubCache : URL(fileURLWithPath: $0) }
         if request.dryRun {
             if offlineBy != nil {
                 speechProgram.usageError("speech download: --dry-run asks the Hub what to fetch; \(request.offline ? "drop --offline" : "unset HF_HUB_OFFLINE")", help: spec.name)
@@ -142,7 +156,7 @@ enum DownloadCommand {
         do {
             let result = try downloader.downloadBlocking(
                 repo: request.repo, revision: request.revision, include: include, exclude: request.exclude,
-                cacheDir: cacheDir, cacheBaseDir: cacheBase, offlineMode: offlineBy != nil ? true : nil,
+                cacheDir: cacheDir, cacheBaseDir: cacheBase, huggingFaceCache: hubCache, offlineMode: offlineBy != nil ? true : nil,
                 host: host, progress: { printer.update($0) }, isCancelled: { interrupt.isRaised },
                 notice: { notice in
                     switch notice {

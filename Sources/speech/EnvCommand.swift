@@ -1,4 +1,5 @@
 // EnvCommand - `speech env`: what speech would use on this machine, for bug reports and setup.
+import CacheAdmin
 import CommandLineKit
 import FileEvents
 import Foundation
@@ -13,7 +14,7 @@ enum EnvCommand {
         let baseSource = parsed.value("cache-base") != nil ? "--cache-base"
             : environment["QWEN3_CACHE_DIR"].map { _ in "QWEN3_CACHE_DIR" } ?? "default"
         let spool = base.appendingPathComponent("spool").path
-        let admin = CacheAdmin(cacheBase: base, environment: environment)
+        let admin = CacheAdmin(cacheBase: base, environment: environment, knownSelections: ModelCatalog.fileSelections)
         let endpointSource = HubEndpoint.ignoredValueWarning(environment) != nil ? "HF_ENDPOINT ignored: not a full URL"
             : environment["HF_ENDPOINT"].map { _ in "HF_ENDPOINT" } ?? "default"
         let proxyNames = ["http_proxy", "https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY", "no_proxy", "NO_PROXY"]

@@ -1,5 +1,6 @@
 // InfoCommands - `speech models`, `wait`, `status`, `resolve` and `env`: parse, ask, print.
 import CommandLineKit
+import Daemon
 import FileEvents
 import Foundation
 import HubClient
@@ -94,7 +95,7 @@ enum InfoCommands {
             exit(0)
         } catch is CancellationError {
             speechProgram.fail("stopped waiting; the transfer goes on", code: ExitCode.interrupted)
-        } catch DownloadError.timedOut {
+        } catch HandoffError.timedOut {
             speechProgram.fail("timed out waiting for \(repo); the transfer goes on", code: ExitCode.timeout)
         } catch {
             speechProgram.fail(Messages.describe(error, baseArgument: base.map { " --cache-base \(shellQuoted($0))" } ?? ""))
@@ -130,6 +131,7 @@ enum InfoCommands {
         }
         if parsed.flag("json") {
             emitJSON(["spool": status.spool, "supervisors": status.supervisors, "busyWorkers": status.busyWorkers,
+                      "corruptRecords": status.corruptRecords,
                       "requests": status.requests.map { request -> [String: Any] in
                           ["repo": request.repo, "commit": request.commit, "modelDir": request.modelDir, "state": request.state,
                            "files": request.files.map { ["path": $0.path, "ready": $0.ready, "claimed": $0.claimed,
@@ -142,6 +144,9 @@ enum InfoCommands {
         out += "busy workers: " + (status.busyWorkers.isEmpty ? "none" : status.busyWorkers.sorted { $0.key < $1.key }
             .map { "\($0.key) \($0.value)" }.joined(separator: ", ")) + "\n"
         out += "requests: \(status.requests.count)\n"
+        if let newest = status.corruptRecords.last {
+            out += "corrupt records: \(status.corruptRecords.count) in \(status.corruptDir) (unreadable, set aside; safe to delete), newest \(newest)\n"
+        }
         for request in status.requests {
             out += "  \(request.repo) @ \(request.commit.prefix(10)) → \(request.modelDir) [\(request.state)]\n"
             for file in request.files {

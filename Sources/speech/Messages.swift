@@ -1,5 +1,7 @@
 // Messages - a library error as the one line `speech` prints: in the command line's words, with
 // the options the user gave repeated in every suggested command, never Foundation's own text.
+import CacheAdmin
+import Daemon
 import Foundation
 import HubClient
 import ModelCache
@@ -25,9 +27,9 @@ enum Messages {
             return catalog
                 ? "\(repo) has no file \(paths.joined(separator: ", ")), which the model catalog lists; the catalog entry is out of date (docs/models.md)"
                 : "\(repo) has no file \(paths.joined(separator: ", ")); check the file names and --include patterns against `speech resolve \(repo)`"
-        case DownloadError.noDaemon(let repo, let spool):
+        case HandoffError.noDaemon(let repo, let spool):
             return "\(repo) is requested in \(spool) but no speech-fetchd serves it; start `speech-fetchd\(baseArgument.replacingOccurrences(of: "--cache-dir", with: "--cache-base"))` or run `speech download \(repo)\(baseArgument)` to fetch it in this process"
-        case DownloadError.requestFailed(let repo, let reason) where reason == HuggingFaceDownloader.cancelledReason:
+        case HandoffError.requestFailed(let repo, let reason) where reason == HuggingFaceDownloader.cancelledReason:
             return "the download of \(repo) was cancelled (`speech cancel`); the bytes fetched so far are kept: run the download again to resume"
         case CacheAdminError.inFlight(let repo, let directory, let reasons):
             return "\(repo) is in flight in \(directory): \(reasons.joined(separator: "; ")); "

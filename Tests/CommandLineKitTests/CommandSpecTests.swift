@@ -25,6 +25,21 @@ final class CommandSpecTests: XCTestCase {
         XCTAssertEqual(try parsed(["org/x", "--", "--odd-name"]).operands, ["org/x", "--odd-name"])
     }
 
+    func testAnOptionalValueTakesOnlyAPathOrAnEqualsSign() throws {
+        let spec = CommandSpec(name: "d", operands: "<repo> [FILE]...", summary: "",
+                               options: [.optionalValue("hf-cache", "DIR", "h")], minOperands: 1, maxOperands: nil)
+        func run(_ words: [String]) throws -> ParsedArguments {
+            guard case .run(let p) = try spec.parse(words) else { throw UsageError("x") }
+            return p
+        }
+        XCTAssertEqual(try run(["org/x", "--hf-cache"]).value("hf-cache"), "")
+        XCTAssertEqual(try run(["org/x", "--hf-cache", "/tmp/hf"]).value("hf-cache"), "/tmp/hf")
+        XCTAssertEqual(try run(["org/x", "--hf-cache=hf"]).value("hf-cache"), "hf")
+        let file = try run(["org/x", "--hf-cache", "config.json"])
+        XCTAssertEqual(file.value("hf-cache"), "", "a file name is an operand, not the directory")
+        XCTAssertEqual(file.operands, ["org/x", "config.json"])
+    }
+
     func testHelpAndVersionWinAnywhere() throws {
         guard case .help = try spec.parse(["org/x", "-h"]) else { return XCTFail("-h is help") }
         guard case .help = try spec.parse(["--help"]) else { return XCTFail("--help is help, even without operands") }

@@ -82,10 +82,10 @@ final class DaemonCommandLineTests: DaemonTestCase {
     func testCancelWithdrawsTheRequestWaitersSeeCancelledAndStagedBytesAreKept() throws {
         try makeRepo(size: 4 << 20)
         hub.setFault(.rateLimit(bytesPerSecond: 256 << 10), for: file)  // far longer than the test
-        try startDaemon(workers: 1, slots: 1)
+        let daemonRun = try startDaemon(workers: 1, slots: 1)
         let client = try speech(["download", repo, "--cache-base", cacheBase.path])
-        XCTAssertTrue(waitUntil(timeout: 20) { !self.names("parts").isEmpty || self.sidecar(self.repo, self.path).map { !$0.done.isEmpty } ?? false },
-                      "a first range arrives")
+        XCTAssertTrue(waitUntil(timeout: 20) { self.sidecar(self.repo, self.path).map { !$0.done.isEmpty } ?? false },
+                      "a first range of the weights is staged")
         let waiter = try speech(["wait", repo, "--cache-base", cacheBase.path], hint: "wait")
         let cancel = try speech(["cancel", repo, "--cache-base", cacheBase.path], hint: "cancel")
         XCTAssertTrue(waitForExit(cancel.process, timeout: 15))
@@ -97,7 +97,9 @@ final class DaemonCommandLineTests: DaemonTestCase {
             XCTAssertTrue(contents(p.stderr).contains("cancelled"), "\(name): \(contents(p.stderr))")
         }
         let kept = sidecar(repo, path)
-        XCTAssertFalse(kept?.done.isEmpty ?? true, "the ranges fetched before the cancel stay staged")
+        let staging = ModelDirectory(modelDir(repo)).stagingDirectory.path
+        XCTAssertFalse(kept?.done.isEmpty ?? true, "the ranges fetched before the cancel stay staged: "
+                       + "\(String(describing: kept)) in \((try? FileManager.default.contentsOfDirectory(atPath: staging)) ?? [])")
         XCTAssertEqual(run(["cancel", repo, "--cache-base", cacheBase.path]), 1, "nothing left to cancel")
     }
 

@@ -3,6 +3,7 @@
 // both `speech-fetchd` and `speech` (run as speech-fetchd, docs/architecture.md "Start-up")
 // call this, so every process of a node can run one executable file and share its pages.
 import CFileOps
+import Daemon
 import Digest
 import Foundation
 

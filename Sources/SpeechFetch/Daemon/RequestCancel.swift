@@ -1,5 +1,6 @@
 // RequestCancel - `speech cancel`: withdraw a repo's requests from the spool. Waiters see the
 // request failed as cancelled; the bytes already staged stay for a later call to resume.
+import Digest
 import Foundation
 import HubClient
 import ModelCache
@@ -25,7 +26,8 @@ extension HuggingFaceDownloader {
     /// - Returns: the requests withdrawn (empty when none was active).
     public func cancel(repo rawRepo: String, cacheBaseDir: URL? = nil) throws -> [CancelledRequest] {
         let repo = try RepoID(rawRepo)
-        guard let spool = spool(base: cacheBaseDir ?? defaultCacheBase) else { return [] }
+        try CryptoLibrary.load()  // splicing hashes the staged prefix
+        guard let spool = handoff(base: cacheBaseDir ?? defaultCacheBase)?.spool else { return [] }
         let active = spool.requests().filter { spool.state(of: $0.id) == .active }
         let doomed = active.filter { $0.repo == repo.description }
         guard !doomed.isEmpty else { return [] }
@@ -35,16 +37,29 @@ extension HuggingFaceDownloader {
         let splicer = Splicer(spool: spool)
         var withdrawn: [CancelledRequest] = []
         for request in doomed {
-            spool.markFailed(request.id, reason: Self.cancelledReason)  // first: nobody plans it again
-            let directory = ModelDirectory(URL(fileURLWithPath: request.modelDir))
+            let directory = request.directory
             var unfinished: [String] = []
+            var plans: [PlannedFile] = []
             for file in request.files where !directory.isComplete(file) {
                 unfinished.append(file.path)
                 let key = PlannedFile.key(modelDir: request.modelDir, path: file.path, commit: request.commit)
                 guard !keep.contains(key), let plan = spool.plannedFile(key) else { continue }
-                splicer.splice(plan)  // published parts into the staging file: kept for the next call
-                if !directory.isComplete(file) { spool.dropPlan(plan) }
+                // Published parts go into the staging file first, while the request is still
+                // active (a settled request's leftovers are cleared). The supervisor may be
+                // splicing them right now: wait for its staging lock rather than lose them.
+                var outcome = splicer.splice(plan)
+                let deadline = Date().addingTimeInterval(max(2, spool.lease / 3))
+                while case .busy = outcome, Date() < deadline {
+                    usleep(20_000)
+                    outcome = splicer.splice(plan)
+                }
+                switch outcome {
+                case .busy, .failed: continue  // the plan and its parts stay: nothing is lost
+                default: if !directory.isComplete(file) { plans.append(plan) }
+                }
             }
+            spool.markFailed(request.id, reason: Self.cancelledReason)  // waiters return; nobody plans it again
+            for plan in plans { spool.dropPlan(plan) }  // workers move on
             withdrawn.append(CancelledRequest(id: request.id, repo: request.repo, modelDir: request.modelDir, unfinished: unfinished))
         }
         return withdrawn

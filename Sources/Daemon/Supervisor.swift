@@ -151,7 +151,7 @@ struct RequestLog {
                 if state == .active {
                     open[request.id] = (Date(), bytes)
                     log("accepted \(request.repo) @ \(request.commit.prefix(12)): \(request.files.count) files, "
-                        + "\(ByteFormat.string(bytes)) into \(request.modelDir) (request \(request.id), node \(request.node))")
+                        + "\(mebibytes(bytes)) into \(request.modelDir) (request \(request.id), node \(request.node))")
                 } else {
                     settled.insert(request.id)  // settled before this daemon saw it
                 }
@@ -160,7 +160,7 @@ struct RequestLog {
             let seconds = String(format: "%.1f", Date().timeIntervalSince(seen.since))
             switch state {
             case .active: continue
-            case .done: log("done \(request.repo) (request \(request.id)): \(ByteFormat.string(seen.bytes)) in \(seconds) s")
+            case .done: log("done \(request.repo) (request \(request.id)): \(mebibytes(seen.bytes)) in \(seconds) s")
             case .failed(let reason): log("failed \(request.repo) (request \(request.id)) after \(seconds) s: \(reason)")
             }
             open[request.id] = nil
@@ -168,3 +168,6 @@ struct RequestLog {
         }
     }
 }
+
+/// "2.0 MiB": the log's one unit, so lines compare at a glance.
+private func mebibytes(_ bytes: Int64) -> String { String(format: "%.1f MiB", Double(bytes) / 1_048_576) }

@@ -2,6 +2,7 @@
 import Foundation
 import ModelCache
 import Spool
+import Transfer
 
 /// A cache base's spool at one instant.
 public struct SpoolStatus: Sendable {
@@ -28,6 +29,9 @@ public struct SpoolStatus: Sendable {
     /// Busy worker processes per node.
     public let busyWorkers: [String: Int]
     public let requests: [Request]
+    /// Unreadable records set aside in `corruptDir` (docs/protocol.md), oldest first.
+    public let corruptRecords: [String]
+    public let corruptDir: String
 
     /// Reads the spool of `cacheBase` (creating it when missing).
     public static func read(cacheBase: URL, environment: [String: String] = ProcessInfo.processInfo.environment) throws -> SpoolStatus {
@@ -36,8 +40,11 @@ public struct SpoolStatus: Sendable {
         var workersByNode: [String: Set<String>] = [:]
         let claimed = SpoolFS.list(spool.claimedDir)
         for entry in claimed {
-            let pieces = entry.split(separator: "@")
-            if pieces.count == 3 { workersByNode[String(pieces[1]), default: []].insert(String(pieces[2])) }
+            // Only well-formed claims (`<job>@<node>@<pid>`) name a worker; junk names do not.
+            let pieces = entry.split(separator: "@", omittingEmptySubsequences: false)
+            guard pieces.count == 3, PlannedFile.parseJob(String(pieces[0])) != nil, !pieces[1].isEmpty,
+                  let pid = Int32(pieces[2]), pid > 0 else { continue }
+            workersByNode[String(pieces[1]), default: []].insert(String(pid))
         }
         let ready = spool.readyJobs()
         let parts = spool.partsByFile()
@@ -48,7 +55,7 @@ public struct SpoolStatus: Sendable {
             case .done: state = "done"
             case .failed(let reason): state = "failed: \(reason)"
             }
-            let directory = ModelDirectory(URL(fileURLWithPath: request.modelDir))
+            let directory = request.directory
             let files = request.files.filter { !directory.isComplete($0) }.map { file -> FileJobs in
                 let key = PlannedFile.key(modelDir: request.modelDir, path: file.path, commit: request.commit)
                 return FileJobs(path: file.path, ready: ready.filter { $0.hasPrefix(key + ".") }.count,
@@ -56,7 +63,7 @@ public struct SpoolStatus: Sendable {
             }
             return Request(repo: request.repo, commit: request.commit, modelDir: request.modelDir, state: state, files: files)
         }
-        return SpoolStatus(spool: spool.root, supervisors: spool.liveSupervisors(),
-                           busyWorkers: workersByNode.mapValues(\.count), requests: requests)
+        return SpoolStatus(spool: spool.root, supervisors: spool.liveSupervisors(), busyWorkers: workersByNode.mapValues(\.count),
+                           requests: requests, corruptRecords: spool.corruptRecords(), corruptDir: spool.corruptDir)
     }
 }
