@@ -61,7 +61,9 @@ public final class RangeFetch: @unchecked Sendable {
             switch decision {
             case .complete:
                 return
-            case .retry(let delay, _):
+            case .retry(let delay, let cause):
+                RetryEvents.report(RetryEvent(subject: file.path, error: cause, attempt: count.attempts + 1,
+                                              attempts: policy.retry.attempts, wait: delay))
                 Sleep.seconds(delay, unless: isCancelled)
             case .follow(let target):
                 url = target

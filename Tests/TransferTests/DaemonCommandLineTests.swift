@@ -35,6 +35,7 @@ final class DaemonCommandLineTests: DaemonTestCase {
         try makeRepo()
         try TestHub.generateRepo(root: root, repo: "org/Broken", files: [path: 1 << 20])
         hub.setFault(.status(code: 404, times: 100, retryAfter: nil), for: "org/Broken/\(path)")
+        hub.setFault(.status(code: 503, times: 1, retryAfter: nil), for: file)  // one retry, logged
         let daemon = try startDaemon(workers: 1, slots: 2)
         let good = try speech(["download", repo, "--cache-base", cacheBase.path])
         XCTAssertTrue(waitForExit(good.process, timeout: 30))
@@ -47,6 +48,8 @@ final class DaemonCommandLineTests: DaemonTestCase {
         XCTAssertEqual(lines.filter { $0.contains("accepted \(repo) @") }.count, 1, contents(daemon.log))
         XCTAssertEqual(lines.filter { $0.contains("done \(repo) (request") && $0.contains("2.0 MiB in") }.count, 1, contents(daemon.log))
         XCTAssertEqual(lines.filter { $0.contains("failed org/Broken") && $0.contains("404") }.count, 1, contents(daemon.log))
+        XCTAssertEqual(lines.filter { $0.contains("HTTP 503") && $0.contains("retrying, attempt 2 of 5") }.count, 1,
+                       "the worker's retry is logged: \(contents(daemon.log))")
     }
 
     func testAnAttachedClientSaysAtOnceWhenTheDaemonGoesAndFinishesItself() throws {

@@ -6,6 +6,7 @@ import CFileOps
 import Daemon
 import Digest
 import Foundation
+import HubClient
 
 /// What one daemon process is to do.
 public struct FetchdOptions: Sendable {
@@ -57,6 +58,9 @@ public enum FetchdProcess {
         let log: @Sendable (String) -> Void = { line in
             let stamp = ISO8601DateFormatter().string(from: Date())
             FileHandle.standardError.write(Data("\(stamp) \(role): \(line)\n".utf8))
+        }
+        RetryEvents.watch { event in
+            log("\(event.subject): \(event.reason); retrying, attempt \(event.attempt) of \(event.attempts) in \(String(format: "%.1f", event.wait)) s")
         }
         try CryptoLibrary.load()  // every staging file hashes: without libcrypto, say so at start
         if options.isWorker {
