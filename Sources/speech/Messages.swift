@@ -38,8 +38,10 @@ enum Messages {
             return describe(hub: error, environment: environment)
         case let error as DownloadError:
             if case .hubUnreachable(let repo, let directory, let missing, let cause) = error {
-                let list = missing.prefix(10).joined(separator: ", ") + (missing.count > 10 ? ", … (\(missing.count) in all)" : "")
-                return "the Hub could not be reached (\(cause)\(proxyNote(environment))) and \(repo) is not complete in \(directory); missing: \(list)"
+                let list = missing == ["(any file)"] ? "nothing of it is in the cache"
+                    : "missing: " + missing.prefix(10).joined(separator: ", ") + (missing.count > 10 ? ", … (\(missing.count) in all)" : "")
+                let reason = cause.hasPrefix("could not reach the Hub") ? cause : "the Hub could not be reached (\(cause))"
+                return "\(reason)\(proxyNote(environment)); \(repo) is not complete in \(directory): \(list)"
             }
             return "\(error)"
         default:
@@ -109,7 +111,8 @@ enum Messages {
 
     /// The line a retry prints: what failed, attempt k of n, the wait.
     static func retryLine(_ event: RetryEvent) -> String {
-        var line = "\(event.subject): \(event.reason); retrying, attempt \(event.attempt) of \(event.attempts) in \(String(format: "%.1f", event.wait)) s"
+        let what = event.reason.contains(event.subject) ? event.reason : "\(event.subject): \(event.reason)"
+        var line = "\(what); retrying, attempt \(event.attempt) of \(event.attempts) in \(String(format: "%.1f", event.wait)) s"
         if event.isUnreachable {
             line += " (nothing answered: Ctrl-C stops; SPEECH_FETCH_RETRY_ATTEMPTS=1 fails at once)"
         }
