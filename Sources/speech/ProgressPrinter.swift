@@ -24,22 +24,29 @@ final class ProgressPrinter: @unchecked Sendable {
     init(json: Bool, quiet: Bool, environment: [String: String] = ProcessInfo.processInfo.environment) {
         lineInterval = environment["SPEECH_FETCH_PROGRESS_INTERVAL"].flatMap { Double($0) }.map { max(0.05, min($0, 5)) } ?? 5
         style = json ? .json : quiet ? .silent : (isatty(STDOUT_FILENO) != 0 ? .terminal : .lines)
-        if style == .lines {
-            // Piped: a line at least every 5 s even while no file finishes (a 300 MiB file).
-            let thread = Thread { [weak self] in
-                while let self, !self.lock.withLock({ self.stopped }) {
-                    usleep(UInt32(min(250_000, self.lineInterval * 250_000)))
-                    self.tick()
-                }
+    }
+
+    /// Piped: a line at least every 5 s even while no file finishes (a 300 MiB file). Started at
+    /// the first progress event, so a call the cache answers starts no thread. Called under `lock`.
+    private func startTicker() {
+        guard style == .lines, ticker == nil else { return }
+        let thread = Thread { [weak self] in
+            while let self, !self.lock.withLock({ self.stopped }) {
+                usleep(UInt32(min(250_000, self.lineInterval * 250_000)))
+                self.tick()
             }
-            thread.start()
-            ticker = thread
         }
+        thread.start()
+        ticker = thread
     }
 
     func update(_ p: DownloadProgress) {
         lock.withLock {
-            if firstBytes == nil { firstBytes = p.completedBytes }
+            if firstBytes == nil {
+                firstBytes = p.completedBytes
+                lastLine = Date()
+                startTicker()
+            }
             latest = p
             switch style {
             case .silent: return
