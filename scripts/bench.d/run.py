@@ -99,14 +99,17 @@ def main():
     run_id = f"{os.getpid()}@{time.time():.0f}"
     scenarios = scenario12.run(a, wanted, base_env, logs, settle, idle_wait, noise_retries)
 
+    # Every scenario's entry states when, at which commit and in which run it was measured, so
+    # that a later run of some scenarios can be merged into the page (page.merge).
+    stamp = {"generated": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+             "commit": machine["speech_fetch_commit"]
+             + (" (with uncommitted changes)" if machine["speech_fetch_sources_uncommitted"] else ""),
+             "versions": versions, "quick": bool(a.quick), "run": run_id}
+    if a.quick:
+        stamp["note"] = f"quick run: a {a.size / MIB:.0f} MiB file"
+    scenarios = [dict(sc, runs=a.runs, **stamp) for sc in scenarios]
     more_results = {}
     if wanted & {"3", "4", "5", "6"}:
-        stamp = {"generated": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-                 "commit": machine["speech_fetch_commit"]
-                 + (" (with uncommitted changes)" if machine["speech_fetch_sources_uncommitted"] else ""),
-                 "versions": versions, "quick": bool(a.quick), "run": run_id}
-        if a.quick:
-            stamp["note"] = f"quick run: a {a.size / MIB:.0f} MiB file"
         if "3" in wanted:
             more_results["3"] = dict(scenario3.run(a, base_env, logs, settle, idle_wait), **stamp)
         if "4" in wanted:
@@ -120,17 +123,7 @@ def main():
     if os.path.exists(out_json):
         with open(out_json) as f:
             previous = json.load(f)
-    if more_results and not scenarios and previous is not None:
-        # Only scenarios 4-6 ran: merge them into the page of the earlier run.
-        doc = previous
-        doc.setdefault("more", {}).update(more_results)
-        page.write(doc, a.out_dir)
-        print("\n".join(doc["verdict"]), file=sys.stderr)
-        print(f"bench: merged scenarios {', '.join(sorted(more_results))} into {out_json} and rendered "
-              "benchmarks.md", file=sys.stderr)
-        return
-
-    doc = {
+    fresh = {
         "generated": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "quick": bool(a.quick), "runs": a.runs, "settle_s": settle, "idle_wait_s": idle_wait,
         "noise_retries": noise_retries, "elapsed_s": time.monotonic() - t_start, "run": run_id,
@@ -138,15 +131,18 @@ def main():
         "machine": machine,
         "versions": versions,
         "file": {"repo": a.repo, "path": a.file, "size": a.size, "sha256": a.sha256, "commit": a.commit},
-        "scenarios": scenarios,
+        "scenarios": scenarios, "more": more_results,
     }
-    kept = {k: v for k, v in ((previous or {}).get("more") or {}).items() if k not in more_results}
-    if kept or more_results:
-        doc["more"] = dict(kept, **more_results)
+    # The scenarios not run this time keep their figures from the page before.
+    doc = page.merge(previous, fresh)
     page.write(doc, a.out_dir)
     print(page.render(doc).split("## Machine")[0], file=sys.stderr)
-    print(f"bench: wrote {a.out_dir}/benchmarks.md and benchmarks.json "
-          f"({doc['elapsed_s']:.0f} s of runs)", file=sys.stderr)
+    measured_now = sorted([sc["key"] for sc in scenarios] + list(more_results))
+    kept = sorted(k for k in [sc["key"] for sc in doc["scenarios"]] + list(doc.get("more", {}))
+                  if k not in measured_now)
+    print(f"bench: wrote {a.out_dir}/benchmarks.md and benchmarks.json: scenarios {', '.join(measured_now)} "
+          f"measured ({time.monotonic() - t_start:.0f} s of runs)"
+          + (f", {', '.join(kept)} kept from the page before" if kept else ""), file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -5,10 +5,13 @@ so; scripts/test runs it):
            at the bottom, the scenario modules above them, page.py above those, run.py on top;
            the small helper commands import none of them), so there is no import cycle.
   page     docs/benchmarks.json renders into a page with every section, through run.py --render.
+  merge    a run of some scenarios (1 and 4; 5 alone; all six) merged into that document keeps the
+           others' figures and stamps, and the page says which were measured when, at which commit.
 
 Usage: python3 scripts/bench.d/selftest.py   (exit 0: all passed; else each failure on stderr)
 """
 import ast
+import copy
 import json
 import os
 import shutil
@@ -104,12 +107,78 @@ def check_render(doc, label, sections):
     return text
 
 
+def a_run(previous, keys, generated, run, commit):
+    """The document of a run that measured `keys`, made of previous's figures under a new stamp
+    (what run.py hands page.merge)."""
+    st = {"generated": generated, "run": run, "commit": commit, "runs": 1, "quick": False}
+    fresh = copy.deepcopy(previous)
+    fresh.update(generated=generated, run=run, runs=1)
+    fresh["machine"]["speech_fetch_commit"] = commit
+    fresh["machine"]["speech_fetch_sources_uncommitted"] = False
+    fresh["scenarios"] = [dict(sc, **st) for sc in fresh["scenarios"] if sc["key"] in keys]
+    fresh["more"] = {k: dict(v, **st) for k, v in fresh["more"].items() if k in keys}
+    return fresh
+
+
+def expect(label, cond, msg):
+    if not cond:
+        fail(f"{label}: {msg}")
+
+
+def check_merge(previous, every):
+    import page
+    prev_run, prev_gen = previous["run"], previous["generated"]
+    prev_commit = page.commit_of(previous)
+
+    # Scenarios 1 and 4 (not 2): 2, 3, 5 and 6 keep their figures and the earlier run's stamp.
+    doc = page.merge(copy.deepcopy(previous), a_run(previous, {"1", "4"}, "2099-01-02 03:04 UTC", "t@1", "feedface"))
+    label = "merge of 1 and 4"
+    expect(label, [sc["key"] for sc in doc["scenarios"]] == ["1", "2"],
+           f"scenarios {[sc['key'] for sc in doc['scenarios']]}, not 1 and 2")
+    expect(label, sorted(doc.get("more", {})) == ["3", "4", "5", "6"], f"more has {sorted(doc.get('more', {}))}")
+    runs = {sc["key"]: sc.get("run") for sc in doc["scenarios"]}
+    runs.update({k: v.get("run") for k, v in doc.get("more", {}).items()})
+    expect(label, runs == {"1": "t@1", "2": prev_run, "3": prev_run, "4": "t@1", "5": prev_run, "6": prev_run},
+           f"runs per scenario {runs}")
+    s2 = next((sc for sc in doc["scenarios"] if sc["key"] == "2"), {})
+    old2 = next(sc for sc in previous["scenarios"] if sc["key"] == "2")
+    expect(label, s2.get("tools") == old2["tools"], "scenario 2's figures changed")
+    expect(label, (s2.get("generated"), s2.get("commit")) == (prev_gen, prev_commit),
+           f"scenario 2 stamped {s2.get('generated')} at {s2.get('commit')}, not {prev_gen} at {prev_commit}")
+    expect(label, doc["run"] == "t@1" and doc["generated"] == "2099-01-02 03:04 UTC", "top-level run not the new one")
+    text = check_render(doc, label, every)
+    want = (f"Measured in 2 runs and merged into this page: scenarios 1 and 4 on 2099-01-02 03:04 UTC at "
+            f"speech-fetch feedface (the run the machine and method sections describe); scenarios 2, 3, 5 and 6 on "
+            f"{prev_gen} at speech-fetch {prev_commit}.")
+    expect(label, want in text, f"the page does not say which scenarios were measured when: want '{want}'")
+    expect(label, f"Measured {prev_gen} at speech-fetch {prev_commit}, {previous['runs']} run(s)." in text,
+           "scenario 2's section does not state its run")
+
+    # Scenario 5 alone: the top-level fields stay those of the run of 1-2; the page's date is new.
+    doc = page.merge(copy.deepcopy(previous), a_run(previous, {"5"}, "2099-01-03 00:00 UTC", "t@2", "beef"))
+    label = "merge of 5"
+    expect(label, [sc["key"] for sc in doc["scenarios"]] == ["1", "2"] and sorted(doc.get("more", {})) == list("3456"),
+           "scenarios lost")
+    expect(label, doc["run"] == prev_run and doc["machine"] == previous["machine"], "top-level run replaced")
+    expect(label, doc["generated"] == "2099-01-03 00:00 UTC", "the page's date is not the run's")
+    expect(label, doc["more"]["5"]["run"] == "t@2" and doc["more"]["6"]["run"] == prev_run, "scenario 5 not merged")
+    text = check_render(doc, label, every)
+    expect(label, "scenario 5 on 2099-01-03 00:00 UTC at speech-fetch beef;" in text, "page does not name 5's run")
+
+    # All six: one run, no merge paragraph.
+    doc = page.merge(copy.deepcopy(previous), a_run(previous, set("123456"), "2099-01-04 00:00 UTC", "t@3", "cafe"))
+    text = check_render(doc, "merge of all", every)
+    expect("merge of all", "Measured in" not in text, "a page of one run says it was merged")
+
+
 def main():
     graph = check_layers()
     with open(os.path.join(REPO, "docs", "benchmarks.json")) as f:
         doc = json.load(f)
     every = ["Verdict"] + [f"Scenario {k}:" for k in "123456"] + ["Machine", "Method"]
     check_render(doc, "page", every)
+    sys.path.insert(0, HERE)
+    check_merge(doc, every)
     if failures:
         print(f"selftest: {len(failures)} failure(s)", file=sys.stderr)
         return 1
