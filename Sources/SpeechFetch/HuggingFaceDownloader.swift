@@ -157,7 +157,7 @@ public final class HuggingFaceDownloader: Sendable {
                                            modelDir: directory.path, files: needed, node: settings.node)
                 try spool.submit(request)
                 do {
-                    try waitFor(request, spool: spool, progress: progress, isCancelled: isCancelled)
+                    try waitFor(request, spool: spool, takesOver: true, progress: progress, isCancelled: isCancelled)
                     try directory.writeManifest(snapshot)
                     return DownloadResult(directory: directory.url, files: needed.map(\.path), commit: snapshot.commit,
                                           fetched: missing.map(\.path), warning: nil, handedOver: true)
