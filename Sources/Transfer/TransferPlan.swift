@@ -9,7 +9,7 @@ extension TransferRun {
         var large: [FileTask] = []
         for file in files {
             if file.size == 0 {
-                try AtomicFile.write(Data(), to: ensureParent(directory.finalURL(file.path)))
+                try directory.placeEmptyFile(file)
                 meter.fileDone(nil)
                 continue
             }
@@ -49,10 +49,5 @@ extension TransferRun {
             results[i] = Result { try locator.source(of: large[i].file, repo: repo, commit: commit) }
         }
         for (i, task) in large.enumerated() { task.url = try results[i]!.get() }
-    }
-
-    private func ensureParent(_ url: URL) throws -> URL {
-        try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
-        return url
     }
 }

@@ -2,6 +2,7 @@
 // and nothing corrupt ever lands in the cache. Each test runs twice, once with the engine
 // embedded in the caller (`EmbeddedFaultTests`) and once hosted by speech-fetchd's workers
 // (`DaemonHostedFaultTests`): both hosts drive the same range writer and attempt policy.
+import Daemon
 import Digest
 import Foundation
 import HubClient
@@ -56,7 +57,7 @@ class FaultTestCase: DaemonTestCase {
             switch host {
             case .embedded: XCTAssertTrue(typed(error), "\(error)", file: file, line: line)
             case .daemon:
-                guard case DownloadError.requestFailed = error else { return XCTFail("\(error)", file: file, line: line) }
+                guard case HandoffError.requestFailed = error else { return XCTFail("\(error)", file: file, line: line) }
             }
         }
     }
