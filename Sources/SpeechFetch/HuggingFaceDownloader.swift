@@ -192,7 +192,7 @@ public final class HuggingFaceDownloader: Sendable {
                                            layout: directory.layoutName)
                 try handoff.submit(request)
                 do {
-                    try handoff.waitFor(request, progress: progress, isCancelled: isCancelled)
+                    try handoff.waitFor(request, takesOver: true, progress: progress, isCancelled: isCancelled)
                     try directory.writeManifest(snapshot)
                     try directory.recordRevision(snapshot.revision)
                     return DownloadResult(directory: directory.filesURL, files: needed.map(\.path), commit: snapshot.commit,
