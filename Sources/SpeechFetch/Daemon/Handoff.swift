@@ -159,6 +159,7 @@ extension HuggingFaceDownloader {
                      isCancelled: @escaping @Sendable () -> Bool = { false }) throws -> WaitOutcome {
         let repo = try RepoID(rawRepo)
         let base = cacheBaseDir ?? defaultCacheBase
+        try checkLocations(cacheDir: nil, cacheBaseDir: cacheBaseDir, forWriting: false)
         let directory = ModelDirectory(CacheLocation.modelDirectory(base: base, repo: repo))
         if let spool = spool(base: base),
            let request = spool.requests().filter({ $0.repo == repo.description })

@@ -29,6 +29,9 @@ public struct Arguments {
                         guard i < raw.count else { throw UsageError("--\(name) needs a value") }
                         value = raw[i]
                     }
+                    // An empty value (`--cache-dir ''`, an unset shell variable) would silently
+                    // mean "here" or "none"; no option of ours takes one.
+                    guard !value!.isEmpty else { throw UsageError("--\(name) needs a value, not an empty string") }
                     options[name, default: []].append(value!)
                 } else if knownFlags.contains(name), value == nil {
                     flags.insert(name)
