@@ -13,7 +13,7 @@ enum JobFailure {
     case overflow
 }
 
-enum RangeResponse {
+public enum RangeResponse {
     enum Verdict {
         /// Write the body; it carries this ETag (nil when none was sent).
         case stream(etag: String?)
@@ -58,7 +58,7 @@ enum RangeResponse {
     }
 
     /// Parses `bytes a-b/total` (total may be `*`).
-    static func parseContentRange(_ header: String?) -> (start: Int64, end: Int64, total: Int64?)? {
+    public static func parseContentRange(_ header: String?) -> (start: Int64, end: Int64, total: Int64?)? {
         guard let header, header.lowercased().hasPrefix("bytes ") else { return nil }
         let halves = header.dropFirst(6).split(separator: "/", maxSplits: 1)
         guard halves.count == 2 else { return nil }
