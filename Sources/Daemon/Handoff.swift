@@ -67,7 +67,7 @@ public struct Handoff: Sendable {
         // inotify instance and sleeps on the wake word (at least 2 s there).
         let interval = Int(settings.pollInterval.rounded())
         let poll = FilesystemKind.inotifySeesAllWriters(spool.root) ? (watcher != nil ? 2 : max(2, interval)) : max(1, interval)
-        let directory = ModelDirectory(URL(fileURLWithPath: request.modelDir))
+        let directory = request.directory
         let splicer = Splicer(spool: spool)
         let deadline = timeout.map { Date().addingTimeInterval($0) }
         let total = request.files.reduce(Int64(0)) { $0 + $1.size }
@@ -78,6 +78,9 @@ public struct Handoff: Sendable {
             // The markers first (two access(2) calls): a wake-up that finds the request settled
             // costs next to nothing, which matters when hundreds of waiters wake at once.
             if spool.state(of: request.id) == .active {
+                // Its record was unreadable and went to corrupt/ (docs/protocol.md): this
+                // process knows the request whole, so it asks again rather than wait on nothing.
+                if !spool.hasRequest(request.id) { try spool.submit(request) }
                 if spool.hasOrphanParts(olderThan: 2) {
                     splicer.spliceAll()
                 } else if firstPass || spool.liveSupervisors().isEmpty {

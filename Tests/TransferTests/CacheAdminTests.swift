@@ -206,7 +206,7 @@ final class CacheAdminTests: HubTestCase {
                                       lfs: ["model.safetensors"])
         var (output, code) = cache("verify")
         XCTAssertEqual(code, 0, output)
-        XCTAssertTrue(output.contains("1 re-hashed"), output)
+        XCTAssertTrue(output.contains("2 re-hashed"), output)  // the LFS file and config.json (its git blob id)
 
         // Flip one byte in place: same size, other content.
         let path = directory.finalURL("model.safetensors").path
