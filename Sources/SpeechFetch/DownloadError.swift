@@ -12,6 +12,11 @@ public enum DownloadError: Error, Sendable, CustomStringConvertible {
     case noDaemon(repo: String, spool: String)
     /// `--detach` started speech-fetchd but it never came up.
     case daemonDidNotStart(log: String)
+    /// No progress for `seconds` (the seed's stall guard, `withDownloadStallGuard`): the attempt
+    /// was stopped, keeping what it staged.
+    case stalled(modelId: String, seconds: Int)
+    /// speech-fetchd is needed (`backgroundTransfer` is set) and none could be found.
+    case noDaemonExecutable(searched: [String])
 
     public var description: String {
         switch self {
@@ -22,6 +27,10 @@ public enum DownloadError: Error, Sendable, CustomStringConvertible {
             return "the download of \(repo) failed: \(reason)"
         case .noDaemon(let repo, let spool):
             return "\(repo) is requested in \(spool) but no speech-fetchd serves it; start `speech-fetchd --cache-base …` or run `speech download \(repo)` to fetch it in this process"
+        case .stalled(let modelId, let seconds):
+            return "the download of \(modelId) made no progress for \(seconds) s and was stopped; what it staged is kept for the next attempt"
+        case .noDaemonExecutable(let searched):
+            return "backgroundTransfer is set but no speech-fetchd was found (looked at \(searched.joined(separator: ", "))); install it beside this program or set SPEECH_FETCHD to its path"
         case .daemonDidNotStart(let log):
             return "speech-fetchd did not start; see \(log)"
         case .timedOut(let repo):
