@@ -95,9 +95,11 @@ extension ModelDirectory {
 
     /// Uses a blob that is already in the cache (huggingface_hub wrote it first) when its size
     /// and digest are right: makes the pointer and returns true. No blob, or a wrong one: false.
-    public func adoptExistingBlob(_ file: RepoFile) -> Bool {
-        guard hubCommit != nil else { return false }
-        let lock = HubBlobLock.acquire(blobLockPath(file))
+    /// Waits while huggingface_hub holds the blob's lock (it is writing that blob), unless cancelled.
+    public func adoptExistingBlob(_ file: RepoFile, isCancelled: () -> Bool = { false }) -> Bool {
+        guard hubCommit != nil, !isCancelled() else { return false }
+        let lock = HubBlobLock.acquire(blobLockPath(file), isCancelled: isCancelled)
+        guard !isCancelled() else { return false }
         defer { lock?.release() }
         guard blobVerifies(file) else { return false }
         return (try? linkPointer(file)) != nil

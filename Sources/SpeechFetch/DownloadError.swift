@@ -36,7 +36,7 @@ public enum DownloadError: Error, Sendable, CustomStringConvertible {
         case .timedOut(let repo):
             return "timed out waiting for \(repo); the transfer goes on"
         case .conflictingDirectories:
-            return "give either cacheDir (the model's own directory) or cacheBaseDir (a base for models/<org>/<name>), not both"
+            return "give either cacheDir (the model's own directory) or cacheBaseDir (a base for models/<org>/<name>) and huggingFaceCache (--hf-cache), not cacheDir with either"
         }
     }
 }

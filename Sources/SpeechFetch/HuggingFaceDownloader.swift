@@ -175,7 +175,8 @@ public final class HuggingFaceDownloader: Sendable {
 
         var missing = needed.filter { !isCurrent($0, in: directory, previous: previous) }
         // A blob huggingface_hub (or an earlier snapshot) already holds is checked and linked, not fetched.
-        missing = missing.filter { !directory.adoptExistingBlob($0) }
+        missing = missing.filter { !directory.adoptExistingBlob($0, isCancelled: isCancelled) }
+        if isCancelled() { throw CancellationError() }
         let spool = spool(base: spoolBase)
         if !missing.isEmpty, let spool {
             let daemon = !spool.liveSupervisors().isEmpty

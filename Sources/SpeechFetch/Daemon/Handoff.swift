@@ -161,7 +161,7 @@ extension HuggingFaceDownloader {
            let request = spool.requests().filter({ $0.repo == repo.description })
                .max(by: { spool.lastAsked($0.id) < spool.lastAsked($1.id) }) {
             try waitFor(request, spool: spool, timeout: timeout, isCancelled: isCancelled)
-            return .complete(directory: request.modelDir)
+            return .complete(directory: request.directory.filesURL.path)
         }
         let missing = directory.missingOffline(.all, repo: repo.description)
         guard missing.isEmpty else {
