@@ -251,8 +251,9 @@ public final class StagingFile: @unchecked Sendable {
         try AtomicFile.write(try encoder.encode(snapshot), to: sidecarURL)
     }
 
-    /// Checks size and (for LFS files) SHA-256, then renames the file into place. A file that does
-    /// not verify is deleted with its sidecar and the error says so.
+    /// Checks size and content (SHA-256 for LFS files, the git blob id for the rest), then renames
+    /// the file into place. A file that does not verify is deleted with its sidecar and the error
+    /// says so: a corrupt file is never cached.
     public func finalize() throws {
         var st = stat()
         fstat(fd, &st)
@@ -266,6 +267,14 @@ public final class StagingFile: @unchecked Sendable {
             if actual != expected {
                 discard()
                 throw CacheError.checksumMismatch(path: file.path, expected: expected, actual: actual)
+            }
+        } else {
+            // A file git stores itself (config, tokenizer): its blob id is the check. These are
+            // small on the Hub, so they are hashed here in one pass from the page cache.
+            let actual = try SHA1.gitBlobID(fileDescriptor: fd, path: dataURL.path, size: file.size)
+            if actual != file.blobID.lowercased() {
+                discard()
+                throw CacheError.blobMismatch(path: file.path, expected: file.blobID, actual: actual)
             }
         }
         ModelDirectory.recordContentID(file, fd: fd)

@@ -3,6 +3,7 @@
 // setting `HuggingFaceDownloader.backgroundTransfer` hands every `downloadWeights` call to it
 // (starting one when none serves the cache base); cancelling the waiting task only detaches it.
 import Foundation
+import Daemon
 import Spool
 import Synchronization
 
@@ -19,7 +20,7 @@ public struct BackgroundTransferConfiguration: Sendable, Equatable {
     /// No meaning on Linux (kept so the same code compiles).
     public var allowsCellularAccess: Bool
     /// Bounds how long a caller waits for a request handed to speech-fetchd (then
-    /// `DownloadError.timedOut`; the daemon goes on). Replaces the stall guard, which does not
+    /// `HandoffError.timedOut`; the daemon goes on). Replaces the stall guard, which does not
     /// apply to a transfer another process performs. Default 24 hours.
     public var resourceTimeout: TimeInterval
 
@@ -66,9 +67,9 @@ extension HuggingFaceDownloader {
     /// Makes sure a speech-fetchd serves `base`, starting one (in its own session, logging to the
     /// spool) when none does.
     func ensureDaemon(base: URL, discretionary: Bool) throws {
-        let spool = try Spool(base: base, node: settings.node, lease: settings.lease)
-        guard spool.liveSupervisors().isEmpty else { return }
-        try startDaemon(executable: try HuggingFaceDownloader.fetchdExecutable(environment), base: base, spool: spool,
-                        discretionary: discretionary)
+        _ = try Spool(base: base, node: settings.node, lease: settings.lease)  // its error names the folder
+        guard let handoff = Handoff(base: base, settings: settings, environment: environment), !handoff.daemonServes else { return }
+        try handoff.startDaemon(executable: try HuggingFaceDownloader.fetchdExecutable(environment), base: base,
+                                discretionary: discretionary)
     }
 }

@@ -1,4 +1,5 @@
 // HuggingFaceDownloader - the one entry point: a repo id in, verified files in a cache directory out.
+import Daemon
 import Foundation
 import HubClient
 import ModelCache
@@ -177,43 +178,43 @@ public final class HuggingFaceDownloader: Sendable {
         // A blob huggingface_hub (or an earlier snapshot) already holds is checked and linked, not fetched.
         missing = missing.filter { !directory.adoptExistingBlob($0, isCancelled: isCancelled) }
         if isCancelled() { throw CancellationError() }
-        let spool = spool(base: spoolBase)
-        if !missing.isEmpty, let spool {
-            let daemon = !spool.liveSupervisors().isEmpty
+        let handoff = handoff(base: spoolBase)
+        if !missing.isEmpty, let handoff {
+            let daemon = handoff.daemonServes
             switch host {
             case .detach(let executable):
                 let request = SpoolRequest(repo: repo.description, revision: snapshot.revision, commit: snapshot.commit,
                                            modelDir: directory.path, files: needed, node: settings.node,
                                            layout: directory.layoutName)
-                try spool.submit(request)
-                if !daemon { try startDaemon(executable: executable, base: spoolBase, spool: spool) }
+                try handoff.submit(request)
+                if !daemon { try handoff.startDaemon(executable: executable, base: spoolBase) }
                 return DownloadResult(directory: directory.filesURL, files: needed.map(\.path), commit: snapshot.commit,
                                       fetched: [], warning: nil, handedOver: true)
             case .automatic where daemon:
                 let request = SpoolRequest(repo: repo.description, revision: snapshot.revision, commit: snapshot.commit,
                                            modelDir: directory.path, files: needed, node: settings.node,
                                            layout: directory.layoutName)
-                try spool.submit(request)
+                try handoff.submit(request)
                 do {
-                    try waitFor(request, spool: spool, timeout: requestTimeout, progress: progress, isCancelled: isCancelled)
+                    try handoff.waitFor(request, timeout: requestTimeout, progress: progress, isCancelled: isCancelled)
                     try directory.writeManifest(snapshot)
                     try directory.recordRevision(snapshot.revision)
                     return DownloadResult(directory: directory.filesURL, files: needed.map(\.path), commit: snapshot.commit,
                                           fetched: missing.map(\.path), warning: nil, handedOver: true)
-                } catch DownloadError.noDaemon {
+                } catch HandoffError.noDaemon {
                     // The daemon went away: this process finishes the transfer itself.
-                    adopt(missing, commit: snapshot.commit, directory: directory, spool: spool)
+                    handoff.adopt(missing, commit: snapshot.commit, directory: directory)
                     missing = missing.filter { !directory.isComplete($0) }
                 }
             default:
-                adopt(missing, commit: snapshot.commit, directory: directory, spool: spool)
+                handoff.adopt(missing, commit: snapshot.commit, directory: directory)
                 missing = missing.filter { !directory.isComplete($0) }
             }
         }
         let present = needed.filter { file in !missing.contains { $0.path == file.path } }
         try engine.fetch(missing, alreadyComplete: present, repo: repo, commit: snapshot.commit, into: directory,
                          progress: progress, isCancelled: isCancelled)
-        if let spool { retirePlans(missing, commit: snapshot.commit, directory: directory, spool: spool) }
+        handoff?.retirePlans(missing, commit: snapshot.commit, directory: directory)
         fetched += missing.map(\.path)
         try directory.writeManifest(snapshot)
         try directory.recordRevision(snapshot.revision)

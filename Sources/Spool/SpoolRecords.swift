@@ -96,9 +96,15 @@ public struct PlannedFile: Codable, Sendable, Equatable {
         return (start, min(file.size, start + rangeSize) - 1)
     }
 
-    /// Splits a job name into file key and range index.
+    /// Splits a job name (`<key: 24 hex>.<index: 6 or more digits>`) into file key and range
+    /// index; nil for any other name (junk in the spool is never taken for a job).
     public static func parseJob(_ name: String) -> (key: String, index: Int)? {
-        guard let dot = name.lastIndex(of: "."), let index = Int(name[name.index(after: dot)...]) else { return nil }
-        return (String(name[..<dot]), index)
+        guard let dot = name.lastIndex(of: ".") else { return nil }
+        let key = name[..<dot]
+        let digits = name[name.index(after: dot)...]
+        guard key.utf8.count == 24, key.utf8.allSatisfy({ ($0 >= 48 && $0 <= 57) || ($0 >= 97 && $0 <= 102) }),
+              digits.utf8.count >= 6, digits.utf8.count <= 9, digits.utf8.allSatisfy({ $0 >= 48 && $0 <= 57 }),
+              let index = Int(digits) else { return nil }
+        return (String(key), index)
     }
 }

@@ -1,4 +1,5 @@
 // speech - the command-line front of speech-fetch: parsing and printing only.
+import Daemon
 import Foundation
 import HubClient
 import SpeechFetch
@@ -155,7 +156,7 @@ func runWait(_ args: Arguments) -> Int32 {
         return 0
     } catch is CancellationError {
         die("stopped waiting; the transfer goes on", code: 130)
-    } catch DownloadError.timedOut {
+    } catch HandoffError.timedOut {
         die("timed out waiting for \(repo); the transfer goes on", code: 2)
     } catch {
         die("\(error)")

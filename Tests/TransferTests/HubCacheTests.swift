@@ -1,6 +1,7 @@
 // Downloads into a huggingface_hub cache (the layout itself; scripts/check-hf-cache has the
 // public client read it): blobs by etag, relative pointers, refs, resume without a half blob,
 // offline look-ups by ref, and the cache commands that honour HF_HUB_CACHE.
+import CacheAdmin
 import Digest
 import Foundation
 import HubClient
