@@ -38,7 +38,7 @@ extension HuggingFaceDownloader {
         let directory = ModelDirectory(CacheLocation.modelDirectory(base: base, repo: repo))
         if let handoff = handoff(base: base), let request = handoff.latestRequest(for: repo.description) {
             try handoff.waitFor(request, timeout: timeout, isCancelled: isCancelled)
-            return .complete(directory: request.modelDir)
+            return .complete(directory: request.directory.filesURL.path)
         }
         let missing = directory.missingOffline(.all, repo: repo.description)
         guard missing.isEmpty else {

@@ -78,24 +78,26 @@ public final class HuggingFaceDownloader: Sendable {
     /// everything staged so far for the next call.
     public func downloadWithResult(repo: String, revision: String = "main", include: [String] = [],
                                    cacheDir: URL? = nil, cacheBaseDir: URL? = nil, huggingFaceCache: URL? = nil,
-                                   offlineMode: Bool? = nil, host: TransferHost = .automatic,
+                                   offlineMode: Bool? = nil, host: TransferHost = .automatic, requestTimeout: Double? = nil,
                                    progress: @escaping @Sendable (DownloadProgress) -> Void = { _ in }) async throws -> DownloadResult {
         try await runOffThread { isCancelled in
             try self.downloadBlocking(repo: repo, revision: revision, include: include, cacheDir: cacheDir,
                                       cacheBaseDir: cacheBaseDir, huggingFaceCache: huggingFaceCache,
-                                      offlineMode: offlineMode, host: host,
+                                      offlineMode: offlineMode, host: host, requestTimeout: requestTimeout,
                                       progress: progress, isCancelled: isCancelled)
         }
     }
 
     /// The same call, blocking the calling thread (command-line tools, worker processes).
+    /// `requestTimeout` bounds the wait for a request handed to speech-fetchd (then
+    /// `DownloadError.timedOut`; the transfer goes on).
     /// `huggingFaceCache` writes the repo into that huggingface_hub cache (`models--org--name`,
     /// blobs, snapshots, refs) instead of `<base>/models/org/name`; `cacheBaseDir` then names only
     /// the base whose spool a daemon serves.
     public func downloadBlocking(repo rawRepo: String, revision: String = "main", include: [String] = [],
                                  cacheDir: URL? = nil, cacheBaseDir: URL? = nil, huggingFaceCache: URL? = nil,
                                  offlineMode: Bool? = nil,
-                                 host: TransferHost = .automatic,
+                                 host: TransferHost = .automatic, requestTimeout: Double? = nil,
                                  progress: @escaping @Sendable (DownloadProgress) -> Void = { _ in },
                                  isCancelled: @escaping @Sendable () -> Bool = { false }) throws -> DownloadResult {
         if cacheDir != nil && (cacheBaseDir != nil || huggingFaceCache != nil) { throw DownloadError.conflictingDirectories }
@@ -150,11 +152,12 @@ public final class HuggingFaceDownloader: Sendable {
         try checkLocations(cacheDir: cacheDir, cacheBaseDir: cacheBaseDir, forWriting: true)
         if let huggingFaceCache { HubCache.tag(huggingFaceCache) }
         return try fetch(snapshot, repo: repo, selection: selection, into: directory.atCommit(snapshot.commit), spoolBase: cacheBaseDir ?? defaultCacheBase,
-                         host: host, progress: progress, isCancelled: isCancelled)
+                         host: host, requestTimeout: requestTimeout, progress: progress, isCancelled: isCancelled)
     }
 
     private func fetch(_ snapshot: RepoSnapshot, repo: RepoID, selection: FileSelection, into directory: ModelDirectory,
-                       spoolBase: URL, host: TransferHost, progress: @escaping @Sendable (DownloadProgress) -> Void,
+                       spoolBase: URL, host: TransferHost, requestTimeout: Double?,
+                       progress: @escaping @Sendable (DownloadProgress) -> Void,
                        isCancelled: @escaping @Sendable () -> Bool) throws -> DownloadResult {
         let previous = directory.hubCommit == nil ? directory.readManifest() : nil  // a snapshot's pointers name their content
         let selected = try FilePlan.select(snapshot.files, selection, repo: repo.description)
@@ -175,7 +178,8 @@ public final class HuggingFaceDownloader: Sendable {
 
         var missing = needed.filter { !isCurrent($0, in: directory, previous: previous) }
         // A blob huggingface_hub (or an earlier snapshot) already holds is checked and linked, not fetched.
-        missing = missing.filter { !directory.adoptExistingBlob($0) }
+        missing = missing.filter { !directory.adoptExistingBlob($0, isCancelled: isCancelled) }
+        if isCancelled() { throw CancellationError() }
         let handoff = handoff(base: spoolBase)
         if !missing.isEmpty, let handoff {
             let daemon = handoff.daemonServes
@@ -194,7 +198,7 @@ public final class HuggingFaceDownloader: Sendable {
                                            layout: directory.layoutName)
                 try handoff.submit(request)
                 do {
-                    try handoff.waitFor(request, takesOver: true, progress: progress, isCancelled: isCancelled)
+                    try handoff.waitFor(request, timeout: requestTimeout, takesOver: true, progress: progress, isCancelled: isCancelled)
                     try directory.writeManifest(snapshot)
                     try directory.recordRevision(snapshot.revision)
                     return DownloadResult(directory: directory.filesURL, files: needed.map(\.path), commit: snapshot.commit,
