@@ -141,6 +141,11 @@ public struct CommandSpec: Sendable {
                     inline = words[i]
                     i += 1
                 }
+                // An empty value (`--cache-dir ''`, an unset shell variable) would silently mean
+                // "here" or "none"; no option takes one (an optional value is "" when left out).
+                if inline!.isEmpty && !o.valueIsOptional {
+                    throw UsageError("\(name): --\(o.name) needs a value, not an empty string")
+                }
                 parsed.values[o.name, default: []].append(inline!)
             }
         }

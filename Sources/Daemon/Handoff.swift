@@ -64,12 +64,14 @@ public struct Handoff: Sendable {
     /// supervisor, or left for two seconds): any process may. Cancelling stops only the
     /// waiting; the transfer goes on in the daemon. With `progress` it also wakes on every
     /// published part to report it; plain waiters wake only on completion, failure, or their poll.
-    public func waitFor(_ request: SpoolRequest, timeout: Double? = nil,
+    /// `takesOver`: the caller finishes the transfer itself when the daemon is gone
+    /// (`noDaemon`), so a killed local daemon is reported at once instead of after a lease.
+    public func waitFor(_ request: SpoolRequest, timeout: Double? = nil, takesOver: Bool = false,
                  progress: (@Sendable (TransferProgress) -> Void)? = nil,
-                 isCancelled: @escaping @Sendable () -> Bool = { false }, takeOverAtOnce: Bool = false) throws {
+                 isCancelled: @escaping @Sendable () -> Bool = { false }) throws {
         let watcher = DirectoryWatcher.shared
         for dir in [spool.doneDir, spool.failedDir] + (progress != nil ? [spool.partsDir] : [])
-            + (takeOverAtOnce ? [spool.supervisorsDir] : []) { watcher?.watch(dir) }
+            + (takesOver ? [spool.supervisorsDir] : []) { watcher?.watch(dir) }
         // The full pass (orphans, supervisor liveness): every 2 s where inotify sees every writer;
         // the cluster poll interval where other nodes write unseen, or where this process has no
         // inotify instance and sleeps on the wake word (at least 2 s there).
@@ -116,10 +118,11 @@ public struct Handoff: Sendable {
             if isCancelled() { throw CancellationError() }
             if !spool.liveSupervisors().isEmpty {
                 supervisorSeen = Date()
-            } else if takeOverAtOnce || Date().timeIntervalSince(supervisorSeen) > settings.lease {
-                // A caller that can finish the transfer itself does so as soon as no daemon serves
-                // the spool (this node's daemon retires its heartbeat when it drains, and a dead
-                // one's pid is seen at once); a plain waiter gives a restarting daemon a lease.
+            } else if takesOver || Date().timeIntervalSince(supervisorSeen) > settings.lease {
+                // No daemon serves the spool any more. A caller that can finish the transfer
+                // itself does so at once: this node's daemon retires its heartbeat when it drains
+                // (SIGTERM) and a killed one's pid is seen dead; a foreign node's counts as live
+                // until its heartbeat is a lease old. A plain waiter gives a restarting daemon a lease.
                 throw HandoffError.noDaemon(repo: request.repo, spool: spool.root)
             }
             if let deadline, Date() >= deadline { throw HandoffError.timedOut(repo: request.repo) }
@@ -173,20 +176,21 @@ public struct Handoff: Sendable {
     }
 
     /// Starts `speech-fetchd` for a cache base in its own session, logging to the spool.
+    /// `discretionary` starts it (and so its workers) at nice 10.
     /// - Returns: the daemon's pid and its log file.
-    public func startDaemon(executable: String, base: URL) throws -> StartedDaemon {
+    @discardableResult
+    public func startDaemon(executable: String, base: URL, discretionary: Bool = false) throws -> StartedDaemon {
         let logPath = spool.root + "/fetchd-\(settings.node).log"
         let fd = open(logPath, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0o600)
         let logHandle = fd >= 0 ? FileHandle(fileDescriptor: fd, closeOnDealloc: true) : FileHandle.nullDevice
         let process = Process()
         let setsid = "/usr/bin/setsid"
-        if FileManager.default.isExecutableFile(atPath: setsid) {
-            process.executableURL = URL(fileURLWithPath: setsid)
-            process.arguments = [executable, "--cache-base", base.path]
-        } else {
-            process.executableURL = URL(fileURLWithPath: executable)
-            process.arguments = ["--cache-base", base.path]
-        }
+        let nice = "/usr/bin/nice"
+        var command = [executable, "--cache-base", base.path]
+        if discretionary && FileManager.default.isExecutableFile(atPath: nice) { command = [nice, "-n", "10"] + command }
+        if FileManager.default.isExecutableFile(atPath: setsid) { command = [setsid] + command }
+        process.executableURL = URL(fileURLWithPath: command[0])
+        process.arguments = Array(command.dropFirst())
         process.environment = environment
         process.standardInput = FileHandle.nullDevice
         process.standardOutput = logHandle

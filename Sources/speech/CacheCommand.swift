@@ -17,7 +17,8 @@ enum CacheCommand {
           verify [org/name] [--fix]   re-hash LFS files against their recorded sha256 (exit 1 when any is corrupt)
           rm <org/name>               delete a model (refused while it is in flight)
           clean [--older-than HOURS]  delete abandoned staging and orphaned spool entries older than HOURS (24)
-          import-hf [--hf-home DIR]   adopt models from a huggingface_hub cache by hard link, after checking them
+          import-hf [--hf-home DIR]   adopt models from a huggingface_hub cache (DIR/hub, else HF_HUB_CACHE, else
+                                      ${HF_HOME:-~/.cache/huggingface}/hub) by hard link, after checking them
         `speech cache <command> --help` describes each.
         """,
         options: [baseOption], minOperands: 1, maxOperands: nil)
@@ -40,7 +41,8 @@ enum CacheCommand {
                              options: [baseOption, .value("older-than", "HOURS", "age in hours (default 24)")]),
         "import-hf": CommandSpec(name: "speech cache import-hf",
                                  summary: """
-                                 Adopt models from a huggingface_hub cache (${HF_HOME:-~/.cache/huggingface}) by hard link
+                                 Adopt models from a huggingface_hub cache (DIR/hub, else HF_HUB_CACHE, else
+                                 ${HF_HOME:-~/.cache/huggingface}/hub) by hard link
                                  (copy across filesystems), after checking size and digest; exit 1 when a file is refused.
                                  """,
                                  options: [baseOption, .value("hf-home", "DIR", "the huggingface_hub home (default $HF_HOME)")]),
@@ -74,10 +76,20 @@ enum CacheCommand {
             switch command {
             case "ls":
                 let models = admin.list()
+                let hf = admin.listHubCache()
                 if parsed.flag("json") {
                     for model in models { emitJSON(json(model)) }
+                    for model in hf?.models ?? [] {
+                        var object = json(model)
+                        object["huggingFaceCache"] = hf?.hub.path
+                        emitJSON(object)
+                    }
                 } else {
-                    emit(renderList(models, base: admin.base))
+                    var out = renderList(models, base: admin.base)
+                    if let hf, !hf.models.isEmpty {
+                        out += "\nhuggingface_hub cache \(hf.hub.path) (HF_HUB_CACHE, HF_HOME):\n" + renderList(hf.models, base: hf.hub)
+                    }
+                    emit(out)
                 }
                 exit(0)
             case "verify":

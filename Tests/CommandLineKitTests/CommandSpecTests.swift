@@ -56,5 +56,6 @@ final class CommandSpecTests: XCTestCase {
         XCTAssertEqual(refusal(["org/x", "--quiet=yes"]), "speech download: --quiet takes no value")
         XCTAssertEqual(refusal([]), "speech download: missing <repo> [FILE]...")
         XCTAssertEqual(refusal(["org/x", "-qx"]), "speech download: unknown option -qx")
+        XCTAssertEqual(refusal(["org/x", "--include", ""]), "speech download: --include needs a value, not an empty string")
     }
 }

@@ -7,6 +7,7 @@ import Daemon
 import Digest
 import Foundation
 import HubClient
+import ModelCache
 
 /// What one daemon process is to do.
 public struct FetchdOptions: Sendable {
@@ -62,6 +63,7 @@ public enum FetchdProcess {
         RetryEvents.watch { event in
             log("\(event.subject): \(event.reason); retrying, attempt \(event.attempt) of \(event.attempts) in \(String(format: "%.1f", event.wait)) s")
         }
+        try CacheLocation.checkDirectory(cacheBase, role: "the cache base (--cache-base)", forWriting: true)
         try CryptoLibrary.load()  // every staging file hashes: without libcrypto, say so at start
         if options.isWorker {
             try Worker(cacheBase: cacheBase, environment: environment, slots: options.slots,
