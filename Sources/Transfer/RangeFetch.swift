@@ -68,8 +68,8 @@ public final class RangeFetch: @unchecked Sendable {
             case .locateAgain:
                 url = try locator.locate(file, repo: repo, commit: commit)
                 locations[key] = url
-            case .restartAsOneStream:
-                preconditionFailure("a worker's policy never restarts a file as one stream")
+            case .restartAsOneStream:  // not offered to a worker (`canRestartAsOneStream` is false)
+                throw HubError.badResponse(url: url, reason: "the server ignores Range requests")
             case .fail(let error):
                 throw error
             }

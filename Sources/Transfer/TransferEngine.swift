@@ -46,7 +46,6 @@ final class TransferRun: @unchecked Sendable {
     let policy: RangeAttemptPolicy
     let locator: FileLocator
     let meter: ProgressMeter
-    let progress: @Sendable (TransferProgress) -> Void
 
     // The loop's state (TransferLoop).
     let multi = CurlMulti()
@@ -67,7 +66,6 @@ final class TransferRun: @unchecked Sendable {
         self.repo = repo
         self.commit = commit
         self.directory = directory
-        self.progress = progress
         self.isCancelled = isCancelled
         policy = RangeAttemptPolicy(retry: engine.settings.retry, canRestartAsOneStream: true)
         locator = FileLocator(client: engine.client, rangeThreshold: engine.settings.rangeThreshold)
@@ -110,7 +108,7 @@ final class TransferRun: @unchecked Sendable {
             }
             if !takeOver.isEmpty {
                 let run = TransferRun(engine: engine, repo: repo, commit: commit, directory: directory,
-                                      progress: progress, isCancelled: isCancelled)
+                                      progress: meter.progress, isCancelled: isCancelled)
                 try run.execute(takeOver, alreadyComplete: [])
                 for file in takeOver { meter.fileDone(nil, bytes: file.size) }
             } else if !heldElsewhere.isEmpty {
