@@ -60,10 +60,13 @@ extension TransferRun {
         let easy = idleHandles.popLast() ?? CurlEasy()
         let writer = job.writer
         writer.beginAttempt()
-        writer.onWritten = { [unowned self] bytes in
-            job.task.countedBytes += bytes
+        // The task, not the job: the job holds this writer, so capturing it would be a cycle
+        // that keeps the staging file (and its descriptor) open after the run.
+        let task = job.task
+        writer.onWritten = { [unowned meter] bytes in
+            task.countedBytes += bytes
             meter.add(bytes: bytes)
-            meter.currentFile = job.task.file.path
+            meter.currentFile = task.file.path
         }
         var request = HTTPRequest(url: job.url, headers: engine.client.headers(for: job.url),
                                   connectTimeout: settings.connectTimeout, stallTimeout: settings.stallTimeout)
