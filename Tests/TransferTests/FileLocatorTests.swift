@@ -37,5 +37,17 @@ final class FileLocatorTests: HubTestCase {
                                                                      start: 0, end: 65535, into: part)
         }
         XCTAssertEqual(hub.bodyBytes(for: "\(repo)/model.safetensors"), 0, "no byte was fetched")
+
+        // With the tree's size the worker fetches the range, and its part is closed on return
+        // (the worker publishes or deletes it next).
+        let worker = try RangeFetch(client: client, settings: settings)  // kept, as a worker slot keeps its fetcher
+        try worker.fetch(listed, repo: id, commit: snapshot.commit, start: 65536, end: 131071, into: part)
+        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: part)),
+                       try source(repo, "model.safetensors").subdata(in: 65536 ..< 131072))
+        let open = ((try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []).compactMap {
+            try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\($0)")
+        }
+        XCTAssertFalse(open.contains { $0.hasSuffix("range.part") }, "the part file is closed: \(open)")
+        withExtendedLifetime(worker) {}
     }
 }
