@@ -9,6 +9,13 @@ let package = Package(
     products: [
         .library(name: "SpeechFetch", targets: ["SpeechFetch"]),
         .library(name: "TestHub", targets: ["TestHub"]),
+        // The layers the fuzz targets (Fuzz/Package.swift) reach into; nothing else uses them.
+        .library(name: "HubClient", targets: ["HubClient"]),
+        .library(name: "ModelCache", targets: ["ModelCache"]),
+        .library(name: "Transfer", targets: ["Transfer"]),
+        .library(name: "Spool", targets: ["Spool"]),
+        .library(name: "CacheAdmin", targets: ["CacheAdmin"]),
+        .library(name: "Digest", targets: ["Digest"]),
         .executable(name: "speech", targets: ["speech"]),
         .executable(name: "speech-fetchd", targets: ["speech-fetchd"]),
         .executable(name: "speech-testhub", targets: ["speech-testhub"]),

@@ -161,19 +161,19 @@ public struct Handoff: Sendable {
     }
 
     /// Starts `speech-fetchd` for a cache base in its own session, logging to the spool.
-    public func startDaemon(executable: String, base: URL) throws {
+    /// `discretionary` starts it (and so its workers) at nice 10.
+    public func startDaemon(executable: String, base: URL, discretionary: Bool = false) throws {
         let logPath = spool.root + "/fetchd-\(settings.node).log"
         let fd = open(logPath, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0o600)
         let logHandle = fd >= 0 ? FileHandle(fileDescriptor: fd, closeOnDealloc: true) : FileHandle.nullDevice
         let process = Process()
         let setsid = "/usr/bin/setsid"
-        if FileManager.default.isExecutableFile(atPath: setsid) {
-            process.executableURL = URL(fileURLWithPath: setsid)
-            process.arguments = [executable, "--cache-base", base.path]
-        } else {
-            process.executableURL = URL(fileURLWithPath: executable)
-            process.arguments = ["--cache-base", base.path]
-        }
+        let nice = "/usr/bin/nice"
+        var command = [executable, "--cache-base", base.path]
+        if discretionary && FileManager.default.isExecutableFile(atPath: nice) { command = [nice, "-n", "10"] + command }
+        if FileManager.default.isExecutableFile(atPath: setsid) { command = [setsid] + command }
+        process.executableURL = URL(fileURLWithPath: command[0])
+        process.arguments = Array(command.dropFirst())
         process.environment = environment
         process.standardInput = FileHandle.nullDevice
         process.standardOutput = logHandle

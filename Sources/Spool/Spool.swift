@@ -227,9 +227,7 @@ public final class Spool: @unchecked Sendable {
     /// so the next planner pass plans the file again from its sidecar (nothing waits on it).
     public func plannedFile(_ key: String) -> PlannedFile? {
         record("\(plansDir)/\(key).json") { data in
-            guard let plan = try? JSONDecoder().decode(PlannedFile.self, from: data), plan.key == key,
-                  plan.rangeSize > 0, plan.file.size > 0,
-                  plan.rangeCount == Int(plan.file.size / plan.rangeSize) + (plan.file.size % plan.rangeSize == 0 ? 0 : 1)
+            guard let plan = try? JSONDecoder().decode(PlannedFile.self, from: data), plan.key == key, plan.isConsistent
             else { return nil }
             return plan
         }

@@ -9,16 +9,16 @@ struct HTTPConnection {
     let socket: ConnectionSocket
     let listener: Listener
     let state: HubState
-    let answer: @Sendable (HTTPRequest) -> HTTPResponse
+    let answer: @Sendable (HubRequest) -> HubResponse
 
     func serve() {
         var reader = RequestReader()
         while !state.stopSignal.isStopped {
-            var request: HTTPRequest
+            var request: HubRequest
             do {
                 request = try reader.readHead(from: socket)
             } catch RequestReadError.malformed(let why) {
-                _ = socket.send(HTTPResponse.text(400, why).head(keepAlive: false) + Data((why + "\n").utf8))
+                _ = socket.send(HubResponse.text(400, why).head(keepAlive: false) + Data((why + "\n").utf8))
                 return
             } catch {
                 return
@@ -36,7 +36,7 @@ struct HTTPConnection {
     }
 
     /// Reads the body Content-Length announces; an answer to send instead when it cannot.
-    private func readBody(of request: inout HTTPRequest, reader: inout RequestReader) -> HTTPResponse? {
+    private func readBody(of request: inout HubRequest, reader: inout RequestReader) -> HubResponse? {
         if let coding = request.header("Transfer-Encoding"), coding.lowercased() != "identity" {
             return .text(411, "chunked request bodies are not supported: send Content-Length")
         }
@@ -56,7 +56,7 @@ struct HTTPConnection {
     }
 
     /// Writes the answer; false when the connection must end (failed send, or a fault closed it).
-    private func write(_ response: HTTPResponse, to request: HTTPRequest, keepAlive: Bool) -> Bool {
+    private func write(_ response: HubResponse, to request: HubRequest, keepAlive: Bool) -> Bool {
         var response = response
         // A file body's faults are taken before the head: one may change its Content-Length.
         var faults: BodyFaults?
