@@ -89,7 +89,11 @@ final class TransferRun: @unchecked Sendable {
             try waitForOtherWriters()
         } catch {
             shutDown()
-            throw error
+            // A full disk: the staging files and sidecars stay (with the heads of unfinished
+            // ranges), and the error says how much more room the rest needs.
+            throw DiskSpace.explain(error, directory: directory,
+                                    needed: tasks.filter { !$0.finalizing }.reduce(0) { $0 + $1.staging.remainingBytes },
+                                    staged: tasks.filter { !$0.finalizing }.map(\.file.path))
         }
         report(force: true)
     }
@@ -163,7 +167,12 @@ final class TransferRun: @unchecked Sendable {
             let done = task.staging.doneRanges
             for i in 0..<task.staging.rangeCount where !done.contains(i) {
                 let r = task.staging.range(i)
-                ready.append(RangeJob(task: task, index: i, start: r.start, end: r.end))
+                let job = RangeJob(task: task, index: i, start: r.start, end: r.end)
+                // The durable head an earlier run recorded (it stopped early): ask for the rest.
+                job.written = task.staging.partialBytes(i)
+                task.countedBytes += job.written
+                completedBytes += job.written
+                ready.append(job)
             }
         }
     }
@@ -361,6 +370,8 @@ final class TransferRun: @unchecked Sendable {
         case .changedOnServer(let why):
             fail(HubError.badResponse(url: job.url, reason: "\(job.task.file.path) changed on the server during the transfer (\(why)); run the download again"))
         case .write(let error):
+            // What reached the staging file before the write failed (a full disk) is kept.
+            if let index = job.index, job.written > 0 { job.task.staging.recordPartial(index, bytes: job.written) }
             fail(error)
         case .overflow:
             fail(HubError.badResponse(url: job.url, reason: "the server sent more bytes than its Content-Range promised"))
@@ -452,6 +463,11 @@ final class TransferRun: @unchecked Sendable {
     /// Stops every transfer and makes the progress so far durable, for a resume.
     private func shutDown() {
         for (_, entry) in active { multi.remove(entry.easy) }
+        // The heads of unfinished ranges go into the sidecar (after the sync below), so the
+        // next call resumes each range where it stopped, not from its start.
+        for job in active.values.map(\.job) + ready where !job.isComplete && job.written > 0 {
+            if let index = job.index, !job.task.finalizing { job.task.staging.recordPartial(index, bytes: job.written) }
+        }
         active.removeAll()
         for task in tasks where !task.finalizing {
             task.queue.sync {}  // hashing already queued lands in the last record
