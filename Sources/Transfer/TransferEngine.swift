@@ -49,6 +49,8 @@ final class TransferRun: @unchecked Sendable {
     var active: [ObjectIdentifier: (job: RangeJob, easy: CurlEasy)] = [:]
     var tasks: [FileTask] = []
     var fatal: Error?
+    /// Errors of single files (the first is thrown once the other files are done).
+    var failedFiles: [Error] = []
     /// Staging locks this run holds (one per file it writes), and files another process holds.
     lazy var locks = HeldLocks(lease: settings.lease)
     var heldElsewhere: [RepoFile] = []
@@ -87,6 +89,8 @@ final class TransferRun: @unchecked Sendable {
             try loop()
             releaseLocks()
             try waitForOtherWriters()
+            for task in tasks { task.syncQueue.sync {} }  // failed files' progress is recorded
+            if let first = failedFiles.first { throw first }
         } catch {
             shutDown()
             // A full disk: the staging files and sidecars stay (with the heads of unfinished
@@ -159,7 +163,7 @@ final class TransferRun: @unchecked Sendable {
             if ranged { large.append(task) }
         }
         try locate(large)
-        for task in tasks {
+        for task in tasks where !task.finalizing {
             if task.pending == 0 {
                 startFinalize(task)
                 continue
@@ -186,10 +190,17 @@ final class TransferRun: @unchecked Sendable {
             results[i] = Result { try engine.client.locate(repo, commit: commit, path: task.file.path) }
         }
         for (i, task) in large.enumerated() {
-            let location = try results[i]!.get()
+            let location: FileLocation
+            switch results[i]! {
+            case .success(let found): location = found
+            case .failure(let error):
+                failFile(task, error)
+                continue
+            }
             if let size = location.size, size != task.file.size {
-                throw HubError.badResponse(url: location.url,
-                                           reason: "\(task.file.path) is \(size) bytes there but \(task.file.size) in the tree")
+                failFile(task, HubError.badResponse(url: location.url,
+                                                    reason: "\(task.file.path) is \(size) bytes there but \(task.file.size) in the tree"))
+                continue
             }
             task.url = location.url
         }
@@ -238,7 +249,8 @@ final class TransferRun: @unchecked Sendable {
         for (task, error) in messages {
             finalizedCount += 1
             if let error {
-                if fatal == nil { fatal = error }
+                // A file that did not verify was deleted; the others go on.
+                failedFiles.append(error)
                 continue
             }
             filesDone += 1
@@ -333,7 +345,7 @@ final class TransferRun: @unchecked Sendable {
                 }
             } else {
                 let error = HubError.from(response, repo: repo, revision: commit, path: job.task.file.path)
-                error.isRetryable ? retry(job, error) : fail(error)
+                error.isRetryable ? retry(job, error) : failFile(job.task, error)
             }
         case .transport(let error):
             retry(job, HubError.transport(error))
@@ -346,7 +358,7 @@ final class TransferRun: @unchecked Sendable {
         switch job.failure {
         case .redirect(let target):
             job.redirects += 1
-            guard job.redirects <= 10 else { return fail(HubError.badResponse(url: job.url, reason: "too many redirects")) }
+            guard job.redirects <= 10 else { return failFile(job.task, HubError.badResponse(url: job.url, reason: "too many redirects")) }
             job.url = target
             ready.insert(job, at: 0)
         case .rangeIgnored:
@@ -354,7 +366,7 @@ final class TransferRun: @unchecked Sendable {
         case .expiredLocation:
             job.attempts += 1
             guard job.attempts < settings.retry.attempts else {
-                return fail(HubError.http(status: 403, url: job.url, message: "the download location keeps expiring", retryAfter: nil))
+                return failFile(job.task, HubError.http(status: 403, url: job.url, message: "the download location keeps expiring", retryAfter: nil))
             }
             do {
                 let location = try engine.client.locate(repo, commit: commit, path: job.task.file.path)
@@ -363,18 +375,18 @@ final class TransferRun: @unchecked Sendable {
                 job.url = location.url
                 ready.insert(job, at: 0)
             } catch {
-                fail(error)
+                failFile(job.task, error)
             }
         case .badRange(let why):
             retry(job, HubError.badResponse(url: job.url, reason: why))
         case .changedOnServer(let why):
-            fail(HubError.badResponse(url: job.url, reason: "\(job.task.file.path) changed on the server during the transfer (\(why)); run the download again"))
+            failFile(job.task, HubError.badResponse(url: job.url, reason: "\(job.task.file.path) changed on the server during the transfer (\(why)); run the download again"))
         case .write(let error):
             // What reached the staging file before the write failed (a full disk) is kept.
             if let index = job.index, job.written > 0 { job.task.staging.recordPartial(index, bytes: job.written) }
             fail(error)
         case .overflow:
-            fail(HubError.badResponse(url: job.url, reason: "the server sent more bytes than its Content-Range promised"))
+            failFile(job.task, HubError.badResponse(url: job.url, reason: "the server sent more bytes than its Content-Range promised"))
         case nil:
             retry(job, HubError.badResponse(url: job.url, reason: "transfer stopped (HTTP \(status))"))
         }
@@ -384,7 +396,7 @@ final class TransferRun: @unchecked Sendable {
     private func retry(_ job: RangeJob, _ error: HubError) {
         job.attempts += 1
         guard error.isRetryable || isBadResponse(error), job.attempts < settings.retry.attempts else {
-            return fail(error)
+            return failFile(job.task, error)
         }
         job.notBefore = Date().addingTimeInterval(settings.retry.delay(afterAttempt: job.attempts, retryAfter: error.retryAfter))
         ready.append(job)
@@ -397,6 +409,24 @@ final class TransferRun: @unchecked Sendable {
 
     private func fail(_ error: Error) {
         if fatal == nil { fatal = error }
+    }
+
+    /// One file cannot be fetched (404, gated, changed on the server, retries used up, checksum):
+    /// its jobs stop and its progress is kept, the other files of the set go on to be finalized,
+    /// and the call fails at the end naming this file. Only what concerns every file (a full
+    /// disk, a lost lock, cancelling) stops the whole set.
+    private func failFile(_ task: FileTask, _ error: Error) {
+        guard !task.finalizing else { return }
+        task.finalizing = true
+        ready.removeAll { $0.task === task }
+        for (key, entry) in active where entry.job.task === task {
+            multi.remove(entry.easy)
+            active.removeValue(forKey: key)
+            idleHandles.append(entry.easy)
+        }
+        task.syncQueue.async { try? task.staging.persist() }
+        failedFiles.append(error)
+        finalizedCount += 1
     }
 
     private func complete(_ job: RangeJob) {
@@ -419,7 +449,7 @@ final class TransferRun: @unchecked Sendable {
     /// The server ignored Range: forget this file's ranges and fetch it as one stream from byte 0.
     private func restartAsOneStream(_ task: FileTask) {
         guard !task.wholeFallback else {
-            return fail(HubError.badResponse(url: task.url, reason: "the server ignores Range even for a whole-file request"))
+            return failFile(task, HubError.badResponse(url: task.url, reason: "the server ignores Range even for a whole-file request"))
         }
         task.wholeFallback = true
         ready.removeAll { $0.task === task }
