@@ -93,17 +93,25 @@ public final class HubClient: Sendable {
             pages += 1
             if pages > 100_000 { throw HubError.badResponse(url: url, reason: "tree pagination does not end") }
             let response = try retry.run { try get(url, repo: repo, revision: commit) }
-            guard let entries = try? JSONSerialization.jsonObject(with: response.body) as? [[String: Any]] else {
-                throw HubError.badResponse(url: url, reason: "the tree answer is not a JSON array")
-            }
-            for entry in entries where (entry["type"] as? String) != "directory" {
-                guard let path = entry["path"] as? String else {
-                    throw HubError.badResponse(url: url, reason: "a tree entry has no path")
-                }
-                try RepoPath.validate(path, in: repo)
-                files.append(try HubClient.treeFile(entry, path: path, repo: repo))
-            }
+            files += try HubClient.treeFiles(response.body, of: repo, url: url)
             next = HubClient.nextLink(response.headers["Link"], relativeTo: url)
+        }
+        return files
+    }
+
+    /// The files of one tree page (`url` names it in errors): directories dropped, every path
+    /// validated.
+    public static func treeFiles(_ body: Data, of repo: RepoID, url: String) throws -> [RepoFile] {
+        guard let entries = try? JSONSerialization.jsonObject(with: body) as? [[String: Any]] else {
+            throw HubError.badResponse(url: url, reason: "the tree answer is not a JSON array")
+        }
+        var files: [RepoFile] = []
+        for entry in entries where (entry["type"] as? String) != "directory" {
+            guard let path = entry["path"] as? String else {
+                throw HubError.badResponse(url: url, reason: "a tree entry has no path")
+            }
+            try RepoPath.validate(path, in: repo)
+            files.append(try treeFile(entry, path: path, repo: repo))
         }
         return files
     }

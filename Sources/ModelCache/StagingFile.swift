@@ -360,14 +360,28 @@ public final class StagingFile: @unchecked Sendable {
         guard lstat(dataURL.path, &onDisk) == 0, UInt64(onDisk.st_ino) == inode else {
             throw CacheError.io(path: dataURL.path, operation: "finalize (it was replaced or deleted meanwhile) the staging file", errno: ESTALE)
         }
-        let target = directory.finalURL(file.path)
-        try StagingFile.makeDirectory(target.deletingLastPathComponent())
-        guard rename(dataURL.path, target.path) == 0 else {
-            throw CacheError.io(path: target.path, operation: "rename into place", errno: errno)
+        if directory.hubCommit != nil {
+            // huggingface_hub gives a blob the mode a new file in the cache gets (0666 less the umask).
+            fchmod(fd, 0o666 & ~StagingFile.umaskValue)
+            try directory.installBlob(from: dataURL.path, file: file)
+        } else {
+            let target = directory.finalURL(file.path)
+            try StagingFile.makeDirectory(target.deletingLastPathComponent())
+            guard rename(dataURL.path, target.path) == 0 else {
+                throw CacheError.io(path: target.path, operation: "rename into place", errno: errno)
+            }
         }
         unlink(sidecarURL.path)
         StagingFile.removeStagingIfEmpty(directory)
     }
+
+    /// This process's umask, read from /proc (calling umask(2) to read it would race other threads).
+    static let umaskValue: mode_t = {
+        guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
+              let line = status.split(separator: "\n").first(where: { $0.hasPrefix("Umask:") }),
+              let value = mode_t(line.dropFirst(6).trimmingCharacters(in: .whitespaces), radix: 8) else { return 0o022 }
+        return value
+    }()
 
     /// Deletes the staged bytes and the sidecar.
     public func discard() {
@@ -380,7 +394,8 @@ public final class StagingFile: @unchecked Sendable {
         rmdir(directory.stagingDirectory.path)  // fails harmlessly while anything is left
     }
 
-    static func contiguousEnd(_ done: Set<Int>, rangeSize: Int64, size: Int64) -> Int64 {
+    /// Bytes from offset 0 that `done` covers without a gap (at most `size`).
+    public static func contiguousEnd(_ done: Set<Int>, rangeSize: Int64, size: Int64) -> Int64 {
         var i = 0
         while done.contains(i) { i += 1 }
         return min(size, Int64(i) * rangeSize)

@@ -38,7 +38,7 @@ public struct Splicer: Sendable {
     /// Splices the parts of one file, records them in its sidecar, and finalizes it when whole.
     @discardableResult
     public func splice(_ plan: PlannedFile) -> SpliceOutcome {
-        let directory = ModelDirectory(URL(fileURLWithPath: plan.modelDir))
+        let directory = plan.directory
         if directory.isComplete(plan.file) {
             spool.dropPlan(plan)
             return .finalized
@@ -91,7 +91,7 @@ public struct Splicer: Sendable {
     /// Marks requests done when every file is final, failed when one of their files failed.
     public func settleRequests() {
         for request in spool.requests() where spool.state(of: request.id) == .active {
-            let directory = ModelDirectory(URL(fileURLWithPath: request.modelDir))
+            let directory = request.directory
             var complete = true
             for file in request.files where !directory.isComplete(file) {
                 complete = false
@@ -101,7 +101,11 @@ public struct Splicer: Sendable {
                     break
                 }
             }
-            if complete { spool.markDone(request.id) }
+            if complete {
+                // A detached request has no caller left to record the ref: the settler does.
+                try? directory.recordRevision(request.revision)
+                spool.markDone(request.id)
+            }
         }
     }
 }
@@ -123,7 +127,7 @@ public struct Planner: Sendable {
     public func planRequests() {
         for request in spool.requests() where spool.state(of: request.id) == .active {
             if ownRequestsOnly && request.node != spool.owner.node { continue }
-            let directory = ModelDirectory(URL(fileURLWithPath: request.modelDir))
+            let directory = request.directory
             for file in request.files where !directory.isComplete(file) {
                 let key = PlannedFile.key(modelDir: request.modelDir, path: file.path, commit: request.commit)
                 if spool.failure(of: key) != nil || spool.plannedFile(key) != nil { continue }
@@ -134,7 +138,7 @@ public struct Planner: Sendable {
 
     private func plan(_ file: RepoFile, of request: SpoolRequest, in directory: ModelDirectory) {
         if file.size == 0 {
-            try? AtomicFile.write(Data(), to: directory.finalURL(file.path))
+            try? directory.placeEmptyFile(file)
             return
         }
         // The staging file and sidecar are made (or validated) under the lock; the ranges the
@@ -155,7 +159,7 @@ public struct Planner: Sendable {
             return
         }
         let planned = PlannedFile(repo: request.repo, modelDir: request.modelDir, commit: request.commit, file: file,
-                                  rangeSize: staging.rangeSize, node: request.node)
+                                  rangeSize: staging.rangeSize, node: request.node, layout: request.layout)
         let done = staging.doneRanges
         try? staging.persist()
         try? spool.plan(planned, pending: (0..<planned.rangeCount).filter { !done.contains($0) })
@@ -165,7 +169,7 @@ public struct Planner: Sendable {
     /// planned file that is not done, not ready, not claimed and has no part.
     public func repairLostJobs() {
         for plan in spool.plannedFiles() {
-            let directory = ModelDirectory(URL(fileURLWithPath: plan.modelDir))
+            let directory = plan.directory
             if directory.isComplete(plan.file) { spool.dropPlan(plan); continue }
             // Look in the order a job moves (ready, claimed, part, done), so a job that moves
             // while we look is seen at a later stage, never missed.

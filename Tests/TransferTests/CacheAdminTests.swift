@@ -1,5 +1,6 @@
 // `speech cache`: ls, verify (--fix), rm, clean and import-hf against real files: real symlinks
 // in a huggingface_hub layout, real hard links, real staging locks and spool entries.
+import CacheAdmin
 import Digest
 import Foundation
 import HubClient

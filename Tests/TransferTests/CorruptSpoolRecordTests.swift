@@ -1,6 +1,8 @@
 // A spool record that was read whole but does not parse (truncated, garbage) goes to
 // spool/corrupt/ with a log line, and the request goes on from what is on disk: no caller,
 // waiter, daemon or `speech cache` command ever hangs on it or reports a reason it invented.
+import CacheAdmin
+import Daemon
 import Foundation
 import ModelCache
 import SpeechFetch

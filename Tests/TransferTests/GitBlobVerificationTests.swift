@@ -2,6 +2,7 @@
 // tree lists, embedded and daemon-hosted alike, and `speech cache verify` re-checks them:
 // a corrupt file is never cached, whatever kind of file it is.
 import Digest
+import CacheAdmin
 import Foundation
 import ModelCache
 import SpeechFetch

@@ -1,0 +1,213 @@
+// Handoff - a caller's side of the spool: hand a request to the daemon and wait for it,
+// adopt what a daemon left behind, start a daemon for `--detach`.
+import FileEvents
+import Foundation
+import HubClient
+import ModelCache
+import Spool
+import Transfer
+
+/// A caller's side of one cache base's spool.
+public struct Handoff: Sendable {
+    public let spool: Spool
+    let settings: DownloadSettings
+    let environment: [String: String]
+
+    /// The hand-off for the spool of a cache base, or nil when the spool cannot be made there
+    /// (callers with only a `cacheDir` use the default base's spool).
+    public init?(base: URL, settings: DownloadSettings, environment: [String: String]) {
+        guard let spool = try? Spool(base: base, node: settings.node, lease: settings.lease) else { return nil }
+        self.spool = spool
+        self.settings = settings
+        self.environment = environment
+    }
+
+    /// True while a supervisor's heartbeat is fresh in this spool.
+    public var daemonServes: Bool { !spool.liveSupervisors().isEmpty }
+
+    /// Writes `request` into the spool: the daemon (now or later) fetches it.
+    public func submit(_ request: SpoolRequest) throws { try spool.submit(request) }
+
+    /// The request for `repo` asked for most recently, if any.
+    public func latestRequest(for repo: String) -> SpoolRequest? {
+        spool.requests().filter { $0.repo == repo }.max { spool.lastAsked($0.id) < spool.lastAsked($1.id) }
+    }
+
+    /// Splices parts a daemon (or a dead worker) left for these files before the embedded
+    /// engine starts, so no published byte is fetched again.
+    public func adopt(_ files: [RepoFile], commit: String, directory: ModelDirectory) {
+        for file in files {
+            let key = PlannedFile.key(modelDir: directory.path, path: file.path, commit: commit)
+            if let plan = spool.plannedFile(key) { Splicer(spool: spool).splice(plan) }
+        }
+    }
+
+    /// After the embedded engine finished these files: forget their jobs, settle requests.
+    public func retirePlans(_ files: [RepoFile], commit: String, directory: ModelDirectory) {
+        for file in files {
+            let key = PlannedFile.key(modelDir: directory.path, path: file.path, commit: commit)
+            if let plan = spool.plannedFile(key), directory.isComplete(file) { spool.dropPlan(plan) }
+            spool.clearFailure(key)
+        }
+        Splicer(spool: spool).settleRequests()
+    }
+
+    /// Blocks until the request is done (returns) or failed (throws), reporting progress from
+    /// the staging sidecars and the parts. Splices parts nobody else takes care of (no live
+    /// supervisor, or left for two seconds): any process may. Cancelling stops only the
+    /// waiting; the transfer goes on in the daemon. With `progress` it also wakes on every
+    /// published part to report it; plain waiters wake only on completion, failure, or their poll.
+    /// `takesOver`: the caller finishes the transfer itself when the daemon is gone
+    /// (`noDaemon`), so a killed local daemon is reported at once instead of after a lease.
+    public func waitFor(_ request: SpoolRequest, timeout: Double? = nil, takesOver: Bool = false,
+                 progress: (@Sendable (TransferProgress) -> Void)? = nil,
+                 isCancelled: @escaping @Sendable () -> Bool = { false }) throws {
+        let watcher = DirectoryWatcher.shared
+        for dir in [spool.doneDir, spool.failedDir] + (progress != nil ? [spool.partsDir] : []) { watcher?.watch(dir) }
+        // The full pass (orphans, supervisor liveness): every 2 s where inotify sees every writer;
+        // the cluster poll interval where other nodes write unseen, or where this process has no
+        // inotify instance and sleeps on the wake word (at least 2 s there).
+        let interval = Int(settings.pollInterval.rounded())
+        let poll = FilesystemKind.inotifySeesAllWriters(spool.root) ? (watcher != nil ? 2 : max(2, interval)) : max(1, interval)
+        let directory = request.directory
+        let splicer = Splicer(spool: spool)
+        let deadline = timeout.map { Date().addingTimeInterval($0) }
+        let total = request.files.reduce(Int64(0)) { $0 + $1.size }
+        var supervisorSeen = Date()
+        var firstPass = true
+        let wakeWord = watcher == nil ? spool.wakeWord() : nil  // without inotify, sleep on the word
+        while true {
+            // The markers first (two access(2) calls): a wake-up that finds the request settled
+            // costs next to nothing, which matters when hundreds of waiters wake at once.
+            if spool.state(of: request.id) == .active {
+                // Its record was unreadable and went to corrupt/ (docs/protocol.md): this
+                // process knows the request whole, so it asks again rather than wait on nothing.
+                if !spool.hasRequest(request.id) { try spool.submit(request) }
+                if spool.hasOrphanParts(olderThan: 2) {
+                    splicer.spliceAll()
+                } else if firstPass || spool.liveSupervisors().isEmpty {
+                    splicer.settleRequests()  // files may be final with nobody left to say so
+                }
+            }
+            firstPass = false
+            switch spool.state(of: request.id) {
+            case .done:
+                progress?(TransferProgress(completedBytes: total, totalBytes: total, filesDone: request.files.count,
+                                           filesTotal: request.files.count))
+                return
+            case .failed(let reason):
+                throw HandoffError.requestFailed(repo: request.repo, reason: reason)
+            case .active:
+                break
+            }
+            // Plain waiters (`speech wait`) show no progress: they skip reading the sidecars.
+            if let progress { progress(handedOverProgress(request, directory: directory, total: total)) }
+            if isCancelled() { throw CancellationError() }
+            if !spool.liveSupervisors().isEmpty {
+                supervisorSeen = Date()
+            } else if Date().timeIntervalSince(supervisorSeen) > settings.lease || (takesOver && spool.localSupervisorIsDead()) {
+                // A foreign node's daemon is judged by its heartbeat's age; this node's, when
+                // its pid is gone, at once (a SIGKILLed daemon must not cost the caller a lease).
+                throw HandoffError.noDaemon(repo: request.repo, spool: spool.root)
+            }
+            if let deadline, Date() >= deadline { throw HandoffError.timedOut(repo: request.repo) }
+            let seconds = deadline.map { max(1, min(poll, Int($0.timeIntervalSinceNow.rounded(.up)))) } ?? poll
+            if let watcher {
+                _ = watcher.wait(seconds: seconds)
+            } else if let wake = wakeWord {
+                // No inotify for this process (e.g. the per-user limit of instances, 128 by
+                // default, is used up by other waiters): sleep on the spool's wake word, which
+                // whoever publishes a marker bumps (any request's: then look and sleep again).
+                // Ctrl-C ends the sleep (EINTR, StopSignal's handler), as on the inotify path.
+                let until = Date().addingTimeInterval(Double(seconds))
+                while !isCancelled() {
+                    let generation = wake.generation  // before the check: a bump after it ends the nap
+                    let left = until.timeIntervalSinceNow
+                    guard left > 0, spool.state(of: request.id) == .active else { break }
+                    wake.wait(whileGeneration: generation, seconds: left)
+                }
+            } else {
+                // Neither: check the markers every 50 ms (two access(2) calls), the full pass at
+                // the poll interval.
+                let until = Date().addingTimeInterval(Double(seconds))
+                while Date() < until && spool.state(of: request.id) == .active && !isCancelled() {
+                    usleep(50_000)
+                }
+            }
+        }
+    }
+
+    private func handedOverProgress(_ request: SpoolRequest, directory: ModelDirectory, total: Int64) -> TransferProgress {
+        var bytes: Int64 = 0
+        var done = 0
+        let parts = spool.partsByFile()
+        for file in request.files {
+            if directory.isComplete(file) {
+                bytes += file.size
+                done += 1
+                continue
+            }
+            let key = PlannedFile.key(modelDir: request.modelDir, path: file.path, commit: request.commit)
+            let sidecar = StagingFile.sidecarURL(file.path, in: directory)
+            if let record = SpoolFS.read(sidecar.path).flatMap({ try? JSONDecoder().decode(Sidecar.self, from: $0) }) {
+                let ranges = Set(record.done).union(parts[key] ?? [])
+                bytes += ranges.reduce(Int64(0)) { sum, i in
+                    sum + max(0, min(record.size, Int64(i + 1) * record.rangeSize) - Int64(i) * record.rangeSize)
+                }
+            }
+        }
+        return TransferProgress(completedBytes: min(bytes, total), totalBytes: total, filesDone: done,
+                                filesTotal: request.files.count)
+    }
+
+    /// Starts `speech-fetchd` for a cache base in its own session, logging to the spool.
+    /// `discretionary` starts it (and so its workers) at nice 10.
+    public func startDaemon(executable: String, base: URL, discretionary: Bool = false) throws {
+        let logPath = spool.root + "/fetchd-\(settings.node).log"
+        let fd = open(logPath, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        let logHandle = fd >= 0 ? FileHandle(fileDescriptor: fd, closeOnDealloc: true) : FileHandle.nullDevice
+        let process = Process()
+        let setsid = "/usr/bin/setsid"
+        let nice = "/usr/bin/nice"
+        var command = [executable, "--cache-base", base.path]
+        if discretionary && FileManager.default.isExecutableFile(atPath: nice) { command = [nice, "-n", "10"] + command }
+        if FileManager.default.isExecutableFile(atPath: setsid) { command = [setsid] + command }
+        process.executableURL = URL(fileURLWithPath: command[0])
+        process.arguments = Array(command.dropFirst())
+        process.environment = environment
+        process.standardInput = FileHandle.nullDevice
+        process.standardOutput = logHandle
+        process.standardError = logHandle
+        try process.run()
+        // Wait for its heartbeat, so a following `speech wait` sees it.
+        let deadline = Date().addingTimeInterval(10)
+        while spool.liveSupervisors().isEmpty {
+            guard Date() < deadline, process.isRunning else { throw HandoffError.daemonDidNotStart(log: logPath) }
+            usleep(20_000)
+        }
+    }
+}
+
+/// How a hand-over to the daemon failed, as its caller sees it.
+public enum HandoffError: Error, Sendable, CustomStringConvertible {
+    /// The daemon could not fetch the request (404, gated, checksum mismatch after retries…).
+    case requestFailed(repo: String, reason: String)
+    case timedOut(repo: String)
+    /// A request waits in the spool but no speech-fetchd has served the base for a lease.
+    case noDaemon(repo: String, spool: String)
+    /// `--detach` started speech-fetchd but it never came up.
+    case daemonDidNotStart(log: String)
+
+    public var description: String {
+        switch self {
+        case .requestFailed(let repo, let reason):
+            return "the download of \(repo) failed: \(reason)"
+        case .noDaemon(let repo, let spool):
+            return "\(repo) is requested in \(spool) but no speech-fetchd serves it; start `speech-fetchd --cache-base …` or run `speech download \(repo)` to fetch it in this process"
+        case .daemonDidNotStart(let log):
+            return "speech-fetchd did not start; see \(log)"
+        case .timedOut(let repo):
+            return "timed out waiting for \(repo); the transfer goes on"
+        }
+    }
+}
