@@ -57,7 +57,9 @@ public struct Handoff: Sendable {
     /// supervisor, or left for two seconds): any process may. Cancelling stops only the
     /// waiting; the transfer goes on in the daemon. With `progress` it also wakes on every
     /// published part to report it; plain waiters wake only on completion, failure, or their poll.
-    public func waitFor(_ request: SpoolRequest, timeout: Double? = nil,
+    /// `takesOver`: the caller finishes the transfer itself when the daemon is gone
+    /// (`noDaemon`), so a killed local daemon is reported at once instead of after a lease.
+    public func waitFor(_ request: SpoolRequest, timeout: Double? = nil, takesOver: Bool = false,
                  progress: (@Sendable (TransferProgress) -> Void)? = nil,
                  isCancelled: @escaping @Sendable () -> Bool = { false }) throws {
         let watcher = DirectoryWatcher.shared
@@ -103,7 +105,9 @@ public struct Handoff: Sendable {
             if isCancelled() { throw CancellationError() }
             if !spool.liveSupervisors().isEmpty {
                 supervisorSeen = Date()
-            } else if Date().timeIntervalSince(supervisorSeen) > settings.lease {
+            } else if Date().timeIntervalSince(supervisorSeen) > settings.lease || (takesOver && spool.localSupervisorIsDead()) {
+                // A foreign node's daemon is judged by its heartbeat's age; this node's, when
+                // its pid is gone, at once (a SIGKILLed daemon must not cost the caller a lease).
                 throw HandoffError.noDaemon(repo: request.repo, spool: spool.root)
             }
             if let deadline, Date() >= deadline { throw HandoffError.timedOut(repo: request.repo) }

@@ -94,7 +94,7 @@ public struct ModelDirectory: Sendable {
 
     /// Records the snapshot (atomically: temp file, fsync, rename).
     public func writeManifest(_ snapshot: RepoSnapshot) throws {
-        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        try StagingFile.makeDirectory(url)  // a CacheError naming the path, not Foundation's text
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         try AtomicFile.write(try encoder.encode(snapshot), to: url.appendingPathComponent(ModelDirectory.manifestName))

@@ -34,6 +34,7 @@ extension HuggingFaceDownloader {
                      isCancelled: @escaping @Sendable () -> Bool = { false }) throws -> WaitOutcome {
         let repo = try RepoID(rawRepo)
         let base = cacheBaseDir ?? defaultCacheBase
+        try checkLocations(cacheDir: nil, cacheBaseDir: cacheBaseDir, forWriting: false)
         let directory = ModelDirectory(CacheLocation.modelDirectory(base: base, repo: repo))
         if let handoff = handoff(base: base), let request = handoff.latestRequest(for: repo.description) {
             try handoff.waitFor(request, timeout: timeout, isCancelled: isCancelled)

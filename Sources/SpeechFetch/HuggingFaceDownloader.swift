@@ -102,6 +102,7 @@ public final class HuggingFaceDownloader: Sendable {
                                  isCancelled: @escaping @Sendable () -> Bool = { false }) throws -> DownloadResult {
         if cacheDir != nil && (cacheBaseDir != nil || huggingFaceCache != nil) { throw DownloadError.conflictingDirectories }
         let repo = try RepoID(rawRepo)
+        try checkLocations(cacheDir: cacheDir, cacheBaseDir: cacheBaseDir, forWriting: false)
         let selection = FileSelection(include)
         let directory: ModelDirectory
         let cached: OfflineCheck
@@ -148,6 +149,7 @@ public final class HuggingFaceDownloader: Sendable {
                                                missing: cached.missing,
                                                cause: "\(error)")
         }
+        try checkLocations(cacheDir: cacheDir, cacheBaseDir: cacheBaseDir, forWriting: true)
         if let huggingFaceCache { HubCache.tag(huggingFaceCache) }
         return try fetch(snapshot, repo: repo, selection: selection, into: directory.atCommit(snapshot.commit), spoolBase: cacheBaseDir ?? defaultCacheBase,
                          host: host, requestTimeout: requestTimeout, progress: progress, isCancelled: isCancelled)
@@ -196,7 +198,7 @@ public final class HuggingFaceDownloader: Sendable {
                                            layout: directory.layoutName)
                 try handoff.submit(request)
                 do {
-                    try handoff.waitFor(request, timeout: requestTimeout, progress: progress, isCancelled: isCancelled)
+                    try handoff.waitFor(request, timeout: requestTimeout, takesOver: true, progress: progress, isCancelled: isCancelled)
                     try directory.writeManifest(snapshot)
                     try directory.recordRevision(snapshot.revision)
                     return DownloadResult(directory: directory.filesURL, files: needed.map(\.path), commit: snapshot.commit,
@@ -220,6 +222,19 @@ public final class HuggingFaceDownloader: Sendable {
         try directory.recordRevision(snapshot.revision)
         return DownloadResult(directory: directory.filesURL, files: needed.map(\.path), commit: snapshot.commit,
                               fetched: fetched, warning: nil)
+    }
+
+    /// Checks the directories a call names (or the default base) before anything is written,
+    /// so that a file, a dangling link or a read-only mount is an error naming the setting.
+    func checkLocations(cacheDir: URL?, cacheBaseDir: URL?, forWriting: Bool) throws {
+        if let cacheDir {
+            try CacheLocation.checkDirectory(cacheDir, role: "the model directory (cacheDir, --cache-dir)", forWriting: forWriting)
+        } else if let cacheBaseDir {
+            try CacheLocation.checkDirectory(cacheBaseDir, role: "the cache base (cacheBaseDir, --cache-base)", forWriting: forWriting)
+        } else {
+            try CacheLocation.checkDirectory(defaultCacheBase, role: "the default cache base (QWEN3_CACHE_DIR, XDG_CACHE_HOME)",
+                                             forWriting: forWriting)
+        }
     }
 
     /// A file is current when it is on disk at the right size and, if an earlier call recorded
