@@ -103,9 +103,9 @@ def render(doc):
     if len(runs) > 1:
         L.append("")
         L.append(f"Measured in {len(runs)} runs and merged into this page: "
-                 + "; ".join(f"scenario{'s' if len(keys) > 1 else ''} {words(keys)} on {gen} at speech-fetch {commit}"
+                 + "; ".join(f"scenario{'s' if len(ks) > 1 else ''} {words(ks)} on {gen} at speech-fetch {commit}"
                              + (" (the run the machine and method sections describe)" if run == doc.get("run") else "")
-                             for gen, commit, run, keys in runs) + ".")
+                             for gen, commit, run, ks in runs) + ".")
     if quick:
         L.append("")
         L.append(f"**Quick run (`BENCH_QUICK=1`): a {size_mib:.0f} MiB file and {doc['runs']} run(s) per "
