@@ -63,7 +63,9 @@ final class HubCacheTests: HubTestCase {
     func testInterruptedDownloadLeavesNoHalfBlobAndResumes() throws {
         try makeRepo()
         let file = "\(repo)/model.safetensors"
-        hub.setFault(.rateLimit(bytesPerSecond: 1 << 20), for: file)
+        // Slow enough (12 ranges, 4 at a time, ~3 s in all) that the cancel after 3 ranges lands
+        // long before the file could finish, even on a loaded machine.
+        hub.setFault(.rateLimit(bytesPerSecond: 256 << 10), for: file)
         let sha = SHA256.hex(of: try source(repo, "model.safetensors"))
         let sidecar = folder.appendingPathComponent(".incomplete/model.safetensors.sidecar.json")
         let stop = StopFlag()
