@@ -14,7 +14,7 @@ public struct RetryEvent: Sendable {
     public let attempts: Int
     /// Seconds until that attempt.
     public let wait: Double
-    /// True when nothing answered at all (refused, no DNS, reset): a cold cache cannot be served.
+    /// True when nothing answered at all (connection refused, no DNS): a cold cache cannot be served.
     public let isUnreachable: Bool
 
     public init(subject: String, error: HubError, attempt: Int, attempts: Int, wait: Double) {
@@ -23,7 +23,9 @@ public struct RetryEvent: Sendable {
         self.attempt = attempt
         self.attempts = attempts
         self.wait = wait
-        self.isUnreachable = error.isTransport
+        // libcurl's "could not resolve proxy" (5), "could not resolve host" (6), "could not
+        // connect" (7): nothing answered at all. A stall or a reset did get an answer started.
+        if case .transport(let failure) = error { self.isUnreachable = !failure.isStall && [5, 6, 7].contains(failure.code) } else { self.isUnreachable = false }
     }
 }
 

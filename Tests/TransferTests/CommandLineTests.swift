@@ -219,6 +219,7 @@ final class CommandLineTests: DaemonTestCase {
         let retries = lines.all.filter { $0.text.contains("retrying") }
         XCTAssertEqual(retries.count, 2, "one line per retry: \(lines.all.map(\.text))")
         XCTAssertTrue(retries.first?.text.contains("HTTP 503") ?? false, "\(retries)")
+        XCTAssertFalse(retries.first?.text.contains("nothing answered") ?? true, "a 503 is an answer: \(retries)")
         XCTAssertTrue(retries.first?.text.contains("attempt 2 of 5 in 2.0 s") ?? false, "\(retries)")
         XCTAssertTrue(retries.last?.text.contains("attempt 3 of 5") ?? false, "\(retries)")
         guard let failed = failures.all.first, let line = retries.first else { return XCTFail("no failure seen") }
