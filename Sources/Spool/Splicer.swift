@@ -24,12 +24,16 @@ public struct Splicer: Sendable {
     public func spliceAll() -> [String: SpliceOutcome] {
         var outcomes: [String: SpliceOutcome] = [:]
         for (key, indices) in spool.partsByFile() {
-            guard let plan = spool.plannedFile(key) else {
+            switch spool.lookPlan(key) {
+            case .found(let plan):
+                outcomes[key] = splice(plan)
+            case .absent:
                 // A part whose plan is gone belongs to a file that is final or failed.
                 for index in indices { unlink(spool.partPath(key: key, index: index)) }
-                continue
+            case .unknown:
+                // An unreadable plan is not a missing one: the parts stay for the next pass.
+                outcomes[key] = .busy
             }
-            outcomes[key] = splice(plan)
         }
         settleRequests()
         return outcomes
@@ -54,7 +58,7 @@ public struct Splicer: Sendable {
             let staging = try StagingFile(file: plan.file, in: directory, commit: plan.commit, rangeSize: plan.rangeSize)
             let done = staging.doneRanges
             var spliced: [String] = []
-            for index in 0..<plan.rangeCount where spool.hasPart(plan, index) {
+            for index in 0..<plan.rangeCount where spool.hasPart(plan, index) == true {
                 let part = spool.partPath(plan, index)
                 if done.contains(index) { spliced.append(part); continue }
                 do {
@@ -62,11 +66,12 @@ public struct Splicer: Sendable {
                     staging.markDone(index)
                     spliced.append(part)
                 } catch CacheError.sizeMismatch {
-                    // A part of the wrong size is dropped and its range fetched again.
+                    // A part of the wrong size (read successfully) is dropped and its range fetched again.
                     unlink(part)
                     spool.addJobs(plan, indices: [index])
+                } catch {
+                    // Other errors (disk full, I/O, a stale handle) keep the part for a later splice.
                 }
-                // Other errors (disk full, I/O) keep the part for a later splice.
             }
             if !spliced.isEmpty {
                 try staging.advanceHash()
@@ -76,6 +81,9 @@ public struct Splicer: Sendable {
             guard staging.isFullyDone else { return spliced.isEmpty ? .nothing : .progressed }
             do {
                 try staging.finalize()
+            } catch let error as CacheError where error.isTransient {
+                // Could not look (a stale handle, EIO): the file is not bad; finish it next pass.
+                return .failed("\(error)")
             } catch {
                 spool.recordFailure(plan.key, reason: "\(error)")
                 spool.dropPlan(plan)
@@ -126,7 +134,8 @@ public struct Planner: Sendable {
             let directory = ModelDirectory(URL(fileURLWithPath: request.modelDir))
             for file in request.files where !directory.isComplete(file) {
                 let key = PlannedFile.key(modelDir: request.modelDir, path: file.path, commit: request.commit)
-                if spool.failure(of: key) != nil || spool.plannedFile(key) != nil { continue }
+                // Planned only when the plan is positively absent (an unreadable one may stand).
+                if spool.failure(of: key) != nil || !spool.lookPlan(key).isAbsent { continue }
                 plan(file, of: request, in: directory)
             }
         }
@@ -144,10 +153,12 @@ public struct Planner: Sendable {
         held.add(lock)
         defer { held.releaseAll() }
         let key = PlannedFile.key(modelDir: request.modelDir, path: file.path, commit: request.commit)
-        guard spool.plannedFile(key) == nil, !directory.isComplete(file) else { return }
+        guard spool.lookPlan(key).isAbsent, !directory.isComplete(file) else { return }
         let staging: StagingFile
         do {
             staging = try StagingFile(file: file, in: directory, commit: request.commit, rangeSize: rangeSize)
+        } catch let error as CacheError where error.isTransient {
+            return  // the sidecar or staging file could not be read now: the next pass plans it
         } catch {
             // Unplannable here (no libcrypto, the disk refuses the staging file): the request
             // fails with the reason instead of leaving its waiters to time out.
@@ -168,15 +179,26 @@ public struct Planner: Sendable {
             let directory = ModelDirectory(URL(fileURLWithPath: plan.modelDir))
             if directory.isComplete(plan.file) { spool.dropPlan(plan); continue }
             // Look in the order a job moves (ready, claimed, part, done), so a job that moves
-            // while we look is seen at a later stage, never missed.
-            let ready = Set(spool.readyJobs())
-            let candidates = (0..<plan.rangeCount).filter { index in
-                let name = plan.jobName(index)
-                return !ready.contains(name) && spool.claimant(of: name) == nil && !spool.hasPart(plan, index)
-            }
+            // while we look is seen at a later stage, never missed. A range is lost only when
+            // every look succeeded and found nothing: an unreadable directory, part or sidecar
+            // may hold it.
+            guard let readyNames = SpoolFS.listing(spool.readyDir) else { continue }
+            let ready = Set(readyNames)
+            let unready = (0..<plan.rangeCount).filter { !ready.contains(plan.jobName($0)) }
+            guard !unready.isEmpty, let claimed = SpoolFS.listing(spool.claimedDir) else { continue }
+            let claimedJobs = Set(claimed.compactMap { $0.split(separator: "@").first.map(String.init) })
+            let candidates = unready.filter { !claimedJobs.contains(plan.jobName($0)) && spool.hasPart(plan, $0) == false }
             guard !candidates.isEmpty else { continue }
             let sidecar = StagingFile.sidecarURL(plan.file.path, in: directory)
-            let record = SpoolFS.read(sidecar.path).flatMap { try? JSONDecoder().decode(Sidecar.self, from: $0) }
+            let record: Sidecar?
+            switch SpoolFS.look(sidecar.path) {
+            case .found(let data): record = try? JSONDecoder().decode(Sidecar.self, from: data)
+            case .absent:
+                // Finalizing unlinks the sidecar after the rename into place: look again.
+                if directory.isComplete(plan.file) { spool.dropPlan(plan); continue }
+                record = nil
+            case .unknown: continue
+            }
             // A sidecar of another commit or range size says nothing about this plan's ranges.
             let done = record.map { $0.commit == plan.commit && $0.rangeSize == plan.rangeSize ? Set($0.done) : [] } ?? []
             let lost = candidates.filter { !done.contains($0) }

@@ -54,8 +54,9 @@ public final class Spool: @unchecked Sendable {
         return "\(tmp)/\(hint)@\(owner.node)@\(owner.pid)@\(n)"
     }
 
-    /// "Now" on the spool filesystem's clock.
-    public func serverNow() -> Double { SpoolFS.serverNow(probe: root + "/clock") }
+    /// "Now" on the spool filesystem's clock; nil when the probe could not be touched or read
+    /// (no lease may be judged then).
+    public func serverNow() -> Double? { SpoolFS.serverNow(probe: root + "/clock") }
 
     // MARK: Requests
 
@@ -90,11 +91,18 @@ public final class Spool: @unchecked Sendable {
     /// When a request was last asked for (its file's mtime), for picking a repo's newest one.
     public func lastAsked(_ id: String) -> Double { SpoolFS.mtime("\(requestsDir)/\(id).json") ?? 0 }
 
+    /// A request's state from its markers. A marker that cannot be looked at counts as not
+    /// there yet (active): the caller looks again at its next pass.
     public func state(of id: String) -> RequestState {
-        if access("\(failedDir)/\(id).json", F_OK) == 0 {
-            return .failed(readReason("\(failedDir)/\(id).json") ?? "failed")
+        if SpoolFS.exists("\(failedDir)/\(id).json") == true {
+            let path = "\(failedDir)/\(id).json"
+            switch SpoolFS.look(path) {
+            case .found(let data): return .failed(reason(in: data) ?? "failed (\(path) gives no reason)")
+            case .absent: break  // asked again meanwhile: cleared
+            case .unknown(let code): return .failed("failed (the reason in \(path) cannot be read: \(String(cString: strerror(code))))")
+            }
         }
-        return access("\(doneDir)/\(id)", F_OK) == 0 ? .done : .active
+        return SpoolFS.exists("\(doneDir)/\(id)") == true ? .done : .active
     }
 
     public func markDone(_ id: String) { publishMarker("\(doneDir)/\(id)", Data()) }
@@ -122,14 +130,25 @@ public final class Spool: @unchecked Sendable {
         (try? JSONSerialization.data(withJSONObject: ["reason": reason])) ?? Data()
     }
 
-    private func readReason(_ path: String) -> String? {
-        SpoolFS.read(path).flatMap { (try? JSONSerialization.jsonObject(with: $0) as? [String: Any])?["reason"] as? String }
+    private func readReason(_ path: String) -> String? { SpoolFS.read(path).flatMap(reason(in:)) }
+
+    private func reason(in data: Data) -> String? {
+        (try? JSONSerialization.jsonObject(with: data) as? [String: Any])?["reason"] as? String
     }
 
     // MARK: Plans and jobs
 
-    public func plannedFile(_ key: String) -> PlannedFile? {
-        SpoolFS.read("\(plansDir)/\(key).json").flatMap { try? JSONDecoder().decode(PlannedFile.self, from: $0) }
+    public func plannedFile(_ key: String) -> PlannedFile? { lookPlan(key).value }
+
+    /// A file's plan, positively absent, or unknown (unreadable, or not a plan: EINVAL).
+    public func lookPlan(_ key: String) -> Lookup<PlannedFile> {
+        switch SpoolFS.look("\(plansDir)/\(key).json") {
+        case .found(let data):
+            guard let plan = try? JSONDecoder().decode(PlannedFile.self, from: data) else { return .unknown(EINVAL) }
+            return .found(plan)
+        case .absent: return .absent
+        case .unknown(let code): return .unknown(code)
+        }
     }
 
     public func plannedFiles() -> [PlannedFile] {
@@ -147,11 +166,13 @@ public final class Spool: @unchecked Sendable {
     }
 
     /// Makes ranges ready again unless they are claimed or have a part (looked at in the order
-    /// a job moves), and only while the file's plan stands (or is about to be published).
+    /// a job moves), and only while the file's plan stands (or is about to be published). A
+    /// range is made ready only when both are positively absent: an unreadable claim or part
+    /// may be there.
     public func addJobs(_ file: PlannedFile, indices: [Int]) {
         for index in indices {
             let name = file.jobName(index)
-            if claimant(of: name) != nil || hasPart(file, index) { continue }
+            guard isClaimed(name) == false, hasPart(file, index) == false else { continue }
             let temp = tempPath("job")
             guard (try? SpoolFS.writeNew(temp, Data())) != nil else { continue }
             _ = try? SpoolFS.publishOnce(temp, as: "\(readyDir)/\(name)")
@@ -170,14 +191,22 @@ public final class Spool: @unchecked Sendable {
         return ClaimedJob(name: name, path: path, plan: plan, index: index)
     }
 
-    /// Who holds a job's claim, if anyone.
+    /// Who holds a job's claim, if anyone (nil also when the claims cannot be listed).
     public func claimant(of job: String) -> String? {
         SpoolFS.list(claimedDir).first { $0.hasPrefix(job + "@") }
     }
 
-    /// Refreshes a claim's lease; false when the claim is gone (revoked).
+    /// Is the job claimed? nil when the claims cannot be listed.
+    public func isClaimed(_ job: String) -> Bool? {
+        SpoolFS.listing(claimedDir).map { names in names.contains { $0.hasPrefix(job + "@") } }
+    }
+
+    /// Refreshes a claim's lease; false only when the claim is positively gone (revoked). A
+    /// touch that fails on a stale handle is tried again at the next refresh.
     @discardableResult
-    public func refresh(_ claim: ClaimedJob) -> Bool { SpoolFS.touch(claim.path) }
+    public func refresh(_ claim: ClaimedJob) -> Bool {
+        SpoolFS.touch(claim.path) || SpoolFS.exists(claim.path) != false
+    }
 
     /// Where a worker writes a part before publishing it.
     public func partTempPath(_ claim: ClaimedJob) -> String { tempPath("part-\(claim.name)") }
@@ -193,8 +222,9 @@ public final class Spool: @unchecked Sendable {
     /// Gives a claim back (the job returns to ready), e.g. when a worker drains.
     public func unclaim(_ claim: ClaimedJob) { rename(claim.path, "\(readyDir)/\(claim.name)") }
 
-    public func hasPart(_ file: PlannedFile, _ index: Int) -> Bool {
-        access("\(partsDir)/\(file.jobName(index)).part", F_OK) == 0
+    /// Is the range's part published? nil when that cannot be read.
+    public func hasPart(_ file: PlannedFile, _ index: Int) -> Bool? {
+        SpoolFS.exists("\(partsDir)/\(file.jobName(index)).part")
     }
 
     /// Completed parts waiting to be spliced, by file key.
@@ -212,7 +242,7 @@ public final class Spool: @unchecked Sendable {
         let parts = SpoolFS.list(partsDir).filter { $0.hasSuffix(".part") }
         guard !parts.isEmpty else { return false }
         if liveSupervisors().isEmpty { return true }
-        let now = serverNow()
+        guard let now = serverNow() else { return false }
         return parts.contains { now - (SpoolFS.mtime("\(partsDir)/\($0)") ?? now) > seconds }
     }
 
@@ -223,22 +253,29 @@ public final class Spool: @unchecked Sendable {
     /// Moves claims of dead local processes, and claims not refreshed within the lease (on the
     /// file server's clock; a live but silent worker too), back to ready. Claims whose part was
     /// published are just dropped.
-    /// Returns the revoked job names.
+    /// Returns the revoked job names. Only what was read decides: a claim whose mtime, or the
+    /// server's clock, cannot be read is not judged by age; one whose part cannot be looked up
+    /// is left for the next pass.
     @discardableResult
     public func revokeExpiredClaims() -> [String] {
         var revoked: [String] = []
+        guard let entries = SpoolFS.listing(claimedDir), !entries.isEmpty else { return [] }
         let now = serverNow()
-        for entry in SpoolFS.list(claimedDir) {
+        for entry in entries {
             guard let at = entry.firstIndex(of: "@"), let holder = LockOwner(tag: String(entry[entry.index(after: at)...])) else { continue }
             let job = String(entry[..<at])
             let path = "\(claimedDir)/\(entry)"
-            let expired = now - (SpoolFS.mtime(path) ?? now) > lease
+            var expired = false
+            if let now, let mtime = SpoolFS.mtime(path) { expired = now - mtime > lease }
             let dead = expired || (holder.node == owner.node && !SpoolFS.processAlive(holder.pid))
             guard dead else { continue }
-            if access("\(partsDir)/\(job).part", F_OK) == 0 {
+            switch SpoolFS.exists("\(partsDir)/\(job).part") {
+            case true?:
                 unlink(path)
-            } else if rename(path, "\(readyDir)/\(job)") == 0 {
-                revoked.append(job)
+            case false?:
+                if rename(path, "\(readyDir)/\(job)") == 0 { revoked.append(job) }
+            case nil:
+                continue
             }
         }
         return revoked
@@ -273,7 +310,14 @@ public final class Spool: @unchecked Sendable {
             guard pieces.count == 4, let pid = Int32(pieces[2]) else { continue }
             let node = String(pieces[1])
             let path = "\(tmp)/\(name)"
-            let stale = node == owner.node ? !SpoolFS.processAlive(pid) : now - (SpoolFS.mtime(path) ?? now) > 36 * 3600
+            let stale: Bool
+            if node == owner.node {
+                stale = !SpoolFS.processAlive(pid)
+            } else if let now, let mtime = SpoolFS.mtime(path) {
+                stale = now - mtime > 36 * 3600
+            } else {
+                stale = false
+            }
             if stale, unlink(path) == 0 { removed += 1 }
         }
         return removed
@@ -291,15 +335,27 @@ public final class Spool: @unchecked Sendable {
     public func retireSupervisor() { unlink("\(supervisorsDir)/\(owner.node)") }
 
     /// Nodes whose supervisor is alive: a live pid on this node, a fresh heartbeat elsewhere.
+    /// A heartbeat that cannot be read (or a clock probe that fails) counts as alive: a caller
+    /// does not take over from a supervisor it merely failed to see.
     public func liveSupervisors() -> [String] {
         let now = serverNow()
         return SpoolFS.list(supervisorsDir).filter { node in
             let path = "\(supervisorsDir)/\(node)"
+            if node.hasPrefix(".") { return false }
             if node == owner.node {
-                guard let data = SpoolFS.read(path), let pid = Int32(String(decoding: data, as: UTF8.self)) else { return false }
-                return SpoolFS.processAlive(pid)
+                switch SpoolFS.look(path) {
+                case .found(let data):
+                    guard let pid = Int32(String(decoding: data, as: UTF8.self)) else { return false }
+                    return SpoolFS.processAlive(pid)
+                case .absent: return false
+                case .unknown: return true
+                }
             }
-            return now - (SpoolFS.mtime(path) ?? 0) <= lease
+            switch SharedFS.mtime(path) {
+            case .found(let mtime): return now.map { $0 - mtime <= lease } ?? true
+            case .absent: return false
+            case .unknown: return true
+            }
         }
     }
 }

@@ -27,7 +27,7 @@ public final class RangeFetch: @unchecked Sendable {
     public func fetch(_ file: RepoFile, repo: RepoID, commit: String, start: Int64, end: Int64, into partPath: String,
                       sync: Bool = true, onProgress: @escaping () -> Void = {},
                       isCancelled: @escaping () -> Bool = { false }) throws {
-        let fd = open(partPath, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        let fd = SharedFS.retry { open(partPath, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0o600) }
         guard fd >= 0 else { throw CacheError.io(path: partPath, operation: "create part", errno: errno) }
         defer { close(fd) }
         let key = "\(repo)@\(commit)/\(file.path)"
