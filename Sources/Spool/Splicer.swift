@@ -65,6 +65,10 @@ public struct Splicer: Sendable {
                     try staging.splice(partAt: part, index: index)
                     staging.markDone(index)
                     spliced.append(part)
+                    // The hash follows the contiguous prefix part by part, while later ranges still
+                    // arrive: a pass that splices a whole file does not read it all back at its end
+                    // (slow through a network filesystem's client).
+                    try? staging.advanceHash()
                 } catch CacheError.sizeMismatch {
                     // A part of the wrong size (read successfully) is dropped and its range fetched again.
                     unlink(part)

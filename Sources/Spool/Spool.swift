@@ -10,12 +10,24 @@ public enum RequestState: Sendable, Equatable {
     case failed(String)
 }
 
-/// A range job claimed by this process: `claimed/<job>@<node>@<pid>`, its mtime the lease.
+/// A range job claimed by this process: `claimed/<job>@<node>@<pid>`, its mtime the lease. An
+/// endgame duplicate's path is its marker `jobs/endgame/<job>`, and `duplicateOf` names the claim
+/// it races.
 public struct ClaimedJob: Sendable {
     public let name: String
     public let path: String
     public let plan: PlannedFile
     public let index: Int
+    public var duplicateOf: String? = nil
+}
+
+/// A claimed range another node is far behind on, which an idle slot may duplicate.
+public struct LaggingClaim: Sendable, Equatable {
+    public let job: String
+    public let claimPath: String
+    public let node: String
+    /// Bytes of the range the claimant has not written yet (from its temp part's size).
+    public let remaining: Int64
 }
 
 public final class Spool: @unchecked Sendable {
@@ -33,6 +45,7 @@ public final class Spool: @unchecked Sendable {
     public var plansDir: String { root + "/plans" }
     public var readyDir: String { root + "/jobs/ready" }
     public var claimedDir: String { root + "/jobs/claimed" }
+    public var endgameDir: String { root + "/jobs/endgame" }
     public var partsDir: String { root + "/parts" }
     public var failuresDir: String { root + "/failures" }
     public var supervisorsDir: String { root + "/supervisors" }
@@ -43,7 +56,7 @@ public final class Spool: @unchecked Sendable {
         owner = LockOwner(node: node)
         self.lease = lease
         for dir in [root, tmp, requestsDir, doneDir, failedDir, plansDir, root + "/jobs", readyDir, claimedDir,
-                    partsDir, failuresDir, supervisorsDir] {
+                    endgameDir, partsDir, failuresDir, supervisorsDir] {
             try SpoolFS.makeDirectory(dir)
         }
     }
@@ -211,16 +224,83 @@ public final class Spool: @unchecked Sendable {
     /// Where a worker writes a part before publishing it.
     public func partTempPath(_ claim: ClaimedJob) -> String { tempPath("part-\(claim.name)") }
 
-    /// Publishes a finished, synced part and drops the claim.
-    public func publishPart(_ temp: String, for claim: ClaimedJob) throws {
-        guard rename(temp, "\(partsDir)/\(claim.name).part") == 0 else {
-            throw SpoolError.io(path: temp, operation: "publish part", errno: errno)
-        }
+    /// Publishes a finished, synced part and drops the claim. The first part of a range wins
+    /// (link(2)): false when one was there already (an endgame duplicate, or the claimant it
+    /// raced, published first), and this one is discarded. A winning duplicate also removes the
+    /// claim it raced, so the slower claimant gives the range up at its next refresh.
+    @discardableResult
+    public func publishPart(_ temp: String, for claim: ClaimedJob) throws -> Bool {
+        let won = try SpoolFS.publishOnce(temp, as: "\(partsDir)/\(claim.name).part")
         unlink(claim.path)
+        if won, let raced = claim.duplicateOf { unlink(raced) }
+        return won
     }
 
-    /// Gives a claim back (the job returns to ready), e.g. when a worker drains.
-    public func unclaim(_ claim: ClaimedJob) { rename(claim.path, "\(readyDir)/\(claim.name)") }
+    // MARK: Endgame
+
+    /// The claim of another node with the most bytes left, when that is more than half its range
+    /// and its node holds more claims than this one (its link is shared by more ranges) and no
+    /// one duplicates it yet: what an idle slot may fetch too once nothing is ready.
+    public func laggingClaim() -> LaggingClaim? {
+        guard let claims = SpoolFS.listing(claimedDir), !claims.isEmpty,
+              let racing = SpoolFS.listing(endgameDir), let temps = SpoolFS.listing(tmp) else { return nil }
+        var perNode: [String: Int] = [:]
+        var parsed: [(job: String, entry: String, node: String)] = []
+        for entry in claims {
+            let pieces = entry.split(separator: "@")
+            guard pieces.count == 3 else { continue }
+            perNode[String(pieces[1]), default: 0] += 1
+            parsed.append((String(pieces[0]), entry, String(pieces[1])))
+        }
+        let mine = perNode[owner.node] ?? 0
+        let raced = Set(racing.map { String($0.split(separator: "@").first ?? "") })
+        var best: LaggingClaim?
+        for claim in parsed where claim.node != owner.node && !raced.contains(claim.job) && (perNode[claim.node] ?? 0) > mine {
+            guard let (key, index) = PlannedFile.parseJob(claim.job), let plan = plannedFile(key) else { continue }
+            let range = plan.range(index)
+            let length = range.end - range.start + 1
+            // The claimant's temp part (tmp/part-<job>@<node>@<pid>@n) grows as its bytes arrive.
+            let prefix = "part-\(claim.entry)@"
+            var written: Int64 = 0
+            for name in temps where name.hasPrefix(prefix) {
+                if case .found(let st) = SharedFS.lstat("\(tmp)/\(name)") { written = max(written, Int64(st.st_size)) }
+            }
+            let remaining = length - written
+            guard remaining * 2 > length, remaining > best?.remaining ?? 0 else { continue }
+            best = LaggingClaim(job: claim.job, claimPath: "\(claimedDir)/\(claim.entry)", node: claim.node, remaining: remaining)
+        }
+        return best
+    }
+
+    /// Takes the one endgame duplicate of a lagging claim (`jobs/endgame/<job>`, created once with
+    /// link(2)); nil when someone else races it already or the claim is gone.
+    public func duplicate(_ lagging: LaggingClaim) -> ClaimedJob? {
+        guard let (key, index) = PlannedFile.parseJob(lagging.job), let plan = plannedFile(key) else { return nil }
+        let marker = "\(endgameDir)/\(lagging.job)"
+        let temp = tempPath("endgame")
+        guard (try? SpoolFS.writeNew(temp, Data(owner.description.utf8))) != nil,
+              (try? SpoolFS.publishOnce(temp, as: marker)) == true else { return nil }
+        // The claim may have been published between the look and the marker.
+        guard SpoolFS.exists(lagging.claimPath) == true, hasPart(plan, index) == false else {
+            unlink(marker)
+            return nil
+        }
+        return ClaimedJob(name: lagging.job, path: marker, plan: plan, index: index, duplicateOf: lagging.claimPath)
+    }
+
+    /// True when the range a duplicate races was published (by anyone) or its claim is gone:
+    /// the duplicate stops.
+    public func duplicateIsMoot(_ claim: ClaimedJob) -> Bool {
+        guard let raced = claim.duplicateOf else { return false }
+        return hasPart(claim.plan, claim.index) == true || SpoolFS.exists(raced) == false
+    }
+
+    /// Gives a claim back (the job returns to ready), e.g. when a worker drains. A duplicate just
+    /// drops its marker (the claim it raced stands).
+    public func unclaim(_ claim: ClaimedJob) {
+        if claim.duplicateOf != nil { unlink(claim.path); return }
+        rename(claim.path, "\(readyDir)/\(claim.name)")
+    }
 
     /// Is the range's part published? nil when that cannot be read.
     public func hasPart(_ file: PlannedFile, _ index: Int) -> Bool? {
@@ -259,7 +339,7 @@ public final class Spool: @unchecked Sendable {
     @discardableResult
     public func revokeExpiredClaims() -> [String] {
         var revoked: [String] = []
-        guard let entries = SpoolFS.listing(claimedDir), !entries.isEmpty else { return [] }
+        guard let entries = SpoolFS.listing(claimedDir) else { return [] }
         let now = serverNow()
         for entry in entries {
             guard let at = entry.firstIndex(of: "@"), let holder = LockOwner(tag: String(entry[entry.index(after: at)...])) else { continue }
@@ -276,6 +356,14 @@ public final class Spool: @unchecked Sendable {
                 if rename(path, "\(readyDir)/\(job)") == 0 { revoked.append(job) }
             case nil:
                 continue
+            }
+        }
+        // Endgame markers of duplicates that stopped refreshing (their worker died): another
+        // idle slot may race the claim then.
+        if let now, let markers = SpoolFS.listing(endgameDir) {
+            for marker in markers {
+                let path = "\(endgameDir)/\(marker)"
+                if let mtime = SpoolFS.mtime(path), now - mtime > lease { unlink(path) }
             }
         }
         return revoked
@@ -295,6 +383,7 @@ public final class Spool: @unchecked Sendable {
         for index in 0..<file.rangeCount {
             unlink("\(readyDir)/\(file.jobName(index))")
             unlink(partPath(file, index))
+            unlink("\(endgameDir)/\(file.jobName(index))")
         }
         unlink("\(plansDir)/\(file.key).json")
     }
