@@ -57,14 +57,20 @@ public struct Splicer: Sendable {
         do {
             let staging = try StagingFile(file: plan.file, in: directory, commit: plan.commit, rangeSize: plan.rangeSize)
             let done = staging.doneRanges
-            var spliced: [String] = []
+            // A part is removed only once a sidecar read back from the filesystem lists its range:
+            // one this pass writes may reach another node's client late (a network filesystem
+            // serves a renamed-over file's old content for a while), and the next holder of the
+            // lock must then still find the part to splice again, not a range that is neither
+            // done nor fetched.
+            var listed: [String] = []
+            var spliced = 0
             for index in 0..<plan.rangeCount where spool.hasPart(plan, index) == true {
                 let part = spool.partPath(plan, index)
-                if done.contains(index) { spliced.append(part); continue }
+                if done.contains(index) { listed.append(part); continue }
                 do {
                     try staging.splice(partAt: part, index: index)
                     staging.markDone(index)
-                    spliced.append(part)
+                    spliced += 1
                     // The hash follows the contiguous prefix part by part, while later ranges still
                     // arrive: a pass that splices a whole file does not read it all back at its end
                     // (slow through a network filesystem's client).
@@ -77,12 +83,12 @@ public struct Splicer: Sendable {
                     // Other errors (disk full, I/O, a stale handle) keep the part for a later splice.
                 }
             }
-            if !spliced.isEmpty {
+            if spliced > 0 {
                 try staging.advanceHash()
-                try staging.persist()  // durable before the parts go
-                for part in spliced { unlink(part) }
+                try staging.persist()  // durable before the parts go (at the next pass)
             }
-            guard staging.isFullyDone else { return spliced.isEmpty ? .nothing : .progressed }
+            for part in listed { unlink(part) }
+            guard staging.isFullyDone else { return spliced == 0 && listed.isEmpty ? .nothing : .progressed }
             do {
                 try staging.finalize()
             } catch let error as CacheError where error.isTransient {
@@ -124,6 +130,10 @@ public struct Planner: Sendable {
     public let rangeSize: Int64
     /// Plan only requests made on this node (`speech-fetchd --own-requests`).
     public let ownRequestsOnly: Bool
+
+    /// Ranges the previous repair found lost, by file key: a range is made ready again only when
+    /// the next repair finds it lost too.
+    private let suspects = LostRanges()
 
     public init(spool: Spool, rangeSize: Int64, ownRequestsOnly: Bool = false) {
         self.spool = spool
@@ -178,8 +188,13 @@ public struct Planner: Sendable {
 
     /// Recreates jobs that got lost (a planner or splicer that died half way): a range of a
     /// planned file that is not done, not ready, not claimed and has no part.
-    public func repairLostJobs() {
+    /// Returns true when some range looks lost but awaits its second look (the caller looks again soon).
+    @discardableResult
+    public func repairLostJobs() -> Bool {
+        var pending = false
         for plan in spool.plannedFiles() {
+            // This look's verdicts replace the last one's, whatever this look decides.
+            let previous = suspects.replace(plan.key, with: [])
             let directory = ModelDirectory(URL(fileURLWithPath: plan.modelDir))
             if directory.isComplete(plan.file) { spool.dropPlan(plan); continue }
             // Look in the order a job moves (ready, claimed, part, done), so a job that moves
@@ -205,8 +220,29 @@ public struct Planner: Sendable {
             }
             // A sidecar of another commit or range size says nothing about this plan's ranges.
             let done = record.map { $0.commit == plan.commit && $0.rangeSize == plan.rangeSize ? Set($0.done) : [] } ?? []
-            let lost = candidates.filter { !done.contains($0) }
-            if !lost.isEmpty { spool.addJobs(plan, indices: lost) }
+            // Lost only when two looks a repair interval apart both found nothing: a look can read
+            // a sidecar older than the part's removal on a network filesystem's client.
+            let lost = Set(candidates.filter { !done.contains($0) })
+            _ = suspects.replace(plan.key, with: lost)
+            let confirmed = previous.intersection(lost)
+            if !confirmed.isEmpty { spool.addJobs(plan, indices: confirmed.sorted()) }
+            if confirmed.count < lost.count { pending = true }
+        }
+        return pending
+    }
+}
+
+/// Ranges found lost at the last repair, per file key.
+final class LostRanges: @unchecked Sendable {
+    private let lock = NSLock()
+    private var byKey: [String: Set<Int>] = [:]
+
+    /// Records this look's lost ranges and returns the previous look's.
+    func replace(_ key: String, with lost: Set<Int>) -> Set<Int> {
+        lock.withLock {
+            let previous = byKey[key] ?? []
+            byKey[key] = lost.isEmpty ? nil : lost
+            return previous
         }
     }
 }

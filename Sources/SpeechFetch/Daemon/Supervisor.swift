@@ -50,6 +50,7 @@ public final class Supervisor: @unchecked Sendable {
         let planner = Planner(spool: spool, rangeSize: settings.rangeSize, ownRequestsOnly: ownRequestsOnly)
         let splicer = Splicer(spool: spool)
         var lastRepair = Date.distantPast
+        var repairInterval = 10.0
         var lastBeat = Date()
         while !shouldStop() {
             keepWorkers()
@@ -57,9 +58,11 @@ public final class Supervisor: @unchecked Sendable {
             if !revoked.isEmpty { log("revoked \(revoked.count) claims: \(revoked.joined(separator: ", "))") }
             planner.planRequests()
             splicer.spliceAll()
-            if Date().timeIntervalSince(lastRepair) >= 10 {
+            // Every 10 s; 2 s after a repair that found ranges that look lost (a range is made
+            // ready again only when a second look finds it lost too).
+            if Date().timeIntervalSince(lastRepair) >= repairInterval {
                 lastRepair = Date()
-                planner.repairLostJobs()
+                repairInterval = planner.repairLostJobs() ? 2 : 10
                 spool.sweepTemp()
             }
             if Date().timeIntervalSince(lastBeat) >= 1 {
