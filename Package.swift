@@ -35,20 +35,22 @@ let package = Package(
         // The layers of docs/architecture.md, lowest first.
         .target(name: "HubClient", dependencies: ["Curl"]),
         .target(name: "ModelCache", dependencies: ["HubClient", "Digest", "CFileOps"]),
-        .target(name: "Transfer", dependencies: ["Curl", "HubClient", "ModelCache", "Digest"]),
-        .target(name: "Spool", dependencies: ["HubClient", "ModelCache", "FileEvents", "CFileOps"]),
-        .target(name: "SpeechFetch", dependencies: ["HubClient", "ModelCache", "Transfer", "Spool", "FileEvents"]),
+        .target(name: "Transfer", dependencies: ["Curl", "HubClient", "ModelCache"]),
+        .target(name: "Spool", dependencies: ["CFileOps", "Digest", "HubClient", "ModelCache"]),
+        .target(name: "Daemon", dependencies: ["FileEvents", "HubClient", "ModelCache", "Spool", "Transfer"]),
+        .target(name: "CacheAdmin", dependencies: ["Digest", "HubClient", "ModelCache", "Spool", "Transfer"]),
+        .target(name: "SpeechFetch", dependencies: ["CFileOps", "CacheAdmin", "Daemon", "Digest", "HubClient", "ModelCache", "Spool", "Transfer"]),
 
         // The local stand-in for the Hub (tests, demo, fidelity check).
         .target(name: "TestHub", dependencies: ["Digest"]),
 
         // Thin executables: argument parsing and printing only.
-        .executableTarget(name: "speech", dependencies: ["SpeechFetch", "TestHub"]),
+        .executableTarget(name: "speech", dependencies: ["SpeechFetch", "Daemon", "HubClient", "TestHub"]),
         .executableTarget(name: "speech-fetchd", dependencies: ["SpeechFetch"]),
         .executableTarget(name: "speech-testhub", dependencies: ["TestHub"]),
 
         .testTarget(name: "HubClientTests", dependencies: ["HubClient", "TestHub"]),
-        .testTarget(name: "TransferTests", dependencies: ["SpeechFetch", "TestHub", "Digest"]),
+        .testTarget(name: "TransferTests", dependencies: ["SpeechFetch", "CacheAdmin", "Daemon", "TestHub", "Digest", "HubClient", "ModelCache", "Spool"]),
         .testTarget(name: "TestHubTests", dependencies: ["TestHub", "Digest"]),
     ],
     swiftLanguageModes: [.v6]

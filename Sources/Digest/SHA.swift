@@ -2,7 +2,7 @@
 //
 // SHA-256 verifies LFS files (the Hub's `lfs.oid`) and its state can be saved and
 // restored, so a download that hashes bytes as they arrive can resume its hash after
-// a crash. SHA-1 gives git blob ids for the test Hub.
+// a crash. SHA-1 gives git blob ids: the test Hub's, and the check of every file git stores itself.
 import CCrypto
 import Foundation
 
@@ -138,6 +138,19 @@ public struct SHA1: Sendable {
     public static func hex(of data: Data) -> String {
         var h = SHA1()
         h.update(data)
+        return h.finalizeHex()
+    }
+
+    /// The git blob id of `size` bytes of an open file from offset 0: SHA-1 of `blob <size>\0`
+    /// followed by the bytes (what the Hub's tree lists as `oid` for files git stores itself).
+    /// `path` only names the file in errors; a file shorter than `size` is an error too.
+    public static func gitBlobID(fileDescriptor fd: Int32, path: String, size: Int64) throws -> String {
+        try CryptoLibrary.load()
+        var h = SHA1()
+        h.update(Data("blob \(size)\u{0}".utf8))
+        var read: Int64 = 0
+        try streamFile(fd: fd, path: path, from: 0, to: size) { h.update($0); read += Int64($0.count) }
+        guard read == size else { throw DigestError.unreadable(path: path, errno: EIO) }
         return h.finalizeHex()
     }
 }

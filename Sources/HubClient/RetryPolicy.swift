@@ -21,15 +21,28 @@ public struct RetryPolicy: Sendable, Equatable {
         return delays[min(attempt - 1, delays.count - 1)]
     }
 
-    /// Runs `body` until it succeeds, fails with a non-retryable error, or attempts run out.
+    /// The schedule's one rule, for API calls and byte ranges alike: seconds to wait before the
+    /// next attempt after attempt number `attempt` failed with `failure`, or nil when that
+    /// failure is final (an answer such as 401 or 404) or the attempts are used up.
+    /// `retryingBadAnswers` also retries an answer that could not be used (a range transfer's
+    /// wrong Content-Range or cut-off body, which a later attempt may get right).
+    public func delayBeforeNextAttempt(after attempt: Int, failure: HubError, retryingBadAnswers: Bool = false) -> Double? {
+        var retryable = failure.isRetryable
+        if case .badResponse = failure, retryingBadAnswers { retryable = true }
+        guard retryable, attempt < attempts else { return nil }
+        return delay(afterAttempt: attempt, retryAfter: failure.retryAfter)
+    }
+
+    /// Runs `body` (one API call) until it succeeds or `delayBeforeNextAttempt` says stop.
     /// `shouldStop` lets a cancelled caller end the ladder early.
     public func run<T>(shouldStop: () -> Bool = { false }, _ body: () throws -> T) throws -> T {
         var attempt = 1
         while true {
             do {
                 return try body()
-            } catch let error as HubError where error.isRetryable && attempt < attempts && !shouldStop() {
-                Sleep.seconds(delay(afterAttempt: attempt, retryAfter: error.retryAfter), unless: shouldStop)
+            } catch let error as HubError {
+                guard !shouldStop(), let delay = delayBeforeNextAttempt(after: attempt, failure: error) else { throw error }
+                Sleep.seconds(delay, unless: shouldStop)
                 attempt += 1
             }
         }

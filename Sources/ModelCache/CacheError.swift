@@ -5,6 +5,8 @@ public enum CacheError: Error, Sendable, CustomStringConvertible {
     /// Offline (or Hub unreachable) and these files are not complete in `directory`.
     case cacheMiss(repo: String, directory: String, missing: [String], reason: String)
     case checksumMismatch(path: String, expected: String, actual: String)
+    /// A file git stores itself (not LFS) whose bytes do not hash to the blob id the tree listed.
+    case blobMismatch(path: String, expected: String, actual: String)
     case sizeMismatch(path: String, expected: Int64, actual: Int64)
     case badShardIndex(path: String, reason: String)
     case io(path: String, operation: String, errno: Int32)
@@ -17,6 +19,8 @@ public enum CacheError: Error, Sendable, CustomStringConvertible {
             return "\(reason): \(repo) is not complete in \(directory); missing: \(list)"
         case .checksumMismatch(let path, let expected, let actual):
             return "checksum mismatch for \(path): expected sha256 \(expected), got \(actual); the corrupt file was deleted, run the download again"
+        case .blobMismatch(let path, let expected, let actual):
+            return "checksum mismatch for \(path): expected git blob id \(expected), got \(actual); the corrupt file was deleted, run the download again"
         case .sizeMismatch(let path, let expected, let actual):
             return "size mismatch for \(path): expected \(expected) bytes, got \(actual); the file was deleted, run the download again"
         case .badShardIndex(let path, let reason):

@@ -11,11 +11,35 @@ public struct ModelDirectory: Sendable {
     /// check joins one per file (docs/benchmarks.md, scenario 5).
     public let path: String
     public static let manifestName = ".speech-fetch.json"
+    /// Set for a huggingface_hub repo folder (`models--org--name`, HubCache): the commit whose
+    /// snapshot this directory reads and writes. Files then live in `blobs/<etag>`, reached
+    /// through `snapshots/<commit>/<path>`. Nil: the native layout, files at their repo paths.
+    public let hubCommit: String?
 
     public init(_ url: URL) {
         self.url = url.standardizedFileURL
         let path = self.url.path
         self.path = path.count > 1 && path.hasSuffix("/") ? String(path.dropLast()) : path
+        hubCommit = nil
+    }
+
+    /// A huggingface_hub repo folder, at one commit's snapshot.
+    public init(hubRepoFolder url: URL, commit: String) {
+        self.url = url.standardizedFileURL
+        let path = self.url.path
+        self.path = path.count > 1 && path.hasSuffix("/") ? String(path.dropLast()) : path
+        hubCommit = commit
+    }
+
+    /// The same folder at another commit (a huggingface_hub folder), or itself (native).
+    public func atCommit(_ commit: String) -> ModelDirectory {
+        hubCommit == nil ? self : ModelDirectory(hubRepoFolder: url, commit: commit)
+    }
+
+    /// The directory a caller loads files from: the model directory, or the snapshot.
+    public var filesURL: URL {
+        guard let hubCommit else { return url }
+        return URL(fileURLWithPath: path + "/snapshots/" + hubCommit, isDirectory: true)
     }
 
     public var stagingDirectory: URL { url.appendingPathComponent(".incomplete", isDirectory: true) }
@@ -24,7 +48,10 @@ public struct ModelDirectory: Sendable {
     public func finalURL(_ repoPath: String) -> URL { URL(fileURLWithPath: finalPath(repoPath)) }
 
     /// `finalURL(_:)` as a path string.
-    public func finalPath(_ repoPath: String) -> String { path + "/" + repoPath }
+    public func finalPath(_ repoPath: String) -> String {
+        guard let hubCommit else { return path + "/" + repoPath }
+        return path + "/snapshots/" + hubCommit + "/" + repoPath  // the pointer; reads follow it
+    }
 
     /// True when the final file exists as a regular file of the expected size and, when it
     /// carries the content id it was finalized with, that id is this file's (no hashing): a
@@ -34,6 +61,7 @@ public struct ModelDirectory: Sendable {
     /// `isComplete(_:)` with the directory open as `directoryFD` (-1: none), so that a check of
     /// many files looks each up from here rather than walking the whole path every time.
     func isComplete(_ file: RepoFile, directoryFD: Int32) -> Bool {
+        if hubCommit != nil { return hubIsComplete(file) }
         let path = finalPath(file.path)
         var st = stat()
         // Looked at again on a stale handle (a network filesystem after another client's rename).
@@ -91,8 +119,8 @@ public struct ModelDirectory: Sendable {
     /// What an offline call finds: the files it needs that are missing, the ones present, and the
     /// commit they came from. One read of the manifest and one look at each file.
     public func offlineCheck(_ selection: FileSelection, repo: String) -> OfflineCheck {
-        if let snapshot = readManifest(), snapshot.repo == repo {
-            let directoryFD = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)  // -1: look up full paths
+        if let snapshot = readManifest(), snapshot.repo == repo, hubCommit == nil || hubCommit == snapshot.commit {
+            let directoryFD = hubCommit == nil ? open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1  // -1: look up full paths
             defer { if directoryFD >= 0 { close(directoryFD) } }
             guard let selected = try? FilePlan.select(snapshot.files, selection, repo: repo) else {
                 return OfflineCheck(missing: selection.literalPaths, present: [], commit: snapshot.commit)
@@ -140,6 +168,7 @@ public struct ModelDirectory: Sendable {
 
     /// Repo paths of the final files present (bookkeeping excluded).
     public func listFiles() -> Set<String> {
+        if hubCommit != nil { return hubListFiles() }
         var result = Set<String>()
         guard let walker = FileManager.default.enumerator(at: url, includingPropertiesForKeys: [.isRegularFileKey]) else {
             return result
@@ -164,4 +193,10 @@ public struct OfflineCheck: Sendable {
     public let present: [String]
     /// The commit the manifest records, when there is one.
     public let commit: String?
+
+    public init(missing: [String], present: [String], commit: String?) {
+        self.missing = missing
+        self.present = present
+        self.commit = commit
+    }
 }

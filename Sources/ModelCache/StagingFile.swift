@@ -267,8 +267,9 @@ public final class StagingFile: @unchecked Sendable {
         try AtomicFile.write(try encoder.encode(snapshot), to: sidecarURL)
     }
 
-    /// Checks size and (for LFS files) SHA-256, then renames the file into place. A file that does
-    /// not verify is deleted with its sidecar and the error says so.
+    /// Checks size and content (SHA-256 for LFS files, the git blob id for the rest), then renames
+    /// the file into place. A file that does not verify is deleted with its sidecar and the error
+    /// says so: a corrupt file is never cached.
     public func finalize() throws {
         var st = stat()
         // An unreadable size is not a wrong size: nothing is discarded on a stale handle.
@@ -286,6 +287,14 @@ public final class StagingFile: @unchecked Sendable {
                 discard()
                 throw CacheError.checksumMismatch(path: file.path, expected: expected, actual: actual)
             }
+        } else {
+            // A file git stores itself (config, tokenizer): its blob id is the check. These are
+            // small on the Hub, so they are hashed here in one pass from the page cache.
+            let actual = try SHA1.gitBlobID(fileDescriptor: fd, path: dataURL.path, size: file.size)
+            if actual != file.blobID.lowercased() {
+                discard()
+                throw CacheError.blobMismatch(path: file.path, expected: file.blobID, actual: actual)
+            }
         }
         ModelDirectory.recordContentID(file, fd: fd)
         guard fsync(fd) == 0 else { throw CacheError.io(path: dataURL.path, operation: "sync", errno: errno) }
@@ -297,14 +306,28 @@ public final class StagingFile: @unchecked Sendable {
         case .unknown(let code):
             throw CacheError.io(path: dataURL.path, operation: "look up (before the rename into place) the staging file", errno: code)
         }
-        let target = directory.finalURL(file.path)
-        try StagingFile.makeDirectory(target.deletingLastPathComponent())
-        guard rename(dataURL.path, target.path) == 0 else {
-            throw CacheError.io(path: target.path, operation: "rename into place", errno: errno)
+        if directory.hubCommit != nil {
+            // huggingface_hub gives a blob the mode a new file in the cache gets (0666 less the umask).
+            fchmod(fd, 0o666 & ~StagingFile.umaskValue)
+            try directory.installBlob(from: dataURL.path, file: file)
+        } else {
+            let target = directory.finalURL(file.path)
+            try StagingFile.makeDirectory(target.deletingLastPathComponent())
+            guard rename(dataURL.path, target.path) == 0 else {
+                throw CacheError.io(path: target.path, operation: "rename into place", errno: errno)
+            }
         }
         unlink(sidecarURL.path)
         StagingFile.removeStagingIfEmpty(directory)
     }
+
+    /// This process's umask, read from /proc (calling umask(2) to read it would race other threads).
+    static let umaskValue: mode_t = {
+        guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
+              let line = status.split(separator: "\n").first(where: { $0.hasPrefix("Umask:") }),
+              let value = mode_t(line.dropFirst(6).trimmingCharacters(in: .whitespaces), radix: 8) else { return 0o022 }
+        return value
+    }()
 
     /// Deletes the staged bytes and the sidecar.
     public func discard() {

@@ -1,4 +1,5 @@
 // HuggingFaceDownloader - the one entry point: a repo id in, verified files in a cache directory out.
+import Daemon
 import Foundation
 import HubClient
 import ModelCache
@@ -59,44 +60,72 @@ public final class HuggingFaceDownloader: Sendable {
         ["1", "true", "yes", "on"].contains((environment["HF_HUB_OFFLINE"] ?? "").lowercased())
     }
 
-    /// Downloads `repo` and returns the model directory.
+    /// The huggingface_hub cache used when a call asks for that layout without naming one:
+    /// `HF_HUB_CACHE`, else `HF_HOME/hub`, else `~/.cache/huggingface/hub`.
+    public var defaultHubCache: URL { HubCache.defaultDirectory(environment) }
+
+    /// Downloads `repo` and returns the model directory (with `huggingFaceCache`, the snapshot folder).
     public func download(repo: String, revision: String = "main", include: [String] = [],
-                         cacheDir: URL? = nil, cacheBaseDir: URL? = nil, offlineMode: Bool? = nil,
+                         cacheDir: URL? = nil, cacheBaseDir: URL? = nil, huggingFaceCache: URL? = nil,
+                         offlineMode: Bool? = nil,
                          progress: @escaping @Sendable (DownloadProgress) -> Void = { _ in }) async throws -> URL {
         try await downloadWithResult(repo: repo, revision: revision, include: include, cacheDir: cacheDir,
-                                     cacheBaseDir: cacheBaseDir, offlineMode: offlineMode, progress: progress).directory
+                                     cacheBaseDir: cacheBaseDir, huggingFaceCache: huggingFaceCache,
+                                     offlineMode: offlineMode, progress: progress).directory
     }
 
     /// Downloads `repo` and says what happened. Cancelling the task stops the transfer and keeps
     /// everything staged so far for the next call.
     public func downloadWithResult(repo: String, revision: String = "main", include: [String] = [],
-                                   cacheDir: URL? = nil, cacheBaseDir: URL? = nil, offlineMode: Bool? = nil,
+                                   cacheDir: URL? = nil, cacheBaseDir: URL? = nil, huggingFaceCache: URL? = nil,
+                                   offlineMode: Bool? = nil, host: TransferHost = .automatic,
                                    progress: @escaping @Sendable (DownloadProgress) -> Void = { _ in }) async throws -> DownloadResult {
         try await runOffThread { isCancelled in
             try self.downloadBlocking(repo: repo, revision: revision, include: include, cacheDir: cacheDir,
-                                      cacheBaseDir: cacheBaseDir, offlineMode: offlineMode,
+                                      cacheBaseDir: cacheBaseDir, huggingFaceCache: huggingFaceCache,
+                                      offlineMode: offlineMode, host: host,
                                       progress: progress, isCancelled: isCancelled)
         }
     }
 
     /// The same call, blocking the calling thread (command-line tools, worker processes).
+    /// `huggingFaceCache` writes the repo into that huggingface_hub cache (`models--org--name`,
+    /// blobs, snapshots, refs) instead of `<base>/models/org/name`; `cacheBaseDir` then names only
+    /// the base whose spool a daemon serves.
     public func downloadBlocking(repo rawRepo: String, revision: String = "main", include: [String] = [],
-                                 cacheDir: URL? = nil, cacheBaseDir: URL? = nil, offlineMode: Bool? = nil,
+                                 cacheDir: URL? = nil, cacheBaseDir: URL? = nil, huggingFaceCache: URL? = nil,
+                                 offlineMode: Bool? = nil,
                                  host: TransferHost = .automatic,
                                  progress: @escaping @Sendable (DownloadProgress) -> Void = { _ in },
                                  isCancelled: @escaping @Sendable () -> Bool = { false }) throws -> DownloadResult {
-        if cacheDir != nil && cacheBaseDir != nil { throw DownloadError.conflictingDirectories }
+        if cacheDir != nil && (cacheBaseDir != nil || huggingFaceCache != nil) { throw DownloadError.conflictingDirectories }
         let repo = try RepoID(rawRepo)
-        let directory = ModelDirectory(cacheDir ?? CacheLocation.modelDirectory(base: cacheBaseDir ?? defaultCacheBase, repo: repo))
         let selection = FileSelection(include)
-
-        let cached = directory.offlineCheck(selection, repo: repo.description)
+        let directory: ModelDirectory
+        let cached: OfflineCheck
+        if let huggingFaceCache {
+            // The snapshot the revision names on disk (refs/<revision>), if any.
+            let folder = HubCache.repoFolder(hub: huggingFaceCache, repo: repo)
+            if let commit = HubCache.commit(forRevision: revision, repoFolder: folder) {
+                directory = ModelDirectory(hubRepoFolder: folder, commit: commit)
+                cached = directory.offlineCheck(selection, repo: repo.description)
+            } else {
+                directory = ModelDirectory(hubRepoFolder: folder, commit: "")
+                let wanted = selection.literalPaths.isEmpty ? ["(any file)"] : selection.literalPaths
+                cached = OfflineCheck(missing: wanted, present: [], commit: nil)
+            }
+        } else {
+            directory = ModelDirectory(cacheDir ?? CacheLocation.modelDirectory(base: cacheBaseDir ?? defaultCacheBase, repo: repo))
+            cached = directory.offlineCheck(selection, repo: repo.description)
+        }
         if offlineMode ?? offlineByDefault {
             guard cached.missing.isEmpty else {
-                throw CacheError.cacheMiss(repo: repo.description, directory: directory.path, missing: cached.missing,
+                let checked = directory.hubCommit == "" ? directory.path + " (no snapshot for revision \(revision))"
+                                                        : directory.filesURL.path
+                throw CacheError.cacheMiss(repo: repo.description, directory: checked, missing: cached.missing,
                                            reason: "offline mode")
             }
-            return DownloadResult(directory: directory.url, files: cached.present, commit: cached.commit, fetched: [], warning: nil)
+            return DownloadResult(directory: directory.filesURL, files: cached.present, commit: cached.commit, fetched: [], warning: nil)
         }
 
         // Resolution always asks the Hub. When the cache already satisfies the call, one attempt is
@@ -110,23 +139,25 @@ public final class HuggingFaceDownloader: Sendable {
             snapshot = try resolver.snapshot(of: repo, revision: revision)
         } catch let error as HubError where error.isTransport {
             if satisfied {
-                return DownloadResult(directory: directory.url, files: cached.present, commit: nil,
-                                      fetched: [], warning: "the Hub could not be reached (\(error)); using the complete copy in \(directory.path)")
+                return DownloadResult(directory: directory.filesURL, files: cached.present, commit: nil,
+                                      fetched: [], warning: "the Hub could not be reached (\(error)); using the complete copy in \(directory.filesURL.path)")
             }
             throw DownloadError.hubUnreachable(repo: repo.description, directory: directory.path,
                                                missing: cached.missing,
                                                cause: "\(error)")
         }
-        return try fetch(snapshot, repo: repo, selection: selection, into: directory, spoolBase: cacheBaseDir ?? defaultCacheBase,
+        if let huggingFaceCache { HubCache.tag(huggingFaceCache) }
+        return try fetch(snapshot, repo: repo, selection: selection, into: directory.atCommit(snapshot.commit), spoolBase: cacheBaseDir ?? defaultCacheBase,
                          host: host, progress: progress, isCancelled: isCancelled)
     }
 
     private func fetch(_ snapshot: RepoSnapshot, repo: RepoID, selection: FileSelection, into directory: ModelDirectory,
                        spoolBase: URL, host: TransferHost, progress: @escaping @Sendable (DownloadProgress) -> Void,
                        isCancelled: @escaping @Sendable () -> Bool) throws -> DownloadResult {
-        let previous = directory.readManifest()
+        let previous = directory.hubCommit == nil ? directory.readManifest() : nil  // a snapshot's pointers name their content
         let selected = try FilePlan.select(snapshot.files, selection, repo: repo.description)
         try directory.writeManifest(mergedManifest(snapshot, previous: previous, directory: directory))
+        try directory.writeTreeListing(snapshot)
         let engine = TransferEngine(client: client, settings: settings)
         var fetched: [String] = []
 
@@ -141,43 +172,49 @@ public final class HuggingFaceDownloader: Sendable {
         let needed = try FilePlan.applyIndexes(indexes, selected: selected, all: snapshot.files, repo: repo.description)
 
         var missing = needed.filter { !isCurrent($0, in: directory, previous: previous) }
-        let spool = spool(base: spoolBase)
-        if !missing.isEmpty, let spool {
-            let daemon = !spool.liveSupervisors().isEmpty
+        // A blob huggingface_hub (or an earlier snapshot) already holds is checked and linked, not fetched.
+        missing = missing.filter { !directory.adoptExistingBlob($0) }
+        let handoff = handoff(base: spoolBase)
+        if !missing.isEmpty, let handoff {
+            let daemon = handoff.daemonServes
             switch host {
             case .detach(let executable):
                 let request = SpoolRequest(repo: repo.description, revision: snapshot.revision, commit: snapshot.commit,
-                                           modelDir: directory.path, files: needed, node: settings.node)
-                try spool.submit(request)
-                if !daemon { try startDaemon(executable: executable, base: spoolBase, spool: spool) }
-                return DownloadResult(directory: directory.url, files: needed.map(\.path), commit: snapshot.commit,
+                                           modelDir: directory.path, files: needed, node: settings.node,
+                                           layout: directory.layoutName)
+                try handoff.submit(request)
+                if !daemon { try handoff.startDaemon(executable: executable, base: spoolBase) }
+                return DownloadResult(directory: directory.filesURL, files: needed.map(\.path), commit: snapshot.commit,
                                       fetched: [], warning: nil, handedOver: true)
             case .automatic where daemon:
                 let request = SpoolRequest(repo: repo.description, revision: snapshot.revision, commit: snapshot.commit,
-                                           modelDir: directory.path, files: needed, node: settings.node)
-                try spool.submit(request)
+                                           modelDir: directory.path, files: needed, node: settings.node,
+                                           layout: directory.layoutName)
+                try handoff.submit(request)
                 do {
-                    try waitFor(request, spool: spool, progress: progress, isCancelled: isCancelled)
+                    try handoff.waitFor(request, progress: progress, isCancelled: isCancelled)
                     try directory.writeManifest(snapshot)
-                    return DownloadResult(directory: directory.url, files: needed.map(\.path), commit: snapshot.commit,
+                    try directory.recordRevision(snapshot.revision)
+                    return DownloadResult(directory: directory.filesURL, files: needed.map(\.path), commit: snapshot.commit,
                                           fetched: missing.map(\.path), warning: nil, handedOver: true)
-                } catch DownloadError.noDaemon {
+                } catch HandoffError.noDaemon {
                     // The daemon went away: this process finishes the transfer itself.
-                    adopt(missing, commit: snapshot.commit, directory: directory, spool: spool)
+                    handoff.adopt(missing, commit: snapshot.commit, directory: directory)
                     missing = missing.filter { !directory.isComplete($0) }
                 }
             default:
-                adopt(missing, commit: snapshot.commit, directory: directory, spool: spool)
+                handoff.adopt(missing, commit: snapshot.commit, directory: directory)
                 missing = missing.filter { !directory.isComplete($0) }
             }
         }
         let present = needed.filter { file in !missing.contains { $0.path == file.path } }
         try engine.fetch(missing, alreadyComplete: present, repo: repo, commit: snapshot.commit, into: directory,
                          progress: progress, isCancelled: isCancelled)
-        if let spool { retirePlans(missing, commit: snapshot.commit, directory: directory, spool: spool) }
+        handoff?.retirePlans(missing, commit: snapshot.commit, directory: directory)
         fetched += missing.map(\.path)
         try directory.writeManifest(snapshot)
-        return DownloadResult(directory: directory.url, files: needed.map(\.path), commit: snapshot.commit,
+        try directory.recordRevision(snapshot.revision)
+        return DownloadResult(directory: directory.filesURL, files: needed.map(\.path), commit: snapshot.commit,
                               fetched: fetched, warning: nil)
     }
 

@@ -42,7 +42,7 @@ public struct Splicer: Sendable {
     /// Splices the parts of one file, records them in its sidecar, and finalizes it when whole.
     @discardableResult
     public func splice(_ plan: PlannedFile) -> SpliceOutcome {
-        let directory = ModelDirectory(URL(fileURLWithPath: plan.modelDir))
+        let directory = plan.directory
         if directory.isComplete(plan.file) {
             spool.dropPlan(plan)
             return .finalized
@@ -109,7 +109,7 @@ public struct Splicer: Sendable {
     /// Marks requests done when every file is final, failed when one of their files failed.
     public func settleRequests() {
         for request in spool.requests() where spool.state(of: request.id) == .active {
-            let directory = ModelDirectory(URL(fileURLWithPath: request.modelDir))
+            let directory = request.directory
             var complete = true
             for file in request.files where !directory.isComplete(file) {
                 complete = false
@@ -119,7 +119,11 @@ public struct Splicer: Sendable {
                     break
                 }
             }
-            if complete { spool.markDone(request.id) }
+            if complete {
+                // A detached request has no caller left to record the ref: the settler does.
+                try? directory.recordRevision(request.revision)
+                spool.markDone(request.id)
+            }
         }
     }
 }
@@ -145,7 +149,7 @@ public struct Planner: Sendable {
     public func planRequests() {
         for request in spool.requests() where spool.state(of: request.id) == .active {
             if ownRequestsOnly && request.node != spool.owner.node { continue }
-            let directory = ModelDirectory(URL(fileURLWithPath: request.modelDir))
+            let directory = request.directory
             for file in request.files where !directory.isComplete(file) {
                 let key = PlannedFile.key(modelDir: request.modelDir, path: file.path, commit: request.commit)
                 // Planned only when the plan is positively absent (an unreadable one may stand).
@@ -157,7 +161,7 @@ public struct Planner: Sendable {
 
     private func plan(_ file: RepoFile, of request: SpoolRequest, in directory: ModelDirectory) {
         if file.size == 0 {
-            try? AtomicFile.write(Data(), to: directory.finalURL(file.path))
+            try? directory.placeEmptyFile(file)
             return
         }
         // The staging file and sidecar are made (or validated) under the lock; the ranges the
@@ -180,7 +184,7 @@ public struct Planner: Sendable {
             return
         }
         let planned = PlannedFile(repo: request.repo, modelDir: request.modelDir, commit: request.commit, file: file,
-                                  rangeSize: staging.rangeSize, node: request.node)
+                                  rangeSize: staging.rangeSize, node: request.node, layout: request.layout)
         let done = staging.doneRanges
         try? staging.persist()
         try? spool.plan(planned, pending: (0..<planned.rangeCount).filter { !done.contains($0) })
@@ -195,7 +199,7 @@ public struct Planner: Sendable {
         for plan in spool.plannedFiles() {
             // This look's verdicts replace the last one's, whatever this look decides.
             let previous = suspects.replace(plan.key, with: [])
-            let directory = ModelDirectory(URL(fileURLWithPath: plan.modelDir))
+            let directory = plan.directory
             if directory.isComplete(plan.file) { spool.dropPlan(plan); continue }
             // Look in the order a job moves (ready, claimed, part, done), so a job that moves
             // while we look is seen at a later stage, never missed. A range is lost only when

@@ -49,6 +49,8 @@ public final class Spool: @unchecked Sendable {
     public var partsDir: String { root + "/parts" }
     public var failuresDir: String { root + "/failures" }
     public var supervisorsDir: String { root + "/supervisors" }
+    /// Records that were read whole but do not parse are moved here (Postfix's `corrupt`).
+    public var corruptDir: String { root + "/corrupt" }
 
     /// Opens (creating when needed) the spool of the cache base `base`.
     public init(base: URL, node: String, lease: Double = 30) throws {
@@ -56,7 +58,7 @@ public final class Spool: @unchecked Sendable {
         owner = LockOwner(node: node)
         self.lease = lease
         for dir in [root, tmp, requestsDir, doneDir, failedDir, plansDir, root + "/jobs", readyDir, claimedDir,
-                    endgameDir, partsDir, failuresDir, supervisorsDir] {
+                    endgameDir, partsDir, failuresDir, supervisorsDir, corruptDir] {
             try SpoolFS.makeDirectory(dir)
         }
     }
@@ -81,10 +83,14 @@ public final class Spool: @unchecked Sendable {
         for file in request.files {
             clearFailure(PlannedFile.key(modelDir: request.modelDir, path: file.path, commit: request.commit))
         }
-        let temp = tempPath("request")
-        try SpoolFS.writeNew(temp, try JSONEncoder().encode(request))
         let target = "\(requestsDir)/\(request.id).json"
-        let fresh = try SpoolFS.publishOnce(temp, as: target)
+        var fresh = try publishRequest(request, at: target)
+        if !fresh, case .corrupt(let why) = readRecord(target, decode: { decodeRequest($0, id: request.id) }) {
+            // The request under this id is unreadable (truncated, garbage): it would never be
+            // planned and every caller would wait on it forever. It goes to corrupt/; ask afresh.
+            quarantine(target, reason: why, stillCorrupt: { self.decodeRequest($0, id: request.id) == nil })
+            fresh = try publishRequest(request, at: target)
+        }
         if !fresh {
             // Asked again: a failure or completion of the earlier round no longer applies, and
             // the request becomes the newest (its mtime) for waiters choosing among a repo's.
@@ -95,24 +101,48 @@ public final class Spool: @unchecked Sendable {
         return fresh
     }
 
+    private func publishRequest(_ request: SpoolRequest, at target: String) throws -> Bool {
+        let temp = tempPath("request")
+        try SpoolFS.writeNew(temp, try JSONEncoder().encode(request))
+        return try SpoolFS.publishOnce(temp, as: target)
+    }
+
+    /// A request record, only when it parses and names the id its file is named after.
+    private func decodeRequest(_ data: Data, id: String) -> SpoolRequest? {
+        guard let request = try? JSONDecoder().decode(SpoolRequest.self, from: data), request.id == id else { return nil }
+        return request
+    }
+
+    /// Every readable request. One that was read but does not parse goes to `corrupt/` (with a
+    /// log line) instead of being skipped on every pass while its callers wait for it.
     public func requests() -> [SpoolRequest] {
         SpoolFS.list(requestsDir).filter { $0.hasSuffix(".json") }.compactMap { name in
-            SpoolFS.read("\(requestsDir)/\(name)").flatMap { try? JSONDecoder().decode(SpoolRequest.self, from: $0) }
+            let id = String(name.dropLast(5))
+            return record("\(requestsDir)/\(name)") { self.decodeRequest($0, id: id) }
         }
     }
+
+    /// True while a request's record is in `requests/` (it is gone when moved to `corrupt/`).
+    /// False only when the request's file is positively absent (an unreadable one may be there).
+    public func hasRequest(_ id: String) -> Bool { SpoolFS.exists("\(requestsDir)/\(id).json") != false }
 
     /// When a request was last asked for (its file's mtime), for picking a repo's newest one.
     public func lastAsked(_ id: String) -> Double { SpoolFS.mtime("\(requestsDir)/\(id).json") ?? 0 }
 
-    /// A request's state from its markers. A marker that cannot be looked at counts as not
-    /// there yet (active): the caller looks again at its next pass.
+    /// Done, failed (with the reason) or active. A failure marker that cannot be read now (a
+    /// network filesystem's ESTALE, a rename racing us) is looked at again later: the request
+    /// counts as active meanwhile. One that was read but does not parse goes to `corrupt/`, and
+    /// the request is judged again from what is on disk (settling marks it done when its files
+    /// are final), never reported as failed without a reason.
     public func state(of id: String) -> RequestState {
-        if SpoolFS.exists("\(failedDir)/\(id).json") == true {
-            let path = "\(failedDir)/\(id).json"
-            switch SpoolFS.look(path) {
-            case .found(let data): return .failed(reason(in: data) ?? "failed (\(path) gives no reason)")
-            case .absent: break  // asked again meanwhile: cleared
-            case .unknown(let code): return .failed("failed (the reason in \(path) cannot be read: \(String(cString: strerror(code))))")
+        let failed = "\(failedDir)/\(id).json"
+        if SpoolFS.exists(failed) == true {
+            switch readRecord(failed, decode: Spool.decodeReason) {
+            case .record(let reason): return .failed(reason)
+            case .corrupt(let why):
+                quarantine(failed, reason: why, stillCorrupt: { Spool.decodeReason($0) == nil })
+            case .unreadable:
+                return .active
             }
         }
         return SpoolFS.exists("\(doneDir)/\(id)") == true ? .done : .active
@@ -143,25 +173,95 @@ public final class Spool: @unchecked Sendable {
         (try? JSONSerialization.data(withJSONObject: ["reason": reason])) ?? Data()
     }
 
-    private func readReason(_ path: String) -> String? { SpoolFS.read(path).flatMap(reason(in:)) }
-
-    private func reason(in data: Data) -> String? {
+    private static func decodeReason(_ data: Data) -> String? {
         (try? JSONSerialization.jsonObject(with: data) as? [String: Any])?["reason"] as? String
+    }
+
+    // MARK: Corrupt records
+
+    /// What reading one spool record found. "Unreadable" (absent, or a read that failed: on a
+    /// network filesystem ESTALE or EIO mean "look again") is kept apart from "corrupt" (read
+    /// whole, and it does not parse): only the second is ever moved to `corrupt/`.
+    enum RecordRead<T> {
+        case record(T)
+        case unreadable
+        case corrupt(String)
+    }
+
+    func readRecord<T>(_ path: String, decode: (Data) -> T?) -> RecordRead<T> {
+        guard let data = SpoolFS.read(path) else { return .unreadable }
+        if let value = decode(data) { return .record(value) }
+        return .corrupt(data.isEmpty ? "empty" : "\(data.count) bytes that do not parse")
+    }
+
+    /// The record at `path`, or nil; a corrupt one is moved to `corrupt/` on the way.
+    func record<T>(_ path: String, decode: @escaping (Data) -> T?) -> T? {
+        switch readRecord(path, decode: decode) {
+        case .record(let value): return value
+        case .unreadable: return nil
+        case .corrupt(let why):
+            quarantine(path, reason: why, stillCorrupt: { decode($0) == nil })
+            return nil
+        }
+    }
+
+    /// Moves an unreadable record to `corrupt/<folder>.<name>.<node>.<pid>.<n>` and says so on
+    /// stderr (the daemon's log). Whoever renames first wins; a record that a writer replaced
+    /// with a good one between our read and the rename is put back (`stillCorrupt` judges what
+    /// was moved). Returns the new path.
+    @discardableResult
+    public func quarantine(_ path: String, reason: String, stillCorrupt: (Data) -> Bool = { _ in true }) -> String? {
+        let name = (path as NSString).lastPathComponent
+        let folder = ((path as NSString).deletingLastPathComponent as NSString).lastPathComponent
+        let n = lock.withLock { counter += 1; return counter }
+        let target = "\(corruptDir)/\(folder).\(name).\(owner.node).\(owner.pid).\(n)"
+        try? SpoolFS.makeDirectory(corruptDir)
+        guard rename(path, target) == 0 else { return nil }  // gone already: someone else moved it
+        if let moved = SpoolFS.read(target), !stillCorrupt(moved) {
+            link(target, path)  // EEXIST: a newer record is there already, and it wins
+            unlink(target)
+            return nil
+        }
+        SpoolFS.touch(target)  // its age in corrupt/ counts from now (`speech cache clean`)
+        Spool.report("speech-fetch: spool: moved the unreadable record \(path) (\(reason)) to \(target)")
+        return target
+    }
+
+    /// Records moved to `corrupt/`, oldest first.
+    public func corruptRecords() -> [String] {
+        SpoolFS.list(corruptDir).sorted { (SpoolFS.mtime("\(corruptDir)/\($0)") ?? 0) < (SpoolFS.mtime("\(corruptDir)/\($1)") ?? 0) }
+    }
+
+    private static func report(_ line: String) {
+        FileHandle.standardError.write(Data((line + "\n").utf8))
     }
 
     // MARK: Plans and jobs
 
     public func plannedFile(_ key: String) -> PlannedFile? { lookPlan(key).value }
 
-    /// A file's plan, positively absent, or unknown (unreadable, or not a plan: EINVAL).
+    /// A file's plan: found, positively absent, or unknown (a read that failed; or a record read
+    /// whole that is not a plan, which goes to `corrupt/` so the next planner pass plans the file
+    /// again from its sidecar).
     public func lookPlan(_ key: String) -> Lookup<PlannedFile> {
-        switch SpoolFS.look("\(plansDir)/\(key).json") {
+        let path = "\(plansDir)/\(key).json"
+        switch SpoolFS.look(path) {
         case .found(let data):
-            guard let plan = try? JSONDecoder().decode(PlannedFile.self, from: data) else { return .unknown(EINVAL) }
-            return .found(plan)
+            if let plan = Spool.decodePlan(data, key: key) { return .found(plan) }
+            quarantine(path, reason: data.isEmpty ? "empty" : "\(data.count) bytes that do not parse",
+                       stillCorrupt: { Spool.decodePlan($0, key: key) == nil })
+            return .unknown(EINVAL)
         case .absent: return .absent
         case .unknown(let code): return .unknown(code)
         }
+    }
+
+    private static func decodePlan(_ data: Data, key: String) -> PlannedFile? {
+        guard let plan = try? JSONDecoder().decode(PlannedFile.self, from: data), plan.key == key,
+              plan.rangeSize > 0, plan.file.size > 0,
+              plan.rangeCount == Int(plan.file.size / plan.rangeSize) + (plan.file.size % plan.rangeSize == 0 ? 0 : 1)
+        else { return nil }
+        return plan
     }
 
     public func plannedFiles() -> [PlannedFile] {
@@ -374,7 +474,9 @@ public final class Spool: @unchecked Sendable {
         publishMarker("\(failuresDir)/\(key).json", reasonJSON(reason))
     }
 
-    public func failure(of key: String) -> String? { readReason("\(failuresDir)/\(key).json") }
+    /// The recorded failure of a file; a corrupt record goes to `corrupt/` (the file is tried
+    /// again, and a new failure can be recorded in its place).
+    public func failure(of key: String) -> String? { record("\(failuresDir)/\(key).json", decode: Spool.decodeReason) }
 
     public func clearFailure(_ key: String) { unlink("\(failuresDir)/\(key).json") }
 

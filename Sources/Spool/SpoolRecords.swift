@@ -2,6 +2,7 @@
 import Digest
 import Foundation
 import HubClient
+import ModelCache
 
 /// A caller's request: these files of this repo at this commit, into this model directory.
 public struct SpoolRequest: Codable, Sendable, Equatable {
@@ -16,8 +17,12 @@ public struct SpoolRequest: Codable, Sendable, Equatable {
     public let files: [RepoFile]
     public let node: String
     public let createdAt: Double
+    /// `"hf"`: `modelDir` is a huggingface_hub repo folder (`models--org--name`), written in
+    /// that layout (blobs, snapshots/<commit>, refs/<revision>). Absent: the native layout.
+    public var layout: String?
 
-    public init(repo: String, revision: String, commit: String, modelDir: String, files: [RepoFile], node: String) {
+    public init(repo: String, revision: String, commit: String, modelDir: String, files: [RepoFile], node: String,
+                layout: String? = nil) {
         let paths = files.map(\.path).sorted().joined(separator: "\n")
         id = String(SHA256.smallHex(of: Data("\(modelDir)\n\(commit)\n\(paths)".utf8)).prefix(24))
         self.repo = repo
@@ -27,6 +32,21 @@ public struct SpoolRequest: Codable, Sendable, Equatable {
         self.files = files
         self.node = node
         createdAt = Date().timeIntervalSince1970
+        self.layout = layout
+    }
+
+    /// The model directory the request writes, in its layout.
+    public var directory: ModelDirectory { ModelDirectory.at(modelDir, layout: layout, commit: commit) }
+}
+
+extension ModelDirectory {
+    /// The value of a spool record's `layout` for this directory: "hf" or nil (native).
+    public var layoutName: String? { hubCommit == nil ? nil : "hf" }
+
+    /// A record's model directory: `layout` "hf" names a huggingface_hub repo folder at `commit`.
+    public static func at(_ modelDir: String, layout: String?, commit: String) -> ModelDirectory {
+        let url = URL(fileURLWithPath: modelDir, isDirectory: true)
+        return layout == "hf" ? ModelDirectory(hubRepoFolder: url, commit: commit) : ModelDirectory(url)
     }
 }
 
@@ -42,8 +62,11 @@ public struct PlannedFile: Codable, Sendable, Equatable {
     public let rangeCount: Int
     /// The node whose request caused this plan (workers limited to their own node's requests look at it).
     public let node: String
+    /// As in the request: "hf" or absent.
+    public var layout: String?
 
-    public init(repo: String, modelDir: String, commit: String, file: RepoFile, rangeSize: Int64, node: String) {
+    public init(repo: String, modelDir: String, commit: String, file: RepoFile, rangeSize: Int64, node: String,
+                layout: String? = nil) {
         key = PlannedFile.key(modelDir: modelDir, path: file.path, commit: commit)
         self.repo = repo
         self.modelDir = modelDir
@@ -52,7 +75,11 @@ public struct PlannedFile: Codable, Sendable, Equatable {
         self.rangeSize = rangeSize
         rangeCount = Int((file.size + rangeSize - 1) / rangeSize)
         self.node = node
+        self.layout = layout
     }
+
+    /// The model directory the file goes into, in its layout.
+    public var directory: ModelDirectory { ModelDirectory.at(modelDir, layout: layout, commit: commit) }
 
     /// The file's key in job and part names: a digest of directory, path and commit.
     public static func key(modelDir: String, path: String, commit: String) -> String {
@@ -69,9 +96,15 @@ public struct PlannedFile: Codable, Sendable, Equatable {
         return (start, min(file.size, start + rangeSize) - 1)
     }
 
-    /// Splits a job name into file key and range index.
+    /// Splits a job name (`<key: 24 hex>.<index: 6 or more digits>`) into file key and range
+    /// index; nil for any other name (junk in the spool is never taken for a job).
     public static func parseJob(_ name: String) -> (key: String, index: Int)? {
-        guard let dot = name.lastIndex(of: "."), let index = Int(name[name.index(after: dot)...]) else { return nil }
-        return (String(name[..<dot]), index)
+        guard let dot = name.lastIndex(of: ".") else { return nil }
+        let key = name[..<dot]
+        let digits = name[name.index(after: dot)...]
+        guard key.utf8.count == 24, key.utf8.allSatisfy({ ($0 >= 48 && $0 <= 57) || ($0 >= 97 && $0 <= 102) }),
+              digits.utf8.count >= 6, digits.utf8.count <= 9, digits.utf8.allSatisfy({ $0 >= 48 && $0 <= 57 }),
+              let index = Int(digits) else { return nil }
+        return (String(key), index)
     }
 }

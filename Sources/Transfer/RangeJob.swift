@@ -1,4 +1,4 @@
-// RangeJob - one byte range of one file to fetch, and the file task it belongs to.
+// RangeJob - one byte range of one file to fetch in the embedded engine, and the file task it belongs to.
 import Foundation
 import HubClient
 import ModelCache
@@ -14,7 +14,7 @@ final class FileTask: @unchecked Sendable {
     /// The server ignored Range: the file restarted as one stream.
     var wholeFallback = false
     /// The ETag the first range came with; every later range must carry the same.
-    var pinnedEtag: String?
+    let pin = EtagPin()
     /// Ranges not yet done.
     var pending: Int
     /// Bytes credited to progress for this file.
@@ -46,26 +46,18 @@ final class FileTask: @unchecked Sendable {
 final class RangeJob {
     let task: FileTask
     let index: Int?
-    let start: Int64
-    let end: Int64
-    /// Bytes of this job already on disk (a retry resumes after them).
-    var written: Int64 = 0
-    var attempts = 0
-    var redirects = 0
+    let writer: RangeWriter
+    var count = RangeAttemptCount()
     var notBefore = Date.distantPast
     var url: String
-    var failure: JobFailure?
 
     init(task: FileTask, index: Int?, start: Int64, end: Int64) {
         self.task = task
         self.index = index
-        self.start = start
-        self.end = end
+        self.writer = RangeWriter(start: start, end: end, fileSize: task.file.size, into: task.staging, pin: task.pin)
         self.url = task.url
     }
 
-    var length: Int64 { end - start + 1 }
-    var isComplete: Bool { written == length }
     /// A Range header is sent for ranged files and for any resume.
-    var sendsRange: Bool { (task.ranged && !task.wholeFallback) || written > 0 }
+    var sendsRange: Bool { (task.ranged && !task.wholeFallback) || writer.written > 0 }
 }

@@ -2,8 +2,8 @@
 import Curl
 import Foundation
 
-/// Why a response was refused before (or while) its body was written.
-enum JobFailure {
+/// Why an attempt was stopped by our own checks, before (or while) its body was written.
+enum RangeRefusal {
     case redirect(String)
     case rangeIgnored
     case expiredLocation
@@ -18,7 +18,7 @@ enum RangeResponse {
         /// Write the body; it carries this ETag (nil when none was sent).
         case stream(etag: String?)
         /// Do not write; stop the request for this reason.
-        case refuse(JobFailure)
+        case refuse(RangeRefusal)
         /// An error answer: keep its small body for the message.
         case errorBody
     }

@@ -1,4 +1,5 @@
 // speech - the command-line front of speech-fetch: parsing and printing only.
+import Daemon
 import Foundation
 import HubClient
 import SpeechFetch
@@ -8,8 +9,9 @@ let usage = """
 usage: speech <command> [options]
 
 commands:
-  download <org/name | model> [--revision R] [--include GLOB]... [--cache-dir DIR | --cache-base DIR] [--offline] [--json] [--detach]
+  download <org/name | model> [--revision R] [--include GLOB]... [--cache-dir DIR | --cache-base DIR] [--hf-cache [DIR]] [--offline] [--json] [--detach]
         download a model repo into the cache, with progress; resumable after Ctrl-C or a crash
+        --hf-cache: write a huggingface_hub cache instead (DIR, else HF_HUB_CACHE, HF_HOME/hub, ~/.cache/huggingface/hub)
         --detach: hand the transfer to speech-fetchd (started if none serves the base) and return at once
   models [--cache-base DIR]
         the model catalog: name, CLI alias, repo, size, whether it is in the cache
@@ -43,6 +45,9 @@ func runDownload(_ args: Arguments, environment: [String: String] = ProcessInfo.
         guard let entry = ModelCatalog.find(repo) else {
             die("unknown model '\(repo)': give org/name, or a model name from `speech models`", code: 64)
         }
+        if args.value("hf-cache") != nil {
+            die("--hf-cache takes a repo id (org/name); give the repos of '\(repo)' one by one (`speech models` lists them)", code: 64)
+        }
         return runModelDownload(entry, args, environment: environment)
     }
     let downloader = HuggingFaceDownloader(environment: environment)
@@ -55,12 +60,13 @@ func runDownload(_ args: Arguments, environment: [String: String] = ProcessInfo.
     interrupt.install()
     let cacheDir = args.value("cache-dir").map { URL(fileURLWithPath: $0) }
     let cacheBase = cacheBaseOverride ?? args.value("cache-base").map { URL(fileURLWithPath: $0) }
+    let hubCache = args.value("hf-cache").map { $0.isEmpty ? downloader.defaultHubCache : URL(fileURLWithPath: $0) }
     let started = Date()
     let host: TransferHost = args.flag("detach") ? .detach(daemonExecutable: siblingExecutable("speech-fetchd")) : .automatic
     do {
         let result = try downloader.downloadBlocking(
             repo: repo, revision: args.value("revision") ?? "main", include: args.values("include"),
-            cacheDir: cacheDir, cacheBaseDir: cacheBase, offlineMode: offline ? true : nil,
+            cacheDir: cacheDir, cacheBaseDir: cacheBase, huggingFaceCache: hubCache, offlineMode: offline ? true : nil,
             host: host, progress: { printer.update($0) }, isCancelled: { interrupt.isRaised })
         printer.finish()
         if let warning = result.warning { FileHandle.standardError.write(Data("speech: warning: \(warning)\n".utf8)) }
@@ -150,7 +156,7 @@ func runWait(_ args: Arguments) -> Int32 {
         return 0
     } catch is CancellationError {
         die("stopped waiting; the transfer goes on", code: 130)
-    } catch DownloadError.timedOut {
+    } catch HandoffError.timedOut {
         die("timed out waiting for \(repo); the transfer goes on", code: 2)
     } catch {
         die("\(error)")
@@ -227,7 +233,7 @@ do {
     switch command {
     case "download":
         exit(runDownload(try Arguments(argv, valued: ["revision", "include", "cache-dir", "cache-base"],
-                                       flags: ["offline", "json", "detach"])))
+                                       flags: ["offline", "json", "detach"], optionalValue: ["hf-cache"])))
     case "cache":
         let result = CacheCommand.run(argv)
         emit(result.output)

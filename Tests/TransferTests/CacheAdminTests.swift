@@ -1,5 +1,6 @@
 // `speech cache`: ls, verify (--fix), rm, clean and import-hf against real files: real symlinks
 // in a huggingface_hub layout, real hard links, real staging locks and spool entries.
+import CacheAdmin
 import Digest
 import Foundation
 import HubClient
@@ -205,7 +206,7 @@ final class CacheAdminTests: HubTestCase {
                                       lfs: ["model.safetensors"])
         var (output, code) = cache("verify")
         XCTAssertEqual(code, 0, output)
-        XCTAssertTrue(output.contains("1 re-hashed"), output)
+        XCTAssertTrue(output.contains("2 re-hashed"), output)  // the LFS file and config.json (its git blob id)
 
         // Flip one byte in place: same size, other content.
         let path = directory.finalURL("model.safetensors").path

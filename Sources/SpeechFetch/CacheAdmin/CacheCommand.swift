@@ -1,5 +1,6 @@
 // CacheCommand - `speech cache …` as one function: parse the arguments, run CacheAdmin, render text.
 // The executable only forwards its arguments and prints the result.
+import CacheAdmin
 import Foundation
 
 public enum CacheCommand {
@@ -47,7 +48,8 @@ public enum CacheCommand {
         guard rest.count <= rule.maxArgs, rest.count >= rule.minArgs else {
             return usageError(command == "rm" ? "rm needs one repo id, e.g. speech cache rm org/name" : "\(command): unexpected \(rest.joined(separator: " "))")
         }
-        let admin = CacheAdmin(cacheBase: options["cache-base"].map { URL(fileURLWithPath: $0) }, environment: environment)
+        let admin = CacheAdmin(cacheBase: options["cache-base"].map { URL(fileURLWithPath: $0) }, environment: environment,
+                               knownSelections: ModelCatalog.fileSelections)
         do {
             switch command {
             case "ls":
@@ -57,7 +59,7 @@ public enum CacheCommand {
                 return (renderVerify(report, fix: flags.contains("fix")), report.isClean ? 0 : 1)
             case "rm":
                 let removed = try admin.remove(repo: rest[0])
-                var out = "removed \(removed.repo) (\(removed.directory.path)), freed \(DiskScan.formatBytes(removed.bytesFreed))"
+                var out = "removed \(removed.repo) (\(removed.directory.path)), freed \(ByteFormat.string(removed.bytesFreed))"
                 if removed.requestsDropped > 0 { out += "; dropped \(removed.requestsDropped) settled spool requests for it" }
                 return (out + "\n", 0)
             case "clean":
@@ -93,10 +95,10 @@ public enum CacheCommand {
         var notes: [Int: [String]] = [:]
         for model in models {
             let used = model.lastUsed.map { "\(formatter.string(from: $0)) (\(model.lastUsedKind?.rawValue ?? ""))" } ?? "-"
-            rows.append([model.repo, model.state.rawValue, DiskScan.formatBytes(model.sizeOnDisk), used])
+            rows.append([model.repo, model.state.rawValue, ByteFormat.string(model.sizeOnDisk), used])
             var lines: [String] = []
             if model.sharedBytes > 0 {
-                lines.append("\(DiskScan.formatBytes(model.sharedBytes)) shared by hard links (e.g. with a huggingface_hub cache)")
+                lines.append("\(ByteFormat.string(model.sharedBytes)) shared by hard links (e.g. with a huggingface_hub cache)")
             }
             lines += model.inFlight
             if !model.missing.isEmpty {
@@ -104,7 +106,7 @@ public enum CacheCommand {
                 lines.append("\(model.missing.count) missing: \(shown)\(model.missing.count > 5 ? ", …" : "")")
             }
             if !model.staged.isEmpty {
-                lines.append("\(model.staged.count) staged in .incomplete/ (\(DiskScan.formatBytes(model.stagedBytes))): "
+                lines.append("\(model.staged.count) staged in .incomplete/ (\(ByteFormat.string(model.stagedBytes))): "
                              + model.staged.prefix(5).joined(separator: ", ") + (model.staged.count > 5 ? ", …" : ""))
             }
             notes[rows.count - 1] = lines
@@ -117,7 +119,7 @@ public enum CacheCommand {
             for line in notes[index] ?? [] { out += "    \(line)\n" }
         }
         let total = models.reduce(Int64(0)) { $0 + $1.sizeOnDisk }
-        out += "\(DiskScan.count(models.count, "model")), \(DiskScan.formatBytes(total)) on disk in \(base.path)\n"
+        out += "\(counted(models.count, "model")), \(ByteFormat.string(total)) on disk in \(base.path)\n"
         return out
     }
 
@@ -128,8 +130,8 @@ public enum CacheCommand {
             if c.deleted { out += "    deleted\n" }
         }
         for line in report.skipped { out += "skipped: \(line)\n" }
-        out += "\(DiskScan.count(report.repos.count, "model")), \(DiskScan.count(report.checkedFiles, "file")) checked, \(report.hashedFiles) re-hashed "
-            + "(\(DiskScan.formatBytes(report.hashedBytes))), \(report.corrupt.count) corrupt"
+        out += "\(counted(report.repos.count, "model")), \(counted(report.checkedFiles, "file")) checked, \(report.hashedFiles) re-hashed "
+            + "(\(ByteFormat.string(report.hashedBytes))), \(report.corrupt.count) corrupt"
             + (report.missing > 0 ? ", \(report.missing) listed but not on disk" : "") + "\n"
         for id in report.requeued { out += "handed to speech-fetchd as spool request \(id); `speech wait` blocks until it is done\n" }
         for command in report.advice { out += "no speech-fetchd serves this cache; fetch them again with:\n    \(command)\n" }
@@ -139,11 +141,11 @@ public enum CacheCommand {
 
     static func renderClean(_ report: CleanReport, hours: Double) -> String {
         var out = ""
-        for item in report.removed { out += "removed \(item.path) (\(item.reason), \(DiskScan.formatBytes(item.bytes)))\n" }
+        for item in report.removed { out += "removed \(item.path) (\(item.reason), \(ByteFormat.string(item.bytes)))\n" }
         for line in report.kept { out += "kept \(line)\n" }
         let age = hours == hours.rounded() ? "\(Int(hours)) h" : "\(hours) h"
         out += report.removed.isEmpty ? "nothing older than \(age) to clean\n"
-            : "\(DiskScan.count(report.removed.count, "item")) removed, \(DiskScan.formatBytes(report.bytesFreed)) freed\n"
+            : "\(counted(report.removed.count, "item")) removed, \(ByteFormat.string(report.bytesFreed)) freed\n"
         return out
     }
 
@@ -153,7 +155,7 @@ public enum CacheCommand {
         for repo in report.repos {
             if let commit = repo.commit {
                 out += "\(repo.repo) @ \(commit.prefix(12)): \(repo.adopted) adopted (\(repo.linked.count) linked, "
-                    + "\(repo.copied.count) copied, \(DiskScan.formatBytes(repo.bytesAdopted))), "
+                    + "\(repo.copied.count) copied, \(ByteFormat.string(repo.bytesAdopted))), "
                     + "\(repo.alreadyPresent.count) already present, \(repo.refused.count) refused\n"
             } else {
                 out += "\(repo.repo):\n"
@@ -161,9 +163,12 @@ public enum CacheCommand {
             if let note = repo.note { out += "    \(note)\n" }
             for r in repo.refused { out += "    refused \(r.path): \(r.reason)\n" }
         }
-        out += "\(DiskScan.count(report.filesAdopted, "file")) adopted (\(report.filesLinked) hard-linked, \(report.filesCopied) copied), "
-            + "\(DiskScan.formatBytes(report.bytesAdopted)); \(report.filesPresent) already present; "
+        out += "\(counted(report.filesAdopted, "file")) adopted (\(report.filesLinked) hard-linked, \(report.filesCopied) copied), "
+            + "\(ByteFormat.string(report.bytesAdopted)); \(report.filesPresent) already present; "
             + "\(report.filesRefused) refused; from \(report.hubDirectory.path) into \(base.path)/models\n"
         return out
     }
 }
+
+/// "1 file", "3 files".
+private func counted(_ n: Int, _ noun: String) -> String { "\(n) \(noun)\(n == 1 ? "" : "s")" }

@@ -1,6 +1,7 @@
 // ModelCatalog - the supported models by name: which Hub repos each one needs and which files of them.
 // The entries themselves are in CatalogEntries.swift; docs/models.md lists them with their sources.
 import Foundation
+import ModelCache
 
 /// What a part of a model is for. Most models have one part, `.model`; some need a second
 /// repo (a tokenizer) and the Pyannote pipeline is three models.
@@ -97,6 +98,17 @@ public enum ModelCatalog {
 
     /// `entries` followed by `variants`.
     public static var all: [CatalogEntry] { entries + variants }
+
+    /// Repo id → the selections the catalog fetches it with (for `CacheAdmin`: a catalog repo
+    /// is complete when one entry's files are all there).
+    public static var fileSelections: [String: [FileSelection]] {
+        var out: [String: [FileSelection]] = [:]
+        for component in all.flatMap(\.components) {
+            let selection = FileSelection(component.include)
+            if !(out[component.repo] ?? []).contains(selection) { out[component.repo, default: []].append(selection) }
+        }
+        return out
+    }
 
     /// The entry whose type name or alias is `nameOrAlias` (case-insensitive; a variant also
     /// answers to "Name:variant"). Default builds win over variants.

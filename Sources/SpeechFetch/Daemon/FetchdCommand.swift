@@ -4,6 +4,7 @@
 // (docs/architecture.md, "Start-up").
 import CFileOps
 import Digest
+import Daemon
 import Foundation
 
 public enum FetchdCommand {

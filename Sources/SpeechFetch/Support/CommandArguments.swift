@@ -8,7 +8,9 @@ public struct Arguments {
     private var flags: Set<String> = []
 
     /// Parses `raw` given which options take a value; anything else starting with `--` is a flag.
-    public init(_ raw: [String], valued: Set<String>, flags knownFlags: Set<String>) throws {
+    /// An option in `optionalValue` takes `=value`, or the next word when it is not an option and
+    /// a positional came before (`download org/name --hf-cache DIR`); without one its value is "".
+    public init(_ raw: [String], valued: Set<String>, flags knownFlags: Set<String>, optionalValue: Set<String> = []) throws {
         var i = 0
         while i < raw.count {
             let arg = raw[i]
@@ -30,6 +32,12 @@ public struct Arguments {
                         value = raw[i]
                     }
                     options[name, default: []].append(value!)
+                } else if optionalValue.contains(name) {
+                    if value == nil, i + 1 < raw.count, !raw[i + 1].hasPrefix("-"), !positionals.isEmpty {
+                        i += 1
+                        value = raw[i]
+                    }
+                    options[name, default: []].append(value ?? "")
                 } else if knownFlags.contains(name), value == nil {
                     flags.insert(name)
                 } else {

@@ -6,6 +6,7 @@ import Foundation
 import HubClient
 import ModelCache
 import Spool
+import Transfer
 
 /// Why a cache operation could not be done.
 public enum CacheAdminError: Error, Sendable, CustomStringConvertible {
@@ -42,11 +43,16 @@ public struct CacheAdmin: Sendable {
     /// Seconds after which another node's lock that was not refreshed is stale (`SPEECH_FETCH_LEASE_SECONDS`).
     public let lease: Double
     let environment: [String: String]
+    /// Repo id → the file selections a caller may have fetched it with (the model catalog's
+    /// entries): such a repo is complete when one of them is all there.
+    let knownSelections: [String: [FileSelection]]
 
     /// An administrator for `cacheBase`, or the default base (`QWEN3_CACHE_DIR`, else
     /// `${XDG_CACHE_HOME:-~/.cache}/qwen3-speech`).
-    public init(cacheBase: URL? = nil, environment: [String: String] = ProcessInfo.processInfo.environment) {
+    public init(cacheBase: URL? = nil, environment: [String: String] = ProcessInfo.processInfo.environment,
+                knownSelections: [String: [FileSelection]] = [:]) {
         self.environment = environment
+        self.knownSelections = knownSelections
         base = (cacheBase ?? CacheLocation.defaultBase(environment)).standardizedFileURL
         let settings = DownloadSettings.fromEnvironment(environment)
         node = settings.node

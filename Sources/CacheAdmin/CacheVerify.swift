@@ -1,5 +1,6 @@
-// CacheVerify - `speech cache verify`: re-hash LFS files against the sha256 their manifest
-// recorded at download; optionally delete what is corrupt and ask the daemon for it again.
+// CacheVerify - `speech cache verify`: re-hash every file against what its manifest recorded at
+// download (the sha256 of LFS files, the git blob id of the rest); optionally delete what is
+// corrupt and ask the daemon for it again.
 import Digest
 import Foundation
 import HubClient
@@ -29,7 +30,7 @@ public struct CorruptFile: Sendable, Equatable {
 public struct VerifyReport: Sendable {
     /// Repos looked at.
     public var repos: [String] = []
-    /// Files whose size was checked, and how many of them (LFS files) were re-hashed.
+    /// Files whose size was checked, and how many of them were re-hashed.
     public var checkedFiles = 0
     public var hashedFiles = 0
     public var hashedBytes: Int64 = 0
@@ -47,8 +48,8 @@ public struct VerifyReport: Sendable {
 }
 
 extension CacheAdmin {
-    /// Re-hashes every LFS file of `repo` (or of every model) whose manifest records a sha256 and
-    /// checks every listed file's size. With `fix`, corrupt files are deleted (under their staging
+    /// Re-hashes every file of `repo` (or of every model) against the sha256 (LFS) or git blob id
+    /// its manifest records, and checks every listed file's size. With `fix`, corrupt files are deleted (under their staging
     /// lock) and, when a `speech-fetchd` serves the base, a spool request asks for them again.
     /// Files a transfer is writing are skipped.
     public func verify(repo: String? = nil, fix: Bool = false) throws -> VerifyReport {
@@ -91,23 +92,28 @@ extension CacheAdmin {
                     found.append(file)
                     continue
                 }
-                guard let expected = file.sha256 else { continue }
+                // LFS files by their sha256, files git stores itself by their blob id.
+                let (kind, expected) = file.sha256.map { ("sha256", $0) } ?? ("git blob id", file.blobID.lowercased())
+                guard DiskScan.isHex(expected, length: kind == "sha256" ? 64 : 40) else {
+                    report.skipped.append("\(repo): \(file.path) has no recorded \(kind) to check against")
+                    continue
+                }
                 let fd = DiskScan.openReadOnly(directory.finalURL(file.path).path)
                 guard fd >= 0 else {
                     report.skipped.append("\(repo): \(file.path) cannot be read (\(String(cString: strerror(errno))))")
                     continue
                 }
-                let digest = DiskScan.sha256(fd)
+                let digest = file.sha256 != nil ? DiskScan.sha256(fd) : DiskScan.gitBlobID(fd, size: file.size)
                 close(fd)
-                guard let digest else {
+                guard let digest, digest.bytes == file.size else {
                     report.skipped.append("\(repo): \(file.path) could not be read to the end")
                     continue
                 }
                 report.hashedFiles += 1
                 report.hashedBytes += digest.bytes
                 if digest.hex != expected {
-                    report.corrupt.append(CorruptFile(repo: repo.description, path: file.path, expected: "sha256 \(expected)",
-                                                      actual: "sha256 \(digest.hex)", deleted: false))
+                    report.corrupt.append(CorruptFile(repo: repo.description, path: file.path, expected: "\(kind) \(expected)",
+                                                      actual: "\(kind) \(digest.hex)", deleted: false))
                     found.append(file)
                 }
             }

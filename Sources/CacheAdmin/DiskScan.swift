@@ -168,7 +168,6 @@ enum DiskScan {
         return (hasher.finalizeHex(), bytes)
     }
 
-    static func formatBytes(_ n: Int64) -> String { ByteFormat.string(n) }
 
     /// "1 file", "3 files".
     static func count(_ n: Int, _ noun: String) -> String { "\(n) \(noun)\(n == 1 ? "" : "s")" }

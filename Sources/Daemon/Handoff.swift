@@ -1,5 +1,5 @@
 // Handoff - a caller's side of the spool: hand a request to the daemon and wait for it,
-// adopt what a daemon left behind, and `speech wait`.
+// adopt what a daemon left behind, start a daemon for `--detach`.
 import FileEvents
 import Foundation
 import HubClient
@@ -7,31 +7,35 @@ import ModelCache
 import Spool
 import Transfer
 
-/// Who runs the transfer of a download call.
-public enum TransferHost: Sendable {
-    /// The daemon when one serves the cache base, else this process.
-    case automatic
-    /// Always this process (the embedded engine).
-    case embedded
-    /// Hand the request to the daemon and return at once, starting a daemon when none runs.
-    case detach(daemonExecutable: String)
-}
+/// A caller's side of one cache base's spool.
+public struct Handoff: Sendable {
+    public let spool: Spool
+    let settings: DownloadSettings
+    let environment: [String: String]
 
-/// How `wait` ended.
-public enum WaitOutcome: Sendable, Equatable {
-    /// Every requested file is final.
-    case complete(directory: String)
-}
+    /// The hand-off for the spool of a cache base, or nil when the spool cannot be made there
+    /// (callers with only a `cacheDir` use the default base's spool).
+    public init?(base: URL, settings: DownloadSettings, environment: [String: String]) {
+        guard let spool = try? Spool(base: base, node: settings.node, lease: settings.lease) else { return nil }
+        self.spool = spool
+        self.settings = settings
+        self.environment = environment
+    }
 
-extension HuggingFaceDownloader {
-    /// The spool of a cache base (callers with only a `cacheDir` use the default base's spool).
-    func spool(base: URL) -> Spool? {
-        try? Spool(base: base, node: settings.node, lease: settings.lease)
+    /// True while a supervisor's heartbeat is fresh in this spool.
+    public var daemonServes: Bool { !spool.liveSupervisors().isEmpty }
+
+    /// Writes `request` into the spool: the daemon (now or later) fetches it.
+    public func submit(_ request: SpoolRequest) throws { try spool.submit(request) }
+
+    /// The request for `repo` asked for most recently, if any.
+    public func latestRequest(for repo: String) -> SpoolRequest? {
+        spool.requests().filter { $0.repo == repo }.max { spool.lastAsked($0.id) < spool.lastAsked($1.id) }
     }
 
     /// Splices parts a daemon (or a dead worker) left for these files before the embedded
     /// engine starts, so no published byte is fetched again.
-    func adopt(_ files: [RepoFile], commit: String, directory: ModelDirectory, spool: Spool) {
+    public func adopt(_ files: [RepoFile], commit: String, directory: ModelDirectory) {
         for file in files {
             let key = PlannedFile.key(modelDir: directory.path, path: file.path, commit: commit)
             if let plan = spool.plannedFile(key) { Splicer(spool: spool).splice(plan) }
@@ -39,7 +43,7 @@ extension HuggingFaceDownloader {
     }
 
     /// After the embedded engine finished these files: forget their jobs, settle requests.
-    func retirePlans(_ files: [RepoFile], commit: String, directory: ModelDirectory, spool: Spool) {
+    public func retirePlans(_ files: [RepoFile], commit: String, directory: ModelDirectory) {
         for file in files {
             let key = PlannedFile.key(modelDir: directory.path, path: file.path, commit: commit)
             if let plan = spool.plannedFile(key), directory.isComplete(file) { spool.dropPlan(plan) }
@@ -53,8 +57,8 @@ extension HuggingFaceDownloader {
     /// supervisor, or left for two seconds): any process may. Cancelling stops only the
     /// waiting; the transfer goes on in the daemon. With `progress` it also wakes on every
     /// published part to report it; plain waiters wake only on completion, failure, or their poll.
-    func waitFor(_ request: SpoolRequest, spool: Spool, timeout: Double? = nil,
-                 progress: (@Sendable (DownloadProgress) -> Void)? = nil,
+    public func waitFor(_ request: SpoolRequest, timeout: Double? = nil,
+                 progress: (@Sendable (TransferProgress) -> Void)? = nil,
                  isCancelled: @escaping @Sendable () -> Bool = { false }) throws {
         let watcher = DirectoryWatcher.shared
         for dir in [spool.doneDir, spool.failedDir] + (progress != nil ? [spool.partsDir] : []) { watcher?.watch(dir) }
@@ -63,7 +67,7 @@ extension HuggingFaceDownloader {
         // inotify instance and sleeps on the wake word (at least 2 s there).
         let interval = Int(settings.pollInterval.rounded())
         let poll = FilesystemKind.inotifySeesAllWriters(spool.root) ? (watcher != nil ? 2 : max(2, interval)) : max(1, interval)
-        let directory = ModelDirectory(URL(fileURLWithPath: request.modelDir))
+        let directory = request.directory
         let splicer = Splicer(spool: spool)
         let deadline = timeout.map { Date().addingTimeInterval($0) }
         let total = request.files.reduce(Int64(0)) { $0 + $1.size }
@@ -74,6 +78,9 @@ extension HuggingFaceDownloader {
             // The markers first (two access(2) calls): a wake-up that finds the request settled
             // costs next to nothing, which matters when hundreds of waiters wake at once.
             if spool.state(of: request.id) == .active {
+                // Its record was unreadable and went to corrupt/ (docs/protocol.md): this
+                // process knows the request whole, so it asks again rather than wait on nothing.
+                if !spool.hasRequest(request.id) { try spool.submit(request) }
                 if spool.hasOrphanParts(olderThan: 2) {
                     splicer.spliceAll()
                 } else if firstPass || spool.liveSupervisors().isEmpty {
@@ -87,19 +94,19 @@ extension HuggingFaceDownloader {
                                            filesTotal: request.files.count))
                 return
             case .failed(let reason):
-                throw DownloadError.requestFailed(repo: request.repo, reason: reason)
+                throw HandoffError.requestFailed(repo: request.repo, reason: reason)
             case .active:
                 break
             }
             // Plain waiters (`speech wait`) show no progress: they skip reading the sidecars.
-            if let progress { progress(handedOverProgress(request, directory: directory, spool: spool, total: total)) }
+            if let progress { progress(handedOverProgress(request, directory: directory, total: total)) }
             if isCancelled() { throw CancellationError() }
             if !spool.liveSupervisors().isEmpty {
                 supervisorSeen = Date()
             } else if Date().timeIntervalSince(supervisorSeen) > settings.lease {
-                throw DownloadError.noDaemon(repo: request.repo, spool: spool.root)
+                throw HandoffError.noDaemon(repo: request.repo, spool: spool.root)
             }
-            if let deadline, Date() >= deadline { throw DownloadError.timedOut(repo: request.repo) }
+            if let deadline, Date() >= deadline { throw HandoffError.timedOut(repo: request.repo) }
             let seconds = deadline.map { max(1, min(poll, Int($0.timeIntervalSinceNow.rounded(.up)))) } ?? poll
             if let watcher {
                 _ = watcher.wait(seconds: seconds)
@@ -126,7 +133,7 @@ extension HuggingFaceDownloader {
         }
     }
 
-    private func handedOverProgress(_ request: SpoolRequest, directory: ModelDirectory, spool: Spool, total: Int64) -> TransferProgress {
+    private func handedOverProgress(_ request: SpoolRequest, directory: ModelDirectory, total: Int64) -> TransferProgress {
         var bytes: Int64 = 0
         var done = 0
         let parts = spool.partsByFile()
@@ -149,30 +156,8 @@ extension HuggingFaceDownloader {
                                 filesTotal: request.files.count)
     }
 
-    /// `speech wait`: blocks until the latest request for `repo` in this cache base is final
-    /// (returns), failed (throws its reason) or the timeout passes. With no request it answers
-    /// at once from the cache.
-    public func wait(repo rawRepo: String, cacheBaseDir: URL? = nil, timeout: Double? = nil,
-                     isCancelled: @escaping @Sendable () -> Bool = { false }) throws -> WaitOutcome {
-        let repo = try RepoID(rawRepo)
-        let base = cacheBaseDir ?? defaultCacheBase
-        let directory = ModelDirectory(CacheLocation.modelDirectory(base: base, repo: repo))
-        if let spool = spool(base: base),
-           let request = spool.requests().filter({ $0.repo == repo.description })
-               .max(by: { spool.lastAsked($0.id) < spool.lastAsked($1.id) }) {
-            try waitFor(request, spool: spool, timeout: timeout, isCancelled: isCancelled)
-            return .complete(directory: request.modelDir)
-        }
-        let missing = directory.missingOffline(.all, repo: repo.description)
-        guard missing.isEmpty else {
-            throw CacheError.cacheMiss(repo: repo.description, directory: directory.path, missing: missing,
-                                       reason: "nothing is requested for \(repo) in \(base.path)")
-        }
-        return .complete(directory: directory.path)
-    }
-
     /// Starts `speech-fetchd` for a cache base in its own session, logging to the spool.
-    func startDaemon(executable: String, base: URL, spool: Spool) throws {
+    public func startDaemon(executable: String, base: URL) throws {
         let logPath = spool.root + "/fetchd-\(settings.node).log"
         let fd = open(logPath, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0o600)
         let logHandle = fd >= 0 ? FileHandle(fileDescriptor: fd, closeOnDealloc: true) : FileHandle.nullDevice
@@ -193,8 +178,32 @@ extension HuggingFaceDownloader {
         // Wait for its heartbeat, so a following `speech wait` sees it.
         let deadline = Date().addingTimeInterval(10)
         while spool.liveSupervisors().isEmpty {
-            guard Date() < deadline, process.isRunning else { throw DownloadError.daemonDidNotStart(log: logPath) }
+            guard Date() < deadline, process.isRunning else { throw HandoffError.daemonDidNotStart(log: logPath) }
             usleep(20_000)
+        }
+    }
+}
+
+/// How a hand-over to the daemon failed, as its caller sees it.
+public enum HandoffError: Error, Sendable, CustomStringConvertible {
+    /// The daemon could not fetch the request (404, gated, checksum mismatch after retries…).
+    case requestFailed(repo: String, reason: String)
+    case timedOut(repo: String)
+    /// A request waits in the spool but no speech-fetchd has served the base for a lease.
+    case noDaemon(repo: String, spool: String)
+    /// `--detach` started speech-fetchd but it never came up.
+    case daemonDidNotStart(log: String)
+
+    public var description: String {
+        switch self {
+        case .requestFailed(let repo, let reason):
+            return "the download of \(repo) failed: \(reason)"
+        case .noDaemon(let repo, let spool):
+            return "\(repo) is requested in \(spool) but no speech-fetchd serves it; start `speech-fetchd --cache-base …` or run `speech download \(repo)` to fetch it in this process"
+        case .daemonDidNotStart(let log):
+            return "speech-fetchd did not start; see \(log)"
+        case .timedOut(let repo):
+            return "timed out waiting for \(repo); the transfer goes on"
         }
     }
 }

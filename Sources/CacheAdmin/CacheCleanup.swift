@@ -219,6 +219,11 @@ extension CacheAdmin {
             removeIfOld("\(spool.failuresDir)/\(name)", cutoff: cutoff, reason: "file failure no request asks about", report: &report)
         }
 
+        // Unreadable records set aside in corrupt/ (kept for a look until they are old).
+        for name in DiskScan.names(spool.corruptDir) {
+            removeIfOld("\(spool.corruptDir)/\(name)", cutoff: cutoff, reason: "unreadable spool record set aside", report: &report)
+        }
+
         // tmp/: files of dead local writers, or of other nodes after 36 h (the spool's own rule).
         let before = Dictionary(DiskScan.names(spool.tmp).compactMap { name in
             DiskScan.facts("\(spool.tmp)/\(name)").map { (name, $0.allocated) }

@@ -100,9 +100,8 @@ extension CacheAdmin {
     /// is complete when every file its manifest lists is. Otherwise the shortest list is reported.
     func missingFiles(_ repo: RepoID, _ directory: ModelDirectory) -> [String] {
         var selections: [FileSelection] = []
-        for component in ModelCatalog.all.flatMap(\.components) where component.repo == repo.description {
-            let selection = FileSelection(component.include)
-            if !selections.contains(selection) { selections.append(selection) }
+        for selection in knownSelections[repo.description] ?? [] where !selections.contains(selection) {
+            selections.append(selection)
         }
         if !selections.contains(.all) { selections.append(.all) }
         var best: [String]?

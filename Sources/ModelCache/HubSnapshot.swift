@@ -1,0 +1,202 @@
+// HubSnapshot - a model directory in huggingface_hub's layout: blobs by etag, snapshot pointers, refs.
+//
+// A file is final when `snapshots/<commit>/<path>` is a relative symlink to `blobs/<etag>` of
+// the right size. A blob appears only by rename (of a verified staging file, or one that
+// huggingface_hub wrote), under huggingface_hub's own blob lock; the pointer is made after the
+// blob, by renaming a symlink made in `.incomplete/`, so no reader sees a dangling pointer or a
+// half-written blob. docs/protocol.md, "The huggingface_hub layout".
+import Digest
+import Foundation
+import HubClient
+
+extension ModelDirectory {
+    /// `<repo folder>/blobs/<etag>`.
+    public func blobPath(_ file: RepoFile) -> String { path + "/blobs/" + ModelDirectory.contentID(file) }
+
+    /// `<hub>/.locks/models--<org>--<name>/<etag>.lock`, huggingface_hub's lock for that blob.
+    public func blobLockPath(_ file: RepoFile) -> String {
+        let folder = url.lastPathComponent
+        return url.deletingLastPathComponent().path + "/.locks/" + folder + "/" + ModelDirectory.contentID(file) + ".lock"
+    }
+
+    /// What the pointer holds: `../../blobs/<etag>`, one more `../` per folder of the repo path.
+    public static func pointerTarget(_ file: RepoFile) -> String {
+        let depth = file.path.split(separator: "/").count + 1
+        return String(repeating: "../", count: depth) + "blobs/" + contentID(file)
+    }
+
+    /// The pointer resolves to a regular file of the expected size and names this content's blob
+    /// (a pointer that is a plain file, as huggingface_hub makes where symlinks fail, is judged by size).
+    func hubIsComplete(_ file: RepoFile) -> Bool {
+        let pointer = finalPath(file.path)
+        var st = stat()
+        guard stat(pointer, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG, Int64(st.st_size) == file.size else { return false }
+        guard let target = ModelDirectory.readLink(pointer) else { return true }
+        return target.hasSuffix("/blobs/" + ModelDirectory.contentID(file))
+    }
+
+    static func readLink(_ path: String) -> String? {
+        var buffer = [CChar](repeating: 0, count: 4096)
+        let n = readlink(path, &buffer, buffer.count - 1)
+        guard n > 0 else { return nil }
+        return String(decoding: buffer[0..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
+    /// Repo paths under `snapshots/<commit>/` that resolve to regular files.
+    func hubListFiles() -> Set<String> {
+        var result = Set<String>()
+        func walk(_ dir: String, _ prefix: String) {
+            guard let names = try? FileManager.default.contentsOfDirectory(atPath: dir) else { return }
+            for name in names {
+                let full = dir + "/" + name
+                var st = stat()
+                guard stat(full, &st) == 0 else { continue }
+                if (st.st_mode & S_IFMT) == S_IFDIR {
+                    walk(full, prefix + name + "/")
+                } else if (st.st_mode & S_IFMT) == S_IFREG {
+                    result.insert(prefix + name)
+                }
+            }
+        }
+        walk(filesURL.path, "")
+        return result
+    }
+
+    /// Installs a verified staging file as the file's blob and makes its pointer. Under the
+    /// blob lock: a blob that is already there (huggingface_hub's, or an earlier run's) is kept
+    /// when its size and digest are right, and the staging file is dropped; a wrong one is replaced.
+    public func installBlob(from stagingPath: String, file: RepoFile) throws {
+        let blob = blobPath(file)
+        try ModelDirectory.makeDirectories(path + "/blobs")
+        let lock = HubBlobLock.acquire(blobLockPath(file))  // nil: no flock here; rename alone keeps it safe
+        defer { lock?.release() }
+        if blobVerifies(file) {
+            unlink(stagingPath)
+        } else {
+            guard rename(stagingPath, blob) == 0 else { throw CacheError.io(path: blob, operation: "rename into place", errno: errno) }
+        }
+        try linkPointer(file)
+    }
+
+    /// Puts an empty file in place (blob and pointer, or the plain file).
+    public func placeEmptyFile(_ file: RepoFile) throws {
+        guard hubCommit != nil else {
+            let target = finalURL(file.path)
+            try ModelDirectory.makeDirectories(target.deletingLastPathComponent().path)
+            try AtomicFile.write(Data(), to: target)
+            return
+        }
+        try ModelDirectory.makeDirectories(path + "/blobs")
+        let lock = HubBlobLock.acquire(blobLockPath(file))
+        defer { lock?.release() }
+        if !blobVerifies(file) { try AtomicFile.write(Data(), to: URL(fileURLWithPath: blobPath(file))) }
+        try linkPointer(file)
+    }
+
+    /// Uses a blob that is already in the cache (huggingface_hub wrote it first) when its size
+    /// and digest are right: makes the pointer and returns true. No blob, or a wrong one: false.
+    public func adoptExistingBlob(_ file: RepoFile) -> Bool {
+        guard hubCommit != nil else { return false }
+        let lock = HubBlobLock.acquire(blobLockPath(file))
+        defer { lock?.release() }
+        guard blobVerifies(file) else { return false }
+        return (try? linkPointer(file)) != nil
+    }
+
+    /// The blob exists as a regular file of the right size whose content hashes to its name.
+    func blobVerifies(_ file: RepoFile) -> Bool {
+        let fd = open(blobPath(file), O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        var st = stat()
+        guard fstat(fd, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG, Int64(st.st_size) == file.size else { return false }
+        guard (try? CryptoLibrary.load()) != nil else { return false }
+        return ModelDirectory.digest(fd, file: file) == ModelDirectory.contentID(file)
+    }
+
+    /// sha256 (LFS files) or the git blob id of the bytes behind `fd`; nil on a read error.
+    static func digest(_ fd: Int32, file: RepoFile) -> String? {
+        var sha256 = SHA256()
+        var sha1 = SHA1()
+        let lfs = file.sha256 != nil
+        if !lfs { sha1.update(Data("blob \(file.size)\u{0}".utf8)) }
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 16)
+        defer { buffer.deallocate() }
+        var offset: off_t = 0
+        while true {
+            let n = pread(fd, buffer.baseAddress, buffer.count, offset)
+            if n < 0 { if errno == EINTR { continue }; return nil }
+            if n == 0 { break }
+            let chunk = UnsafeRawBufferPointer(rebasing: buffer[0..<n])
+            if lfs { sha256.update(chunk) } else { sha1.update(chunk) }
+            offset += off_t(n)
+        }
+        return lfs ? sha256.finalizeHex() : sha1.finalizeHex()
+    }
+
+    /// Makes `snapshots/<commit>/<path>` point at the blob: a symlink made in `.incomplete/`
+    /// and renamed over the pointer (readers see the old pointer or the new one).
+    func linkPointer(_ file: RepoFile) throws {
+        let pointer = finalPath(file.path)
+        let target = ModelDirectory.pointerTarget(file)
+        if ModelDirectory.readLink(pointer) == target { return }
+        try ModelDirectory.makeDirectories((pointer as NSString).deletingLastPathComponent)
+        try ModelDirectory.makeDirectories(stagingDirectory.path)
+        let temp = stagingDirectory.path + "/pointer.\(getpid()).\(UInt32.random(in: 0...UInt32.max))"
+        guard symlink(target, temp) == 0 else { throw CacheError.io(path: temp, operation: "create symlink", errno: errno) }
+        guard rename(temp, pointer) == 0 else {
+            let code = errno
+            unlink(temp)
+            throw CacheError.io(path: pointer, operation: "rename a symlink into", errno: code)
+        }
+        rmdir(stagingDirectory.path)  // fails harmlessly while anything is staged
+    }
+
+    /// Records `refs/<revision>` = commit, as huggingface_hub does (no newline; nothing when the
+    /// revision is the commit itself or the ref already says so). The snapshot folder must exist
+    /// first: huggingface_hub's scan warns about a ref to a missing snapshot.
+    public func recordRevision(_ revision: String) throws {
+        guard let commit = hubCommit, revision != commit, !revision.isEmpty,
+              !revision.split(separator: "/", omittingEmptySubsequences: false).contains(where: { $0.isEmpty || $0 == "." || $0 == ".." })
+        else { return }
+        try ModelDirectory.makeDirectories(filesURL.path)
+        let ref = URL(fileURLWithPath: path + "/refs/" + revision)
+        if let old = FileManager.default.contents(atPath: ref.path), String(decoding: old, as: UTF8.self) == commit { return }
+        try ModelDirectory.makeDirectories(ref.deletingLastPathComponent().path)
+        // The temp file is made in the repo folder, not in refs/, where a scan would read it as a ref.
+        let temp = URL(fileURLWithPath: path + "/.ref.\(getpid()).\(UInt32.random(in: 0...UInt32.max)).tmp")
+        try AtomicFile.write(Data(commit.utf8), to: temp)
+        guard rename(temp.path, ref.path) == 0 else {
+            let code = errno
+            unlink(temp.path)
+            throw CacheError.io(path: ref.path, operation: "rename into", errno: code)
+        }
+    }
+
+    /// Writes `trees/<commit>.json`, huggingface_hub's record of the whole listing at a commit
+    /// (format 1: per path its size, blob id, and for LFS files sha256 and size). With it,
+    /// huggingface_hub skips listing the tree again and reports an incomplete snapshot offline
+    /// instead of returning it. Written once per commit (a commit's listing never changes).
+    public func writeTreeListing(_ snapshot: RepoSnapshot) throws {
+        guard hubCommit != nil else { return }
+        let target = URL(fileURLWithPath: path + "/trees/" + snapshot.commit + ".json")
+        guard access(target.path, F_OK) != 0 else { return }
+        var files: [String: Any] = [:]
+        for file in snapshot.files {
+            var entry: [String: Any] = ["size": file.size, "blob_id": file.blobID]
+            if let sha256 = file.sha256 {
+                entry["lfs_sha256"] = sha256
+                entry["lfs_size"] = file.size
+            }
+            files[file.path] = entry
+        }
+        let data = try JSONSerialization.data(withJSONObject: ["format_version": 1, "files": files],
+                                              options: [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes])
+        try ModelDirectory.makeDirectories(target.deletingLastPathComponent().path)
+        try AtomicFile.write(data, to: target, mode: 0o600)  // huggingface_hub's mode for it
+    }
+
+    static func makeDirectories(_ path: String) throws {
+        try StagingFile.makeDirectory(URL(fileURLWithPath: path, isDirectory: true))
+    }
+}

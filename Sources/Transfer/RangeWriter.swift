@@ -1,0 +1,137 @@
+// RangeWriter - the one place where a response's body becomes bytes on disk, for the embedded
+// engine (into the staging file) and a worker (into its part file) alike.
+//
+// It judges the status line and headers before any byte (a 206 must match the asked range, a
+// 200 only counts as the whole file from byte 0, every range carries the file's pinned ETag),
+// writes each chunk with pwrite at its offset, and never writes past the range's end.
+import Curl
+import Foundation
+import ModelCache
+
+/// Where a range's bytes go: an offset in the file's own numbering.
+protocol RangeSink: AnyObject {
+    func write(_ bytes: UnsafeRawBufferPointer, at fileOffset: Int64) throws
+}
+
+extension StagingFile: RangeSink {}
+
+/// A worker's part file: holds exactly one range, so file offset `origin` is its byte 0.
+final class PartFile: RangeSink {
+    let path: String
+    let fd: Int32
+    let origin: Int64
+
+    /// Creates (or truncates) the part file at `path` for a range starting at `origin`.
+    init(path: String, origin: Int64) throws {
+        fd = SharedFS.retry { open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0o600) }
+        guard fd >= 0 else { throw CacheError.io(path: path, operation: "create part", errno: errno) }
+        self.path = path
+        self.origin = origin
+    }
+
+    deinit { close(fd) }
+
+    func write(_ bytes: UnsafeRawBufferPointer, at fileOffset: Int64) throws {
+        var rest = bytes
+        var offset = fileOffset - origin
+        while let base = rest.baseAddress, !rest.isEmpty {
+            let n = pwrite(fd, base, rest.count, off_t(offset))
+            guard n >= 0 || errno == EINTR else { throw CacheError.io(path: path, operation: "write", errno: errno) }
+            rest = UnsafeRawBufferPointer(rebasing: rest[max(0, n)...])
+            offset += Int64(max(0, n))
+        }
+    }
+
+    func sync() throws {
+        guard fsync(fd) == 0 else { throw CacheError.io(path: path, operation: "sync", errno: errno) }
+    }
+}
+
+/// The ETag every range of one file must carry: the first range's, unless known before.
+final class EtagPin: @unchecked Sendable {
+    private let lock = NSLock()
+    private var pinned: String?
+
+    init(_ etag: String? = nil) { pinned = etag }
+
+    /// Nil when `etag` agrees with the pin (or either is unknown); otherwise why it does not.
+    func check(_ etag: String?) -> String? {
+        guard let etag else { return nil }
+        return lock.withLock {
+            if let pinned, pinned != etag { return "ETag changed from \(pinned) to \(etag)" }
+            pinned = etag
+            return nil
+        }
+    }
+}
+
+/// Bytes `start...end` of one file on their way to a sink, across however many attempts.
+final class RangeWriter {
+    let start: Int64
+    let end: Int64
+    let fileSize: Int64
+    private let sink: RangeSink
+    private let pin: EtagPin
+    /// Bytes of the range on disk: always the prefix `start ..< start + written`.
+    private(set) var written: Int64 = 0
+    /// Why the current attempt was stopped by a check here (nil: it was not).
+    private(set) var refusal: RangeRefusal?
+    /// Called with the count of each chunk written (progress, lease refresh).
+    var onWritten: (Int64) -> Void = { _ in }
+
+    init(start: Int64, end: Int64, fileSize: Int64, into sink: RangeSink, pin: EtagPin) {
+        self.start = start
+        self.end = end
+        self.fileSize = fileSize
+        self.sink = sink
+        self.pin = pin
+    }
+
+    var length: Int64 { end - start + 1 }
+    /// The first byte not yet on disk: where a retry resumes.
+    var next: Int64 { start + written }
+    var isComplete: Bool { written == length }
+
+    /// A new attempt: forget the last one's refusal.
+    func beginAttempt() { refusal = nil }
+
+    /// Judges an answer to a GET of `next...end` (`ranged`: a Range header was sent) before any
+    /// body byte: stream it here, keep its small error body, or stop it (with `refusal` set).
+    func accept(status: Int, headers: HTTPHeaders, url: String, ranged: Bool, isHubOrigin: Bool) -> BodyDisposition {
+        switch RangeResponse.verdict(status: status, headers: headers, url: url, from: next, end: end, size: fileSize,
+                                     ranged: ranged, isHubOrigin: isHubOrigin) {
+        case .stream(let etag):
+            if let changed = pin.check(etag) {
+                refusal = .changedOnServer(changed)
+                return .abort
+            }
+            return .stream
+        case .refuse(let why):
+            refusal = why
+            return .abort
+        case .errorBody:
+            return .collect(limit: 64 << 10)
+        }
+    }
+
+    /// Writes one chunk at its offset; false (with `refusal` set) stops the attempt: a failed
+    /// write, or bytes past the range's end (only the part inside the range is written).
+    func write(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        let take = Int(min(Int64(bytes.count), max(0, length - written)))
+        if take > 0 {
+            do {
+                try sink.write(UnsafeRawBufferPointer(rebasing: bytes[0..<take]), at: next)
+            } catch {
+                refusal = .write(error)
+                return false
+            }
+            written += Int64(take)
+            onWritten(Int64(take))
+        }
+        if take < bytes.count {
+            refusal = .overflow
+            return false
+        }
+        return true
+    }
+}

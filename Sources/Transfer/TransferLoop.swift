@@ -1,0 +1,152 @@
+// TransferLoop - the embedded engine's event loop: start ranges under the concurrency limit,
+// let each attempt's `RangeWriter` put its bytes on disk, and act on what
+// `RangeAttemptPolicy` makes of its end.
+import Curl
+import Foundation
+import HubClient
+import ModelCache
+
+extension TransferRun {
+    func loop() throws {
+        while true {
+            if let fatal { throw fatal }
+            if isCancelled() { throw CancellationError() }
+            collectFinalized()
+            if let fatal { throw fatal }
+            if ready.isEmpty && active.isEmpty && tasks.allSatisfy({ $0.finalizing })
+                && durability.finalizedCount == tasks.count { return }
+            startJobs()
+            for (easy, result) in multi.poll(timeoutMs: active.isEmpty ? 20 : 100) {
+                guard let entry = active.removeValue(forKey: ObjectIdentifier(easy)) else { continue }
+                idleHandles.append(easy)
+                handle(entry.job, result)
+            }
+            // Done ranges become durable promptly: one sync at a time per file, so a crash
+            // loses little more than the ranges in flight.
+            for task in tasks where task.dirty { durability.scheduleSync(task) }
+            if locks.anyLost {
+                throw CacheError.io(path: directory.stagingDirectory.path,
+                                    operation: "keep writing (another process broke a staging lock of this download in)",
+                                    errno: ESTALE)
+            }
+            meter.report(force: false)
+        }
+    }
+
+    private func collectFinalized() {
+        for (task, error) in durability.takeFinalized() {
+            if let error {
+                if fatal == nil { fatal = error }
+                continue
+            }
+            meter.fileDone(task.file.path)
+            meter.report(force: true, completed: task.file.path)
+        }
+    }
+
+    private func startJobs() {
+        guard fatal == nil else { return }
+        let now = Date()
+        var i = 0
+        while active.count < settings.concurrency && i < ready.count {
+            let job = ready[i]
+            if job.notBefore > now { i += 1; continue }
+            ready.remove(at: i)
+            start(job)
+        }
+    }
+
+    private func start(_ job: RangeJob) {
+        let easy = idleHandles.popLast() ?? CurlEasy()
+        let writer = job.writer
+        writer.beginAttempt()
+        writer.onWritten = { [unowned self] bytes in
+            job.task.countedBytes += bytes
+            meter.add(bytes: bytes)
+            meter.currentFile = job.task.file.path
+        }
+        var request = HTTPRequest(url: job.url, headers: engine.client.headers(for: job.url),
+                                  connectTimeout: settings.connectTimeout, stallTimeout: settings.stallTimeout)
+        let ranged = job.sendsRange
+        if ranged { request.range = (writer.next, writer.end) }
+        let url = job.url
+        let isHubOrigin = engine.client.endpoint.isSameOrigin(url)
+        easy.prepare(request, onResponse: { status, headers in
+            writer.accept(status: status, headers: headers, url: url, ranged: ranged, isHubOrigin: isHubOrigin)
+        }, onBody: { bytes in
+            writer.write(bytes)
+        })
+        active[ObjectIdentifier(easy)] = (job, easy)
+        multi.add(easy)
+    }
+
+    // MARK: Results
+
+    private func handle(_ job: RangeJob, _ result: CurlResult) {
+        let context = RangeContext(repo: repo, commit: commit, path: job.task.file.path, url: job.url)
+        switch policy.decide(result, writer: job.writer, count: &job.count, context: context) {
+        case .complete:
+            complete(job)
+        case .retry(let delay, _):
+            job.notBefore = Date().addingTimeInterval(delay)
+            ready.append(job)
+        case .follow(let target):
+            job.url = target
+            ready.insert(job, at: 0)
+        case .locateAgain:
+            do {
+                let url = try locator.locate(job.task.file, repo: repo, commit: commit)
+                job.task.url = url
+                for other in ready where other.task === job.task { other.url = url }
+                job.url = url
+                ready.insert(job, at: 0)
+            } catch {
+                fail(error)
+            }
+        case .restartAsOneStream:
+            restartAsOneStream(job.task)
+        case .fail(let error):
+            fail(error)
+        }
+    }
+
+    private func fail(_ error: Error) {
+        if fatal == nil { fatal = error }
+    }
+
+    private func complete(_ job: RangeJob) {
+        let task = job.task
+        if let index = job.index {
+            task.staging.markDone(index)
+            task.pending -= 1
+        } else {
+            task.staging.markAllDone()
+            task.pending = 0
+        }
+        task.dirty = true
+        if task.pending == 0 {
+            durability.startFinalize(task)
+        } else if task.file.isLFS {
+            task.queue.async { try? task.staging.advanceHash() }
+        }
+    }
+
+    /// The server ignored Range: forget this file's ranges and fetch it as one stream from byte 0.
+    private func restartAsOneStream(_ task: FileTask) {
+        guard !task.wholeFallback else {
+            return fail(HubError.badResponse(url: task.url, reason: "the server ignores Range even for a whole-file request"))
+        }
+        task.wholeFallback = true
+        ready.removeAll { $0.task === task }
+        for (key, entry) in active where entry.job.task === task {
+            multi.remove(entry.easy)
+            active.removeValue(forKey: key)
+            idleHandles.append(entry.easy)
+        }
+        task.queue.sync { task.staging.resetProgress() }
+        meter.add(bytes: -task.countedBytes)
+        task.countedBytes = 0
+        task.pending = 1
+        ready.insert(RangeJob(task: task, index: nil, start: 0, end: task.file.size - 1), at: 0)
+    }
+}

@@ -1,0 +1,53 @@
+// TransferPlan - the first step of a run: take each file's staging lock, open (or resume) its
+// staging file, locate the files that go as ranges, and queue the ranges still missing.
+import Foundation
+import HubClient
+import ModelCache
+
+extension TransferRun {
+    func plan(_ files: [RepoFile]) throws {
+        var large: [FileTask] = []
+        for file in files {
+            if file.size == 0 {
+                try directory.placeEmptyFile(file)
+                meter.fileDone(nil)
+                continue
+            }
+            guard let lock = StagingLock.acquire(file.path, in: directory, owner: owner, lease: settings.lease) else {
+                heldElsewhere.append(file)
+                continue
+            }
+            locks.add(lock)
+            let ranged = file.size >= settings.rangeThreshold
+            let staging = try StagingFile(file: file, in: directory, commit: commit,
+                                          rangeSize: ranged ? settings.rangeSize : file.size)
+            let task = FileTask(file: file, staging: staging, ranged: ranged,
+                                url: engine.client.resolveURL(repo, commit: commit, path: file.path))
+            tasks.append(task)
+            meter.add(bytes: task.countedBytes)
+            if ranged { large.append(task) }
+        }
+        try locate(large)
+        for task in tasks {
+            if task.pending == 0 {
+                durability.startFinalize(task)
+                continue
+            }
+            let done = task.staging.doneRanges
+            for i in 0..<task.staging.rangeCount where !done.contains(i) {
+                let r = task.staging.range(i)
+                ready.append(RangeJob(task: task, index: i, start: r.start, end: r.end))
+            }
+        }
+    }
+
+    /// Asks the Hub where each large file's bytes are (the CDN redirect), a few at a time.
+    private func locate(_ large: [FileTask]) throws {
+        guard !large.isEmpty else { return }
+        let results = LockedArray<Result<String, Error>?>(count: large.count, initial: nil)
+        DispatchQueue.concurrentPerform(iterations: large.count) { i in
+            results[i] = Result { try locator.source(of: large[i].file, repo: repo, commit: commit) }
+        }
+        for (i, task) in large.enumerated() { task.url = try results[i]!.get() }
+    }
+}

@@ -1,0 +1,137 @@
+// A spool record that was read whole but does not parse (truncated, garbage) goes to
+// spool/corrupt/ with a log line, and the request goes on from what is on disk: no caller,
+// waiter, daemon or `speech cache` command ever hangs on it or reports a reason it invented.
+import CacheAdmin
+import Daemon
+import Foundation
+import ModelCache
+import SpeechFetch
+import Spool
+import TestHub
+import XCTest
+
+final class CorruptSpoolRecordTests: DaemonTestCase {
+    let repo = "org/Records"
+    let path = "model.safetensors"
+    var file: String { "\(repo)/\(path)" }
+    var base: String { cacheBase.path }
+
+    func plant(_ sub: String, _ bytes: Data) throws {
+        // Written beside and renamed in, as a broken writer or a disk error would leave it whole.
+        let temp = spoolPath("tmp/planted")
+        try bytes.write(to: URL(fileURLWithPath: temp))
+        XCTAssertEqual(rename(temp, spoolPath(sub)), 0)
+    }
+
+    func truncated(_ sub: String, to length: Int) throws -> Data {
+        try Data(contentsOf: URL(fileURLWithPath: spoolPath(sub))).prefix(length)
+    }
+
+    func testTruncatedRequestIsSetAsideAndTheSameDownloadCompletes() throws {
+        try TestHub.generateRepo(root: root, repo: repo, files: [path: 2 << 20])
+        let daemon = try startDaemon()
+        try download(repo)
+        let request = try XCTUnwrap(names("requests").first)
+        let broken = try truncated("requests/\(request)", to: 20)
+        XCTAssertTrue(try CacheAdmin(cacheBase: cacheBase, environment: environment()).remove(repo: repo).bytesFreed > 0)
+        try plant("requests/\(request)", broken)  // `truncate -s 20` of the record the next call will ask under
+
+        let client = try speech(["download", repo, "--cache-base", base], hint: "download")
+        XCTAssertTrue(waitForExit(client.process, timeout: 20), "the download does not hang on the truncated request")
+        XCTAssertEqual(client.process.terminationStatus, 0, contents(client.stderr) + "\ndaemon log:\n" + contents(daemon.log))
+        try assertSameBytes(repo, path)
+        XCTAssertEqual(names("corrupt").count, 1, "the truncated record is kept aside: \(names("corrupt"))")
+        XCTAssertTrue(names("corrupt").first?.hasPrefix("requests.\(request).") == true, "\(names("corrupt"))")
+        XCTAssertTrue((contents(client.stderr) + contents(daemon.log)).contains("moved the unreadable record"),
+                      "a log line says what was moved where")
+        XCTAssertEqual(names("requests"), [request], "the request was asked afresh under its id")
+    }
+
+    func testGarbageRequestIsSeenByStatusWaitDetachAndClean() throws {
+        try TestHub.generateRepo(root: root, repo: repo, files: [path: 2 << 20])
+        try download(repo)  // embedded: no daemon, the model is complete
+        let spool = try Spool(base: cacheBase, node: "t")
+        let request = SpoolRequest(repo: repo, revision: "main", commit: String(repeating: "a", count: 40),
+                                   modelDir: modelDir(repo).path, files: [], node: "t")
+        try plant("requests/\(request.id).json", Data("{\"garbage\": tr".utf8))
+
+        let status = try SpoolStatus.report(cacheBase: cacheBase, environment: environment())
+        XCTAssertTrue(status.contains("requests: 0"), status)
+        XCTAssertTrue(status.contains("corrupt records: 1"), "status says a record was set aside: \(status)")
+        XCTAssertEqual(spool.corruptRecords().count, 1)
+
+        // `speech cache clean` keeps what was set aside for a day, then removes it.
+        let admin = CacheAdmin(cacheBase: cacheBase, environment: environment())
+        XCTAssertFalse(admin.clean().removed.contains { $0.reason.contains("unreadable spool record") })
+        for name in names("corrupt") {
+            var times = [timespec(tv_sec: time(nil) - 2 * 86_400, tv_nsec: 0), timespec(tv_sec: time(nil) - 2 * 86_400, tv_nsec: 0)]
+            XCTAssertEqual(utimensat(AT_FDCWD, spoolPath("corrupt/\(name)"), &times, 0), 0)
+        }
+        let report = admin.clean()
+        XCTAssertTrue(report.removed.contains { $0.reason.contains("unreadable spool record") }, "\(report.removed)")
+        XCTAssertEqual(names("corrupt"), [])
+    }
+
+    func testGarbagePlanMidTransferIsReplannedFromTheSidecar() throws {
+        let size = 4 << 20  // 16 ranges of 256 KiB
+        try TestHub.generateRepo(root: root, repo: repo, files: [path: size])
+        hub.setFault(.rateLimit(bytesPerSecond: 4 << 20), for: file)
+        let daemon = try startDaemon(workers: 1, slots: 2)
+        let client = try speech(["download", repo, "--cache-base", base], hint: "download")
+        XCTAssertTrue(waitUntil(timeout: 15) { (self.sidecar(self.repo, self.path)?.done.count ?? 0) >= 2 },
+                      "some ranges are spliced; log:\n\(contents(daemon.log))")
+        let plan = try XCTUnwrap(names("plans").first)
+        try plant("plans/\(plan)", Data("garbage".utf8))
+
+        XCTAssertTrue(waitForExit(client.process, timeout: 30), "the transfer goes on after its plan turned to garbage")
+        XCTAssertEqual(client.process.terminationStatus, 0, contents(client.stderr) + "\ndaemon log:\n" + contents(daemon.log))
+        try assertSameBytes(repo, path)
+        XCTAssertTrue(names("corrupt").contains { $0.hasPrefix("plans.\(plan).") }, "\(names("corrupt"))")
+        XCTAssertLessThanOrEqual(hub.bodyBytes(for: file), size + 4 * (256 << 10), "re-planned from the sidecar, not from zero")
+        XCTAssertEqual(names("plans"), [])
+    }
+
+    func testGarbageFailureMarkerOfACompleteModelIsNotAFailure() throws {
+        try TestHub.generateRepo(root: root, repo: repo, files: [path: 2 << 20])
+        try startDaemon()
+        try download(repo)
+        let request = try XCTUnwrap(names("requests").first)
+        let id = String(request.dropLast(5))
+        try plant("failed/\(id).json", Data("\u{0}\u{0}garbage".utf8))
+
+        let waiter = try speech(["wait", repo, "--cache-base", base, "--timeout", "10"], hint: "wait")
+        XCTAssertTrue(waitForExit(waiter.process, timeout: 15))
+        XCTAssertEqual(waiter.process.terminationStatus, 0, "a complete model is not \"failed: failed\": \(contents(waiter.stderr))")
+        XCTAssertFalse(contents(waiter.stderr).contains("failed: failed"))
+        XCTAssertEqual(names("failed"), [])
+        XCTAssertTrue(names("corrupt").contains { $0.hasPrefix("failed.\(id).json.") }, "\(names("corrupt"))")
+    }
+
+    func testGarbageFileFailureIsSetAsideAndTheFileTriedAgain() throws {
+        let spool = try Spool(base: cacheBase, node: "t")
+        let key = PlannedFile.key(modelDir: modelDir(repo).path, path: path, commit: String(repeating: "b", count: 40))
+        try plant("failures/\(key).json", Data("[1,2".utf8))
+        XCTAssertNil(spool.failure(of: key), "garbage is no reason")
+        XCTAssertEqual(names("failures"), [])
+        spool.recordFailure(key, reason: "HTTP 404")
+        XCTAssertEqual(spool.failure(of: key), "HTTP 404", "a real failure can be recorded in its place")
+    }
+
+    func testAnUnreadableRecordIsLookedAtAgainNotSetAside() throws {
+        // A read that fails (here: not a regular file; on NFS an ESTALE) is no verdict on the record.
+        let spool = try Spool(base: cacheBase, node: "t")
+        let id = String(repeating: "c", count: 24)
+        XCTAssertEqual(mkdir(spoolPath("failed/\(id).json"), 0o700), 0)
+        XCTAssertEqual(spool.state(of: id), .active)
+        XCTAssertEqual(names("corrupt"), [], "only a record read whole that does not parse is corrupt")
+    }
+
+    func testJunkNamesInTheSpoolAreNotBusyWorkers() throws {
+        try startDaemon(workers: 1)
+        for junk in ["junk@node@1", "x.000001@node@2", "\(String(repeating: "d", count: 24)).000001@@3"] {
+            try plant("jobs/claimed/\(junk)", Data())
+        }
+        let status = try SpoolStatus.report(cacheBase: cacheBase, environment: environment())
+        XCTAssertTrue(status.contains("busy workers: none"), status)
+    }
+}

@@ -1,0 +1,322 @@
+"""chaos - a bounded soak: random SIGKILLs of every kind of speech-fetch process while a
+fault-injecting proxy (faultproxy.py) sits between them and the test Hub.
+
+Rounds alternate between embedded downloads (two `speech download` callers of one repo, each
+running the engine itself) and daemon-hosted ones (a `speech-fetchd`, its workers, two callers
+and a `speech wait`). While a round runs, a random live process of the round is SIGKILLed every
+so often; a killed caller, waiter or supervisor is started again (as a user or systemd would).
+A watcher hashes every file the moment it appears under a final path: a corrupt file must never
+be visible there, not even for an instant. At the end of each round every file is compared with
+the Hub's copy and `speech cache verify` must pass.
+
+Prints kills by kind, faults by kind, and the ratio of file-body bytes the proxy carried to the
+bytes of the files (1.0 = each byte once). Exit 0 when every check held.
+"""
+import argparse
+import hashlib
+import json
+import os
+import random
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from faultproxy import FaultProxy  # noqa: E402
+
+REPO = "chaos/model"
+FILES = {  # repo path -> size; the .safetensors goes in ranges, the others whole
+    "model.safetensors": 48 << 20,
+    "tokenizer.json": 700_000,      # a git file (below 1 MiB, not an LFS extension)
+    "small.txt": 300_000,           # a git file
+    "config.json": 2_000,
+}
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def sha256(path):
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def say(msg):
+    print(f"chaos: {msg}", file=sys.stderr, flush=True)
+
+
+class Watcher(threading.Thread):
+    """Hashes each final file whenever it appears or changes; records any that is not the Hub's."""
+
+    def __init__(self, expected):
+        super().__init__(daemon=True)
+        self.expected = expected  # repo path -> sha256
+        self.models = None
+        self.seen = {}
+        self.checked = 0
+        self.corrupt = []
+        self.stop = False
+
+    def run(self):
+        while not self.stop:
+            models = self.models
+            if models and os.path.isdir(models):
+                for path, digest in self.expected.items():
+                    final = os.path.join(models, path)
+                    try:
+                        st = os.stat(final)
+                    except OSError:
+                        continue
+                    key = (st.st_ino, st.st_size, st.st_mtime_ns)
+                    if self.seen.get(final) == key:
+                        continue
+                    self.seen[final] = key
+                    try:
+                        actual = sha256(final)
+                    except OSError:
+                        continue
+                    self.checked += 1
+                    if actual != digest:
+                        self.corrupt.append(final)
+                        say(f"CORRUPT FILE VISIBLE under its final path: {final}")
+            time.sleep(0.02)
+
+
+def processes_under(base):
+    """(pid, kind) of every live process whose command line names this cache base."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                argv = [a.decode(errors="replace") for a in f.read().split(b"\0") if a]
+            with open(f"/proc/{entry}/stat") as f:
+                if f.read().split(") ", 1)[1].startswith("Z"):
+                    continue
+        except OSError:
+            continue
+        if not any(base in a for a in argv):
+            continue
+        if "--worker" in argv:
+            kind = "worker"
+        elif "download" in argv:
+            kind = "caller"
+        elif "wait" in argv:
+            kind = "waiter"
+        elif any(a.endswith("speech-fetchd") for a in argv[:1]) or "--cache-base" == argv[1:2] or "speech-fetchd" in argv[0]:
+            kind = "supervisor"
+        else:
+            continue
+        found.append((int(entry), kind))
+    return found
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--bin", required=True, help="directory with speech, speech-fetchd, speech-testhub")
+    ap.add_argument("--kills", type=int, default=150)
+    ap.add_argument("--rounds", type=int, default=20, help="at least this many rounds; more until --kills is reached")
+    ap.add_argument("--max-rounds", type=int, default=200)
+    ap.add_argument("--fault-rate", type=float, default=0.15)
+    ap.add_argument("--seed", type=int, default=int(time.time()))
+    ap.add_argument("--round-timeout", type=float, default=180)
+    ap.add_argument("--max-ratio", type=float, default=None, help="fail when served/needed bytes exceed this")
+    ap.add_argument("--keep", action="store_true", help="keep the work directory")
+    a = ap.parse_args()
+
+    rng = random.Random(a.seed)
+    work = tempfile.mkdtemp(prefix="speech-fetch-chaos.")
+    say(f"seed {a.seed}, work directory {work}")
+    hub_root = os.path.join(work, "hub")
+    os.makedirs(hub_root)
+    hub_port, cdn_port = free_port(), free_port()
+    spec = ",".join(f"{p}={s}" for p, s in FILES.items())
+    hub = subprocess.Popen([os.path.join(a.bin, "speech-testhub"), "--root", hub_root, "--port", str(hub_port),
+                            "--cdn-port", str(cdn_port), "--generate", f"{REPO}:{spec}"],
+                           stdout=subprocess.PIPE, stderr=open(os.path.join(work, "testhub.log"), "w"))
+    hub.stdout.readline()
+    expected = {p: sha256(os.path.join(hub_root, REPO, p)) for p in FILES}
+    proxy = FaultProxy(hub_port, cdn_port, a.fault_rate, a.seed, stall_seconds=3.0)
+    env = dict(os.environ,
+               HF_ENDPOINT=proxy.base,
+               HF_TOKEN="",
+               HF_HUB_OFFLINE="0",
+               HF_DOWNLOAD_RANGE_CHUNK=str(4 << 20),
+               HF_DOWNLOAD_STALL_TIMEOUT="2",
+               SPEECH_FETCH_RETRY_ATTEMPTS="12",
+               SPEECH_FETCH_RETRY_DELAYS="0.1,0.2,0.5",
+               SPEECH_FETCH_LEASE_SECONDS="3",
+               SPEECH_FETCH_POLL_SECONDS="1")
+    env.pop("HF_TOKEN")
+    speech = os.path.join(a.bin, "speech")
+    fetchd = os.path.join(a.bin, "speech-fetchd")
+
+    watcher = Watcher(expected)
+    watcher.start()
+    kills = {"caller": 0, "waiter": 0, "supervisor": 0, "worker": 0}
+    restarts = 0
+    failures = []   # non-zero exits that were not our kills: (round, what, stderr tail)
+    problems = []
+    needed_bytes = 0
+    started = time.time()
+    kills_per_round = max(1, -(-a.kills // a.rounds))
+
+    try:
+        r = -1
+        while True:
+            r += 1
+            if r >= a.max_rounds or (r >= a.rounds and sum(kills.values()) >= a.kills):
+                break
+            daemon = r % 2 == 1
+            base = os.path.join(work, f"base{r}")
+            os.makedirs(base)
+            models = os.path.join(base, "models", REPO)
+            watcher.models = models
+            logs = os.path.join(work, f"round{r}")
+            os.makedirs(logs)
+            counter = [0]
+
+            def start(argv, name):
+                counter[0] += 1
+                err = open(os.path.join(logs, f"{name}.{counter[0]}.log"), "w")
+                return subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                        stderr=err, start_new_session=True), err.name
+
+            roles = {}  # name -> (argv, Popen, log, done)
+            if daemon:
+                roles["supervisor"] = [[fetchd, "--cache-base", base], None, None, False]
+            roles["caller1"] = [[speech, "download", REPO, "--cache-base", base], None, None, False]
+            roles["caller2"] = [[speech, "download", REPO, "--cache-base", base], None, None, False]
+            for name, role in roles.items():
+                role[1], role[2] = start(role[0], name)
+                if name == "supervisor":
+                    time.sleep(0.5)
+            if daemon:
+                time.sleep(0.3)
+                roles["waiter"] = [[speech, "wait", REPO, "--cache-base", base], None, None, False]
+                roles["waiter"][1], roles["waiter"][2] = start(roles["waiter"][0], "waiter")
+            round_kills = 0
+            deadline = time.time() + a.round_timeout
+            next_kill = time.time() + rng.uniform(0.2, 1.0)
+            killed_pids = set()
+            while True:
+                clients = [n for n in roles if n != "supervisor"]
+                if all(roles[n][3] for n in clients):
+                    break
+                if time.time() > deadline:
+                    problems.append(f"round {r}: not complete after {a.round_timeout:.0f} s (logs in {logs})")
+                    break
+                if round_kills < kills_per_round and time.time() >= next_kill and sum(kills.values()) < a.kills:
+                    live = [(pid, kind) for pid, kind in processes_under(base)]
+                    if live:
+                        pid, kind = rng.choice(live)
+                        try:
+                            os.kill(pid, signal.SIGKILL)
+                            killed_pids.add(pid)
+                            kills[kind] += 1
+                            round_kills += 1
+                        except ProcessLookupError:
+                            pass
+                    next_kill = time.time() + rng.uniform(0.2, 1.2)
+                for name, role in roles.items():
+                    argv, proc, log, done = role
+                    if done or proc.poll() is None:
+                        continue
+                    rc = proc.returncode
+                    if name != "supervisor" and rc == 0:
+                        role[3] = True
+                        continue
+                    if rc != -signal.SIGKILL or proc.pid not in killed_pids:
+                        with open(log) as f:
+                            tail = f.read()[-400:].strip().replace("\n", " | ")
+                        failures.append((r, name, rc, tail))
+                    if name == "waiter" and rc == 1 and "nothing is requested" in tail:
+                        # The request was already settled and cleaned up: ask the cache instead.
+                        pass
+                    restarts += 1
+                    role[1], role[2] = start(argv, name)
+                time.sleep(0.05)
+            if "supervisor" in roles:
+                sup = roles["supervisor"][1]
+                if sup.poll() is None:
+                    sup.send_signal(signal.SIGTERM)
+                    try:
+                        sup.wait(timeout=30)
+                    except subprocess.TimeoutExpired:
+                        sup.kill()
+            for pid, _ in processes_under(base):
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            for name, role in roles.items():
+                if role[1].poll() is None:
+                    role[1].kill()
+                    role[1].wait()
+            # Every file as the Hub has it, and `speech cache verify` agrees.
+            for path, digest in expected.items():
+                final = os.path.join(models, path)
+                if not os.path.exists(final):
+                    problems.append(f"round {r}: {path} missing")
+                elif sha256(final) != digest:
+                    problems.append(f"round {r}: {path} differs from the Hub's copy")
+            verify = subprocess.run([speech, "cache", "verify", "--cache-base", base], env=env,
+                                    capture_output=True, text=True)
+            if verify.returncode != 0:
+                problems.append(f"round {r}: speech cache verify exit {verify.returncode}: "
+                                f"{(verify.stdout + verify.stderr).strip()[-300:]}")
+            needed_bytes += sum(FILES.values())
+            stats = proxy.stats()
+            say(f"round {r + 1} ({'daemon' if daemon else 'embedded'}): {round_kills} kills ({sum(kills.values())} in all), "
+                f"served {stats['bodyBytes'] / needed_bytes:.2f}x so far, {len(problems)} problems")
+    finally:
+        watcher.stop = True
+        hub.terminate()
+        try:
+            hub.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            hub.kill()
+
+    stats = proxy.stats()
+    ratio = stats["bodyBytes"] / max(1, needed_bytes)
+    summary = {
+        "seed": a.seed, "rounds": r, "seconds": round(time.time() - started, 1),
+        "kills": kills, "killsTotal": sum(kills.values()), "restarts": restarts,
+        "faults": stats["faults"], "faultsTotal": sum(stats["faults"].values()), "requests": stats["requests"],
+        "servedBytes": stats["bodyBytes"], "neededBytes": needed_bytes, "servedRatio": round(ratio, 3),
+        "finalFilesHashedWhileRunning": watcher.checked, "corruptVisible": len(watcher.corrupt),
+        "unexpectedExits": len(failures), "problems": problems,
+    }
+    print(json.dumps(summary, indent=2))
+    for r, name, rc, tail in failures[:20]:
+        say(f"round {r}: {name} exited {rc} without being killed: {tail}")
+    if watcher.corrupt:
+        problems.append(f"{len(watcher.corrupt)} corrupt files were visible under final paths")
+    if a.max_ratio is not None and ratio > a.max_ratio:
+        problems.append(f"served {ratio:.2f}x the file bytes, above --max-ratio {a.max_ratio}")
+    if problems:
+        for p in problems:
+            say("FAILED: " + p)
+        say(f"work directory kept: {work}")
+        sys.exit(1)
+    if not a.keep:
+        shutil.rmtree(work, ignore_errors=True)
+    say(f"passed: {sum(kills.values())} kills, {sum(stats['faults'].values())} faults, served {ratio:.2f}x")
+
+
+if __name__ == "__main__":
+    main()

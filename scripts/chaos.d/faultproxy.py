@@ -1,0 +1,190 @@
+"""faultproxy - an HTTP/1.1 proxy between speech-fetch and the test Hub that injects faults.
+
+The client is pointed at the proxy (HF_ENDPOINT). Requests for /cdn/... go to the test Hub's CDN
+port, the rest to its Hub port; a redirect's Location is rewritten to come back through the proxy,
+so every body the client reads crosses it. Each response may get one fault, drawn at random:
+
+  drop      the body is cut after a random share and the connection reset (RST)
+  truncate  the body is cut after a random share and the connection closed cleanly (FIN),
+            fewer bytes than Content-Length
+  stall     the body pauses for `stall_seconds` after a random share, then goes on
+  flip      one byte of the body is XORed 0xFF (the client must catch it by digest)
+  status    503 or 429 with Retry-After: 1, the upstream never asked
+  expired   (CDN only) 403 "Request has expired", as a CDN says of a signed URL past its time
+
+One request per client connection (the proxy answers `Connection: close`). It counts the body
+bytes it sent to clients, which is what the Hub and CDN served, and the faults per kind.
+"""
+import random
+import socket
+import struct
+import threading
+import time
+
+FAULT_KINDS = ("drop", "truncate", "stall", "flip", "status", "expired")
+
+
+class FaultProxy:
+    def __init__(self, hub_port, cdn_port, rate, seed, stall_seconds=3.0, kinds=FAULT_KINDS):
+        self.hub_port = hub_port
+        self.cdn_port = cdn_port
+        self.rate = rate
+        self.random = random.Random(seed)
+        self.stall_seconds = stall_seconds
+        self.kinds = kinds
+        self.lock = threading.Lock()
+        self.body_bytes = 0
+        self.requests = 0
+        self.faults = {k: 0 for k in FAULT_KINDS}
+        self.enabled = True
+        self.listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.listener.bind(("127.0.0.1", 0))
+        self.listener.listen(256)
+        self.port = self.listener.getsockname()[1]
+        self.base = f"http://127.0.0.1:{self.port}"
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def stats(self):
+        with self.lock:
+            return {"requests": self.requests, "bodyBytes": self.body_bytes, "faults": dict(self.faults)}
+
+    def _accept(self):
+        while True:
+            try:
+                conn, _ = self.listener.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+
+    def _draw(self, is_cdn, has_body_request, is_file):
+        with self.lock:
+            self.requests += 1
+            if not self.enabled or self.random.random() >= self.rate:
+                return None, 0.0
+            # A flipped byte is what a bad disk or cache upstream does to a file; API answers
+            # reach a real client through TLS, which would catch it, so they are not flipped.
+            kinds = [k for k in self.kinds if (k != "expired" or is_cdn)
+                     and (k in ("status", "expired") or has_body_request)
+                     and (k != "flip" or is_file)]
+            if not kinds:
+                return None, 0.0
+            kind = self.random.choice(kinds)
+            self.faults[kind] += 1
+            return kind, self.random.random()
+
+    def _count(self, n, counting):
+        if not counting:
+            return
+        with self.lock:
+            self.body_bytes += n
+
+    def _serve(self, conn):
+        counting = False
+        try:
+            conn.settimeout(120)
+            head = read_head(conn)
+            if head is None:
+                return
+            request_line, headers = head
+            method, target, _ = request_line.split(" ", 2)
+            is_cdn = target.startswith("/cdn/")
+            counting = is_cdn or "/resolve/" in target  # file bodies, not API answers
+            kind, share = self._draw(is_cdn, method == "GET", counting)
+            if kind == "status":
+                code = self.random.choice((503, 429))
+                body = b'{"error":"injected by faultproxy"}'
+                conn.sendall((f"HTTP/1.1 {code} Injected\r\nRetry-After: 1\r\nContent-Type: application/json\r\n"
+                              f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n").encode() + body)
+                return
+            if kind == "expired":
+                body = b"<?xml version=\"1.0\"?><Error><Code>AccessDenied</Code><Message>Request has expired</Message></Error>"
+                conn.sendall((f"HTTP/1.1 403 Forbidden\r\nContent-Type: application/xml\r\n"
+                              f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n").encode() + body)
+                return
+            upstream = socket.create_connection(("127.0.0.1", self.cdn_port if is_cdn else self.hub_port))
+            upstream.settimeout(120)
+            out = [request_line]
+            for name, value in headers:
+                if name.lower() in ("connection", "keep-alive", "proxy-connection"):
+                    continue
+                out.append(f"{name}: {value}")
+            out.append("Connection: close")
+            upstream.sendall(("\r\n".join(out) + "\r\n\r\n").encode("latin-1"))
+            rhead = read_head(upstream)
+            if rhead is None:
+                upstream.close()
+                return
+            status_line, rheaders = rhead
+            length = None
+            out = [status_line]
+            for name, value in rheaders:
+                low = name.lower()
+                if low in ("connection", "keep-alive"):
+                    continue
+                if low == "content-length":
+                    length = int(value)
+                if low == "location":
+                    value = (value.replace(f"127.0.0.1:{self.cdn_port}", f"127.0.0.1:{self.port}")
+                                  .replace(f"127.0.0.1:{self.hub_port}", f"127.0.0.1:{self.port}"))
+                out.append(f"{name}: {value}")
+            out.append("Connection: close")
+            conn.sendall(("\r\n".join(out) + "\r\n\r\n").encode("latin-1"))
+            if method == "HEAD" or not length:
+                upstream.close()
+                return
+            cut = int(length * share) if kind in ("drop", "truncate", "stall", "flip") else None
+            sent = 0
+            while sent < length:
+                chunk = upstream.recv(min(65536, length - sent))
+                if not chunk:
+                    break
+                if cut is not None and sent <= cut < sent + len(chunk):
+                    if kind == "flip":
+                        i = cut - sent
+                        chunk = chunk[:i] + bytes([chunk[i] ^ 0xFF]) + chunk[i + 1:]
+                    elif kind == "stall":
+                        conn.sendall(chunk[:cut - sent])
+                        self._count(cut - sent, counting)
+                        time.sleep(self.stall_seconds)
+                        chunk = chunk[cut - sent:]
+                        sent = cut
+                        cut = None
+                    else:
+                        part = chunk[:cut - sent]
+                        conn.sendall(part)
+                        self._count(len(part), counting)
+                        if kind == "drop":
+                            conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                        upstream.close()
+                        return
+                conn.sendall(chunk)
+                self._count(len(chunk), counting)
+                sent += len(chunk)
+            upstream.close()
+        except OSError:
+            pass
+        finally:
+            try:
+                conn.close()
+            except OSError:
+                pass
+
+
+def read_head(sock):
+    """Reads an HTTP head; returns (first line, [(name, value)]) or None at EOF."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = sock.recv(1)  # byte by byte: the body that follows is not ours to read here
+        if not chunk:
+            return None
+        data += chunk
+        if len(data) > 65536:
+            return None
+    lines = data.decode("latin-1").split("\r\n")
+    headers = []
+    for line in lines[1:]:
+        if ":" in line:
+            name, value = line.split(":", 1)
+            headers.append((name.strip(), value.strip()))
+    return lines[0], headers
