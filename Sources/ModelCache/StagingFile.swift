@@ -179,6 +179,20 @@ public final class StagingFile: @unchecked Sendable {
         guard Int64(st.st_size) == length else {
             throw CacheError.sizeMismatch(path: partPath, expected: length, actual: Int64(st.st_size))
         }
+        // A part that continues the hashed prefix is copied through memory and hashed on the way:
+        // its bytes are read once, instead of copied in the kernel and read back for the hash
+        // (through a network filesystem's client, the read-back is most of a splice's cost).
+        if file.sha256 != nil, let prefix = lock.withLock({ record.hashedBytes == r.start ? hasher : nil }) {
+            var h = prefix
+            try copyThroughMemory(from: part, partPath: partPath, at: 0, to: r.start, count: length) { h.update($0) }
+            lock.withLock {
+                if record.hashedBytes == r.start {  // nobody reset or advanced us meanwhile
+                    hasher = h
+                    record.hashedBytes = r.start + length
+                }
+            }
+            return
+        }
         if sf_clone_range(part, 0, length, fd, r.start) == 0 { return }
         var inOffset: Int64 = 0
         var outOffset: Int64 = r.start
@@ -196,7 +210,8 @@ public final class StagingFile: @unchecked Sendable {
         }
     }
 
-    private func copyThroughMemory(from part: Int32, partPath: String, at start: Int64, to destination: Int64, count: Int64) throws {
+    private func copyThroughMemory(from part: Int32, partPath: String, at start: Int64, to destination: Int64, count: Int64,
+                                   each: (UnsafeRawBufferPointer) -> Void = { _ in }) throws {
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 16)
         defer { buffer.deallocate() }
         var done: Int64 = 0
@@ -207,7 +222,9 @@ public final class StagingFile: @unchecked Sendable {
                 throw CacheError.io(path: partPath, operation: "read part", errno: errno)
             }
             if n == 0 { throw CacheError.sizeMismatch(path: partPath, expected: start + count, actual: start + done) }
-            try write(UnsafeRawBufferPointer(rebasing: buffer[0..<n]), at: destination + done)
+            let chunk = UnsafeRawBufferPointer(rebasing: buffer[0..<n])
+            try write(chunk, at: destination + done)
+            each(chunk)
             done += Int64(n)
         }
     }
