@@ -64,23 +64,34 @@ public struct Splicer: Sendable {
             // done nor fetched.
             var listed: [String] = []
             var spliced = 0
-            for index in 0..<plan.rangeCount where spool.hasPart(plan, index) == true {
-                let part = spool.partPath(plan, index)
-                if done.contains(index) { listed.append(part); continue }
-                do {
-                    try staging.splice(partAt: part, index: index)
-                    staging.markDone(index)
-                    spliced += 1
-                    // The hash follows the contiguous prefix part by part, while later ranges still
-                    // arrive: a pass that splices a whole file does not read it all back at its end
-                    // (slow through a network filesystem's client).
-                    try? staging.advanceHash()
-                } catch CacheError.sizeMismatch {
-                    // A part of the wrong size (read successfully) is dropped and its range fetched again.
-                    unlink(part)
-                    spool.addJobs(plan, indices: [index])
-                } catch {
-                    // Other errors (disk full, I/O, a stale handle) keep the part for a later splice.
+            // Parts that arrive while the pass runs (behind the index it looks at) are spliced in
+            // the same pass: it looks again until a look finds nothing new, so the last part of a
+            // file does not wait for the next pass to be spliced and the file finalized.
+            // A pass ends after 16 new parts, so the next one can drop them (it reads them back).
+            var seen = Set<Int>()
+            var looking = true
+            while looking && spliced < 16 {
+                looking = false
+                for index in 0..<plan.rangeCount where spliced < 16 && !seen.contains(index) && spool.hasPart(plan, index) == true {
+                    seen.insert(index)
+                    let part = spool.partPath(plan, index)
+                    if done.contains(index) { listed.append(part); continue }
+                    do {
+                        try staging.splice(partAt: part, index: index)
+                        staging.markDone(index)
+                        spliced += 1
+                        looking = true
+                        // The hash follows the contiguous prefix part by part, while later ranges still
+                        // arrive: a pass that splices a whole file does not read it all back at its end
+                        // (slow through a network filesystem's client).
+                        try? staging.advanceHash()
+                    } catch CacheError.sizeMismatch {
+                        // A part of the wrong size (read successfully) is dropped and its range fetched again.
+                        unlink(part)
+                        spool.addJobs(plan, indices: [index])
+                    } catch {
+                        // Other errors (disk full, I/O, a stale handle) keep the part for a later splice.
+                    }
                 }
             }
             if spliced > 0 {
