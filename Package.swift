@@ -9,6 +9,13 @@ let package = Package(
     products: [
         .library(name: "SpeechFetch", targets: ["SpeechFetch"]),
         .library(name: "TestHub", targets: ["TestHub"]),
+        // The layers the fuzz targets (Fuzz/Package.swift) reach into; nothing else uses them.
+        .library(name: "HubClient", targets: ["HubClient"]),
+        .library(name: "ModelCache", targets: ["ModelCache"]),
+        .library(name: "Transfer", targets: ["Transfer"]),
+        .library(name: "Spool", targets: ["Spool"]),
+        .library(name: "CacheAdmin", targets: ["CacheAdmin"]),
+        .library(name: "Digest", targets: ["Digest"]),
         .executable(name: "speech", targets: ["speech"]),
         .executable(name: "speech-fetchd", targets: ["speech-fetchd"]),
         .executable(name: "speech-testhub", targets: ["speech-testhub"]),
@@ -50,7 +57,7 @@ let package = Package(
         .executableTarget(name: "speech-testhub", dependencies: ["TestHub"]),
 
         .testTarget(name: "HubClientTests", dependencies: ["HubClient", "TestHub"]),
-        .testTarget(name: "TransferTests", dependencies: ["SpeechFetch", "CacheAdmin", "Daemon", "TestHub", "Digest", "HubClient", "ModelCache", "Spool"]),
+        .testTarget(name: "TransferTests", dependencies: ["SpeechFetch", "CacheAdmin", "Curl", "Daemon", "TestHub", "Digest", "HubClient", "ModelCache", "Spool", "Transfer"]),
         .testTarget(name: "TestHubTests", dependencies: ["TestHub", "Digest"]),
     ],
     swiftLanguageModes: [.v6]

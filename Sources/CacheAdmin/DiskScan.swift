@@ -185,8 +185,8 @@ enum DiskScan {
 /// `.incomplete/` entries grouped by the file they stage: `<name>`, `<name>.sidecar.json`,
 /// `<name>.lock`, a sidecar's temp file `.<name>.sidecar.json.tmp.*`, a broken lock
 /// `<name>.lock.broken.*`, and an import's temp link `<name>.import.*`.
-enum StagingEntries {
-    static func stagingName(of entry: String) -> String {
+public enum StagingEntries {
+    public static func stagingName(of entry: String) -> String {
         if entry.hasSuffix(".lock") { return String(entry.dropLast(5)) }
         if entry.hasSuffix(".sidecar.json") { return String(entry.dropLast(13)) }
         for marker in [".lock.broken.", ".import."] {
@@ -206,7 +206,7 @@ enum StagingEntries {
     }
 
     /// `a%2Fb%25c` → `a/b%c`: the inverse of `StagingFile.stagingName`.
-    static func repoPath(_ stagingName: String) -> String {
+    public static func repoPath(_ stagingName: String) -> String {
         var out = ""
         var rest = Substring(stagingName)
         while let percent = rest.firstIndex(of: "%") {

@@ -64,22 +64,30 @@ public final class HubClient: Sendable {
             pages += 1
             if pages > 100_000 { throw HubError.badResponse(url: url, reason: "tree pagination does not end") }
             let response = try retry.run { try get(url, repo: repo, revision: commit) }
-            guard let entries = try? JSONSerialization.jsonObject(with: response.body) as? [[String: Any]] else {
-                throw HubError.badResponse(url: url, reason: "the tree answer is not a JSON array")
-            }
-            for entry in entries where (entry["type"] as? String) != "directory" {
-                guard let path = entry["path"] as? String else {
-                    throw HubError.badResponse(url: url, reason: "a tree entry has no path")
-                }
-                try RepoPath.validate(path, in: repo)
-                let lfs = entry["lfs"] as? [String: Any]
-                let size = (entry["size"] as? NSNumber)?.int64Value ?? (lfs?["size"] as? NSNumber)?.int64Value ?? 0
-                var sha = (lfs?["oid"] as? String) ?? (lfs?["sha256"] as? String)
-                if let s = sha, s.hasPrefix("sha256:") { sha = String(s.dropFirst(7)) }
-                files.append(RepoFile(path: path, size: size, blobID: entry["oid"] as? String ?? "",
-                                      sha256: sha?.lowercased()))
-            }
+            files += try HubClient.treeFiles(response.body, of: repo, url: url)
             next = HubClient.nextLink(response.headers["Link"], relativeTo: url)
+        }
+        return files
+    }
+
+    /// The files of one tree page (`url` names it in errors): directories dropped, every path
+    /// validated.
+    public static func treeFiles(_ body: Data, of repo: RepoID, url: String) throws -> [RepoFile] {
+        guard let entries = try? JSONSerialization.jsonObject(with: body) as? [[String: Any]] else {
+            throw HubError.badResponse(url: url, reason: "the tree answer is not a JSON array")
+        }
+        var files: [RepoFile] = []
+        for entry in entries where (entry["type"] as? String) != "directory" {
+            guard let path = entry["path"] as? String else {
+                throw HubError.badResponse(url: url, reason: "a tree entry has no path")
+            }
+            try RepoPath.validate(path, in: repo)
+            let lfs = entry["lfs"] as? [String: Any]
+            let size = (entry["size"] as? NSNumber)?.int64Value ?? (lfs?["size"] as? NSNumber)?.int64Value ?? 0
+            var sha = (lfs?["oid"] as? String) ?? (lfs?["sha256"] as? String)
+            if let s = sha, s.hasPrefix("sha256:") { sha = String(s.dropFirst(7)) }
+            files.append(RepoFile(path: path, size: size, blobID: entry["oid"] as? String ?? "",
+                                  sha256: sha?.lowercased()))
         }
         return files
     }

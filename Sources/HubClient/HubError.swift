@@ -76,9 +76,14 @@ public enum HubError: Error, Sendable, CustomStringConvertible {
         case (_, 401):
             return .repoNotFound(repo)
         default:
-            let after = response.headers["Retry-After"].flatMap { Double($0.trimmingCharacters(in: .whitespaces)) }
-            return .http(status: response.status, url: response.url, message: message, retryAfter: after)
+            return .http(status: response.status, url: response.url, message: message,
+                         retryAfter: retryAfterSeconds(response.headers["Retry-After"]))
         }
+    }
+
+    /// A `Retry-After` header's delay in seconds (the delay-seconds form; an HTTP date is nil).
+    public static func retryAfterSeconds(_ header: String?) -> Double? {
+        header.flatMap { Double($0.trimmingCharacters(in: .whitespaces)) }
     }
 
     private static func errorMessage(_ response: HTTPResponse) -> String {

@@ -43,7 +43,8 @@ extension RepoSnapshot {
         return try? JSONDecoder().decode(RepoSnapshot.self, from: data)
     }
 
-    init?(json: JSONValue) {
+    /// The quick reader's half of `decode`: nil when `json` is not a snapshot.
+    public init?(json: JSONValue) {
         guard let repo = json["repo"]?.stringValue, let revision = json["revision"]?.stringValue,
               let commit = json["commit"]?.stringValue, let entries = json["files"]?.arrayValue else { return nil }
         var files: [RepoFile] = []

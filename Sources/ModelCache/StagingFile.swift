@@ -357,7 +357,8 @@ public final class StagingFile: @unchecked Sendable {
         rmdir(directory.stagingDirectory.path)  // fails harmlessly while anything is left
     }
 
-    static func contiguousEnd(_ done: Set<Int>, rangeSize: Int64, size: Int64) -> Int64 {
+    /// Bytes from offset 0 that `done` covers without a gap (at most `size`).
+    public static func contiguousEnd(_ done: Set<Int>, rangeSize: Int64, size: Int64) -> Int64 {
         var i = 0
         while done.contains(i) { i += 1 }
         return min(size, Int64(i) * rangeSize)

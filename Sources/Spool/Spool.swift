@@ -257,9 +257,7 @@ public final class Spool: @unchecked Sendable {
     }
 
     private static func decodePlan(_ data: Data, key: String) -> PlannedFile? {
-        guard let plan = try? JSONDecoder().decode(PlannedFile.self, from: data), plan.key == key,
-              plan.rangeSize > 0, plan.file.size > 0,
-              plan.rangeCount == Int(plan.file.size / plan.rangeSize) + (plan.file.size % plan.rangeSize == 0 ? 0 : 1)
+        guard let plan = try? JSONDecoder().decode(PlannedFile.self, from: data), plan.key == key, plan.isConsistent
         else { return nil }
         return plan
     }
@@ -524,6 +522,14 @@ public final class Spool: @unchecked Sendable {
     }
 
     public func retireSupervisor() { unlink("\(supervisorsDir)/\(owner.node)") }
+
+    /// True when this node's supervisor record names a process that is gone (killed: a clean
+    /// exit removes the record). A dead local holder is judged at once, never by lease age.
+    public func localSupervisorIsDead() -> Bool {
+        guard let data = SpoolFS.read("\(supervisorsDir)/\(owner.node)"),
+              let pid = Int32(String(decoding: data, as: UTF8.self)) else { return false }
+        return !SpoolFS.processAlive(pid)
+    }
 
     /// Nodes whose supervisor is alive: a live pid on this node, a fresh heartbeat elsewhere.
     /// A heartbeat that cannot be read (or a clock probe that fails) counts as alive: a caller

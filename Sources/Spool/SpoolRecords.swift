@@ -97,14 +97,16 @@ public struct PlannedFile: Codable, Sendable, Equatable {
     }
 
     /// Splits a job name (`<key: 24 hex>.<index: 6 or more digits>`) into file key and range
-    /// index; nil for any other name (junk in the spool is never taken for a job).
+    /// index; nil for any other name (junk in the spool is never taken for a job), and for a
+    /// name that is not the one `jobName` writes for its index (`.0000017`: its part and claim
+    /// would go by another name than the splicer looks for).
     public static func parseJob(_ name: String) -> (key: String, index: Int)? {
         guard let dot = name.lastIndex(of: ".") else { return nil }
         let key = name[..<dot]
         let digits = name[name.index(after: dot)...]
         guard key.utf8.count == 24, key.utf8.allSatisfy({ ($0 >= 48 && $0 <= 57) || ($0 >= 97 && $0 <= 102) }),
               digits.utf8.count >= 6, digits.utf8.count <= 9, digits.utf8.allSatisfy({ $0 >= 48 && $0 <= 57 }),
-              let index = Int(digits) else { return nil }
+              let index = Int(digits), jobName(key: String(key), index: index) == name else { return nil }
         return (String(key), index)
     }
 }

@@ -13,7 +13,7 @@ enum RangeRefusal {
     case overflow
 }
 
-enum RangeResponse {
+public enum RangeResponse {
     enum Verdict {
         /// Write the body; it carries this ETag (nil when none was sent).
         case stream(etag: String?)
@@ -57,13 +57,22 @@ enum RangeResponse {
         }
     }
 
-    /// Parses `bytes a-b/total` (total may be `*`).
-    static func parseContentRange(_ header: String?) -> (start: Int64, end: Int64, total: Int64?)? {
+    /// Parses `bytes a-b/total` (total may be `*`): nil unless every number is plain digits,
+    /// a <= b and, with a total, b < total (RFC 9110 14.4).
+    public static func parseContentRange(_ header: String?) -> (start: Int64, end: Int64, total: Int64?)? {
         guard let header, header.lowercased().hasPrefix("bytes ") else { return nil }
         let halves = header.dropFirst(6).split(separator: "/", maxSplits: 1)
         guard halves.count == 2 else { return nil }
         let bounds = halves[0].split(separator: "-", maxSplits: 1)
-        guard bounds.count == 2, let start = Int64(bounds[0]), let end = Int64(bounds[1]) else { return nil }
-        return (start, end, halves[1] == "*" ? nil : Int64(halves[1]))
+        guard bounds.count == 2, let start = digits(bounds[0]), let end = digits(bounds[1]), start <= end else { return nil }
+        if halves[1] == "*" { return (start, end, nil) }
+        guard let total = digits(halves[1]), end < total else { return nil }
+        return (start, end, total)
+    }
+
+    /// `1*DIGIT`: no sign, no space.
+    private static func digits(_ text: Substring) -> Int64? {
+        guard !text.isEmpty, text.utf8.allSatisfy({ $0 >= 48 && $0 <= 57 }) else { return nil }
+        return Int64(text)
     }
 }

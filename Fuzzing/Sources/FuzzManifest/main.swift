@@ -1,0 +1,31 @@
+// FuzzManifest - the model manifest (`.speech-fetch.json`) and its quick JSON reader.
+import FuzzSupport
+import Foundation
+import HubClient
+
+func same(_ a: RepoSnapshot, _ b: RepoSnapshot) -> Bool {
+    a.repo == b.repo && a.revision == b.revision && a.commit == b.commit && a.files == b.files
+}
+
+fuzzMain { data in
+    if let value = JSONValue.parse(data) {
+        // The quick reader is strict RFC 8259: Foundation's reader takes whatever it takes.
+        expect((try? JSONSerialization.jsonObject(with: data, options: [.fragmentsAllowed])) != nil,
+               "JSONValue took what JSONSerialization refuses")
+        if let quick = RepoSnapshot(json: value) {
+            // The quick reader and JSONDecoder, the fallback, read a manifest alike.
+            guard let slow = try? JSONDecoder().decode(RepoSnapshot.self, from: data) else {
+                expect(false, "quick reader took a manifest JSONDecoder refuses"); return
+            }
+            expect(same(quick, slow), "quick reader and JSONDecoder disagree")
+        }
+    }
+    guard let snapshot = RepoSnapshot.decode(data) else { return }
+    // What readManifest returns survives writeManifest's encoding.
+    let encoder = JSONEncoder()
+    encoder.outputFormatting = [.sortedKeys]
+    guard let again = (try? encoder.encode(snapshot)).flatMap(RepoSnapshot.decode) else {
+        expect(false, "a read manifest does not read back after encoding"); return
+    }
+    expect(same(snapshot, again), "a manifest changes through encode and decode")
+}

@@ -1,0 +1,36 @@
+// FuzzNames - the names the spool and the staging folder are read by: range jobs and parts
+// (`<key>.<index>`), claim and lock holders (`<node>@<pid>`), staging names (`a%2Fb`) and the
+// staging entries grouped by `speech cache ls/clean`.
+import CacheAdmin
+import FuzzSupport
+import Foundation
+import HubClient
+import ModelCache
+import Spool
+
+let suffixes = [".lock", ".sidecar.json", ".lock.broken.1700000000", ".import.4242"]
+
+fuzzMain { data in
+    let name = text(data)
+    if let job = PlannedFile.parseJob(name) {
+        // A job name that parses names exactly one job: it is the name that job is written as.
+        expect(PlannedFile.jobName(key: job.key, index: job.index) == name, "job name '\(name)' does not re-encode to itself")
+    }
+    if let owner = LockOwner(tag: name) {
+        expect(LockOwner(tag: owner.description) == owner, "holder '\(name)' does not re-encode stably")
+    }
+    // Staging names are reversible, and every entry of a staged file groups under its name.
+    let staged = StagingFile.stagingName(name)
+    expect(!staged.contains("/"), "staging name '\(staged)' has a slash")
+    expect(StagingEntries.repoPath(staged) == name, "staging name '\(staged)' does not decode to '\(name)'")
+    _ = StagingEntries.repoPath(name)
+    if (try? RepoPath.validate(name, in: RepoID("org/name"))) != nil {
+        expect(StagingEntries.stagingName(of: staged) == staged, "staged file '\(staged)' groups under another name")
+        for suffix in suffixes {
+            let entry = staged + suffix
+            expect(StagingEntries.stagingName(of: entry) == staged, "entry '\(entry)' groups under another name")
+        }
+        let temp = ".\(staged).sidecar.json.tmp.42"
+        expect(StagingEntries.stagingName(of: temp) == staged, "entry '\(temp)' groups under another name")
+    }
+}
