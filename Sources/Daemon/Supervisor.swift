@@ -76,6 +76,7 @@ public final class Supervisor: @unchecked Sendable {
         let splicer = Splicer(spool: spool)
         var requestLog = RequestLog()
         var lastRepair = Date.distantPast
+        var repairInterval = 10.0
         var lastBeat = Date()
         while !shouldStop() {
             keepWorkers()
@@ -84,9 +85,11 @@ public final class Supervisor: @unchecked Sendable {
             planner.planRequests()
             splicer.spliceAll()
             requestLog.look(spool: spool, log: log)
-            if Date().timeIntervalSince(lastRepair) >= 10 {
+            // Every 10 s; 2 s after a repair that found ranges that look lost (a range is made
+            // ready again only when a second look finds it lost too).
+            if Date().timeIntervalSince(lastRepair) >= repairInterval {
                 lastRepair = Date()
-                planner.repairLostJobs()
+                repairInterval = planner.repairLostJobs() ? 2 : 10
                 spool.sweepTemp()
             }
             if Date().timeIntervalSince(lastBeat) >= 1 {

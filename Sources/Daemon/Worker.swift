@@ -68,17 +68,56 @@ public final class Worker: @unchecked Sendable {
             var worked = false
             // Lowest range first: the file's contiguous prefix grows steadily, so the splicer's
             // hash keeps up and little is left to hash when the last range lands.
-            for name in spool.readyJobs() {
-                if ownRequestsOnly, let (key, _) = PlannedFile.parseJob(name), spool.plannedFile(key)?.node != settings.node {
-                    continue
+            // Fair share: a node holds at most its share of the outstanding ranges (ready and
+            // claimed, over the live nodes), so the first node to wake does not take them all.
+            // The slots of this process decide one at a time.
+            let claimed: ClaimedJob? = claimLock.withLock {
+                let ready = spool.readyJobs()
+                guard !ready.isEmpty, withinShare(ready: ready.count) else { return nil }
+                for name in ready {
+                    if ownRequestsOnly, let (key, _) = PlannedFile.parseJob(name), spool.plannedFile(key)?.node != settings.node {
+                        continue
+                    }
+                    if let claim = spool.claim(name) { return claim }
                 }
-                guard let claim = spool.claim(name) else { continue }
-                work(claim, fetcher: fetcher, shouldStop: done)
+                return nil
+            }
+            if let claimed {
+                work(claimed, fetcher: fetcher, shouldStop: done)
                 worked = true
-                break
+            }
+            // Endgame: nothing is ready, and another node is far behind on a range while its link
+            // is shared by more ranges than ours: fetch it too; the first part published wins.
+            if !worked, settings.endgame, let lagging = spool.laggingClaim(), let duplicate = spool.duplicate(lagging) {
+                log("endgame: racing \(lagging.node) for \(duplicate.plan.file.path) part \(duplicate.index) (\(lagging.remaining) bytes left there)")
+                work(duplicate, fetcher: fetcher, shouldStop: done)
+                worked = true
             }
             if !worked { wakeup.wait(seconds: Double(poll)) }
         }
+    }
+
+    private let claimLock = NSLock()
+
+    /// Live nodes, looked up at most every few seconds (a clock probe and a listing).
+    private let nodesLock = NSLock()
+    private var nodesSeen: (count: Int, at: Date) = (1, .distantPast)
+
+    private func liveNodes() -> Int {
+        if let cached = nodesLock.withLock({ Date().timeIntervalSince(nodesSeen.at) < 3 ? nodesSeen.count : nil }) { return cached }
+        let count = max(1, spool.liveSupervisors().count)
+        nodesLock.withLock { nodesSeen = (count, Date()) }
+        return count
+    }
+
+    /// True while this node's claims are fewer than its share, ceil((ready + claimed) / live nodes).
+    private func withinShare(ready: Int) -> Bool {
+        guard let claims = SpoolFS.listing(spool.claimedDir) else { return true }
+        let tag = "@\(settings.node)@"
+        let mine = claims.filter { $0.contains(tag) }.count
+        let nodes = liveNodes()
+        let share = (ready + claims.count + nodes - 1) / nodes
+        return mine < max(1, share)
     }
 
     private func work(_ claim: ClaimedJob, fetcher: RangeFetch, shouldStop: @escaping @Sendable () -> Bool) {
@@ -86,6 +125,7 @@ public final class Worker: @unchecked Sendable {
         let temp = spool.partTempPath(claim)
         let range = plan.range(claim.index)
         var lastRefresh = Date()
+        var lastLook = Date()
         var revoked = false
         let spool = self.spool
         let lease = settings.lease
@@ -99,6 +139,11 @@ public final class Worker: @unchecked Sendable {
                                       lastRefresh = Date()
                                       revoked = !spool.refresh(claim)
                                   }
+                                  // A duplicate stops once the range it races is published.
+                                  if claim.duplicateOf != nil, Date().timeIntervalSince(lastLook) >= 0.25 {
+                                      lastLook = Date()
+                                      if spool.duplicateIsMoot(claim) { revoked = true }
+                                  }
                               }, isCancelled: { revoked || shouldStop() })
             // Publish after durable: the part is synced and renamed into parts/ on the publisher
             // queue while this worker goes back to fetching. Splicing is left to the supervisor
@@ -108,7 +153,13 @@ public final class Worker: @unchecked Sendable {
                 do {
                     try SpoolFS.syncFile(temp)
                     spool.refresh(claim)
-                    try spool.publishPart(temp, for: claim)
+                    let won = try spool.publishPart(temp, for: claim)
+                    let bytes = range.end - range.start + 1
+                    if claim.duplicateOf != nil {
+                        log("endgame: \(plan.file.path) part \(claim.index) \(won ? "won" : "lost"): \(bytes) bytes fetched twice")
+                    } else if !won {
+                        log("endgame: \(plan.file.path) part \(claim.index) lost to a duplicate: \(bytes) bytes fetched twice")
+                    }
                 } catch {
                     log("\(plan.file.path) part \(claim.index): \(error); the range will be fetched again")
                     unlink(temp)
@@ -117,7 +168,12 @@ public final class Worker: @unchecked Sendable {
             }
         } catch is CancellationError {
             unlink(temp)
-            if !revoked { spool.unclaim(claim) }
+            if claim.duplicateOf != nil {
+                unlink(claim.path)
+                if revoked { log("endgame: \(plan.file.path) part \(claim.index) published by its claimant first; the duplicate stopped") }
+            } else if !revoked {
+                spool.unclaim(claim)
+            }
         } catch let error as CacheError {
             // A local problem (disk full, I/O): the range is not at fault. Give it back and pause.
             unlink(temp)

@@ -4,9 +4,14 @@ import Foundation
 public enum AtomicFile {
     /// Writes `data` to `url` so readers see either the old file or the new one, never a mix.
     public static func write(_ data: Data, to url: URL, mode: mode_t = 0o644) throws {
-        let tmp = url.deletingLastPathComponent()
-            .appendingPathComponent(".\(url.lastPathComponent).tmp.\(getpid()).\(UInt32.random(in: 0...UInt32.max))")
-        let fd = open(tmp.path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode)
+        var tmp = url
+        // A fresh name on every attempt: a create that failed with a stale handle may still
+        // have made its file.
+        let fd = SharedFS.retry {
+            tmp = url.deletingLastPathComponent()
+                .appendingPathComponent(".\(url.lastPathComponent).tmp.\(getpid()).\(UInt32.random(in: 0...UInt32.max))")
+            return open(tmp.path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode)
+        }
         guard fd >= 0 else { throw CacheError.io(path: tmp.path, operation: "create", errno: errno) }
         var ok = false
         defer { if !ok { unlink(tmp.path) } }

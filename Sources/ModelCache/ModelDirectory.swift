@@ -64,7 +64,8 @@ public struct ModelDirectory: Sendable {
         if hubCommit != nil { return hubIsComplete(file) }
         let path = finalPath(file.path)
         var st = stat()
-        let found = directoryFD >= 0 ? fstatat(directoryFD, file.path, &st, AT_SYMLINK_NOFOLLOW) : lstat(path, &st)
+        // Looked at again on a stale handle (a network filesystem after another client's rename).
+        let found = SharedFS.retry { directoryFD >= 0 ? fstatat(directoryFD, file.path, &st, AT_SYMLINK_NOFOLLOW) : lstat(path, &st) }
         guard found == 0, (st.st_mode & S_IFMT) == S_IFREG, Int64(st.st_size) == file.size else { return false }
         return withUnsafeTemporaryAllocation(of: CChar.self, capacity: 128) { buffer in
             let n = directoryFD >= 0

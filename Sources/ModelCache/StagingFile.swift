@@ -92,8 +92,15 @@ public final class StagingFile: @unchecked Sendable {
         try StagingFile.makeDirectory(staging)
         var kept: Sidecar?
         var wanted = asked
-        if let data = FileManager.default.contents(atPath: sidecarURL.path),
-           let old = try? JSONDecoder().decode(Sidecar.self, from: data) {
+        // A sidecar that cannot be read (a stale handle, EIO) is not a missing one: the progress
+        // it records must not be thrown away. The caller tries again later.
+        let sidecarData: Data?
+        switch SharedFS.read(sidecarURL.path) {
+        case .found(let data): sidecarData = data
+        case .absent: sidecarData = nil
+        case .unknown(let code): throw CacheError.io(path: sidecarURL.path, operation: "read the sidecar", errno: code)
+        }
+        if let data = sidecarData, let old = try? JSONDecoder().decode(Sidecar.self, from: data) {
             // Another host may split files differently (its own HF_DOWNLOAD_RANGE_CHUNK): its
             // ranges are kept, in its range size, rather than thrown away.
             var sameButRanges = wanted
@@ -110,10 +117,15 @@ public final class StagingFile: @unchecked Sendable {
         }
         self.rangeSize = wanted.rangeSize
         self.rangeCount = file.size == 0 ? 0 : Int((file.size + wanted.rangeSize - 1) / wanted.rangeSize)
-        let fd = open(dataURL.path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o644)
+        let path = dataURL.path
+        let fd = SharedFS.retry { open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o644) }
         guard fd >= 0 else { throw CacheError.io(path: dataURL.path, operation: "create staging file", errno: errno) }
         var st = stat()
-        fstat(fd, &st)
+        guard SharedFS.retry({ fstat(fd, &st) }) == 0 else {
+            let code = errno
+            close(fd)
+            throw CacheError.io(path: dataURL.path, operation: "read the size of the staging file", errno: code)
+        }
         if Int64(st.st_size) != file.size {
             if kept != nil && Int64(st.st_size) < file.size { kept = nil }  // truncated under us: start over
             guard ftruncate(fd, off_t(file.size)) == 0 else {
@@ -184,12 +196,30 @@ public final class StagingFile: @unchecked Sendable {
     public func splice(partAt partPath: String, index: Int) throws {
         let r = range(index)
         let length = r.end - r.start + 1
-        let part = open(partPath, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+        let part = SharedFS.retry { open(partPath, O_RDONLY | O_NOFOLLOW | O_CLOEXEC) }
         guard part >= 0 else { throw CacheError.io(path: partPath, operation: "open part", errno: errno) }
         defer { close(part) }
         var st = stat()
-        guard fstat(part, &st) == 0, Int64(st.st_size) == length else {
+        // A part whose size cannot be read is not one of the wrong size (which is dropped).
+        guard SharedFS.retry({ fstat(part, &st) }) == 0 else {
+            throw CacheError.io(path: partPath, operation: "read the size of part", errno: errno)
+        }
+        guard Int64(st.st_size) == length else {
             throw CacheError.sizeMismatch(path: partPath, expected: length, actual: Int64(st.st_size))
+        }
+        // A part that continues the hashed prefix is copied through memory and hashed on the way:
+        // its bytes are read once, instead of copied in the kernel and read back for the hash
+        // (through a network filesystem's client, the read-back is most of a splice's cost).
+        if file.sha256 != nil, let prefix = lock.withLock({ record.hashedBytes == r.start ? hasher : nil }) {
+            var h = prefix
+            try copyThroughMemory(from: part, partPath: partPath, at: 0, to: r.start, count: length) { h.update($0) }
+            lock.withLock {
+                if record.hashedBytes == r.start {  // nobody reset or advanced us meanwhile
+                    hasher = h
+                    record.hashedBytes = r.start + length
+                }
+            }
+            return
         }
         if sf_clone_range(part, 0, length, fd, r.start) == 0 { return }
         var inOffset: Int64 = 0
@@ -208,7 +238,8 @@ public final class StagingFile: @unchecked Sendable {
         }
     }
 
-    private func copyThroughMemory(from part: Int32, partPath: String, at start: Int64, to destination: Int64, count: Int64) throws {
+    private func copyThroughMemory(from part: Int32, partPath: String, at start: Int64, to destination: Int64, count: Int64,
+                                   each: (UnsafeRawBufferPointer) -> Void = { _ in }) throws {
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 16)
         defer { buffer.deallocate() }
         var done: Int64 = 0
@@ -219,7 +250,9 @@ public final class StagingFile: @unchecked Sendable {
                 throw CacheError.io(path: partPath, operation: "read part", errno: errno)
             }
             if n == 0 { throw CacheError.sizeMismatch(path: partPath, expected: start + count, actual: start + done) }
-            try write(UnsafeRawBufferPointer(rebasing: buffer[0..<n]), at: destination + done)
+            let chunk = UnsafeRawBufferPointer(rebasing: buffer[0..<n])
+            try write(chunk, at: destination + done)
+            each(chunk)
             done += Int64(n)
         }
     }
@@ -333,7 +366,10 @@ public final class StagingFile: @unchecked Sendable {
     /// says so: a corrupt file is never cached.
     public func finalize() throws {
         var st = stat()
-        fstat(fd, &st)
+        // An unreadable size is not a wrong size: nothing is discarded on a stale handle.
+        guard SharedFS.retry({ fstat(fd, &st) }) == 0 else {
+            throw CacheError.io(path: dataURL.path, operation: "read the size of the staging file", errno: errno)
+        }
         if Int64(st.st_size) != file.size {
             discard()
             throw CacheError.sizeMismatch(path: file.path, expected: file.size, actual: Int64(st.st_size))
@@ -356,9 +392,13 @@ public final class StagingFile: @unchecked Sendable {
         }
         ModelDirectory.recordContentID(file, fd: fd)
         guard fsync(fd) == 0 else { throw CacheError.io(path: dataURL.path, operation: "sync", errno: errno) }
-        var onDisk = stat()
-        guard lstat(dataURL.path, &onDisk) == 0, UInt64(onDisk.st_ino) == inode else {
+        switch SharedFS.lstat(dataURL.path) {
+        case .found(let onDisk) where UInt64(onDisk.st_ino) == inode:
+            break
+        case .found, .absent:
             throw CacheError.io(path: dataURL.path, operation: "finalize (it was replaced or deleted meanwhile) the staging file", errno: ESTALE)
+        case .unknown(let code):
+            throw CacheError.io(path: dataURL.path, operation: "look up (before the rename into place) the staging file", errno: code)
         }
         if directory.hubCommit != nil {
             // huggingface_hub gives a blob the mode a new file in the cache gets (0666 less the umask).

@@ -52,79 +52,95 @@ public final class StagingLock: @unchecked Sendable {
         StagingLock.registry.insert(path)
     }
 
-    /// Takes the lock for `repoPath` in `directory`, breaking a dead or expired one. Nil when a live holder has it.
+    /// Takes the lock for `repoPath` in `directory`, breaking a dead or expired one. Nil when a
+    /// live holder has it, or when whether it does cannot be read (a stale handle: look again later).
     public static func acquire(_ repoPath: String, in directory: ModelDirectory, owner: LockOwner, lease: Double) -> StagingLock? {
         let staging = directory.stagingDirectory.path
         try? StagingFile.makeDirectory(directory.stagingDirectory)
         let path = staging + "/" + StagingFile.stagingName(repoPath) + ".lock"
         for _ in 0..<3 {
-            let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+            let fd = SharedFS.retry { open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600) }
             if fd >= 0 {
                 let tag = Array(owner.description.utf8)
                 _ = tag.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
                 fsync(fd)
                 var st = stat()
-                fstat(fd, &st)
+                let known = SharedFS.retry { fstat(fd, &st) } == 0
                 close(fd)
+                // Without its inode the lock cannot be told from a successor's: give it up.
+                guard known || { if case .found(let s) = SharedFS.lstat(path) { st = s; return true }; return false }() else {
+                    unlink(path)
+                    return nil
+                }
                 return StagingLock(path: path, owner: owner, inode: UInt64(st.st_ino))
             }
             guard errno == EEXIST else { return nil }
-            var judged = stat()
-            guard lstat(path, &judged) == 0 else { continue }
+            let judged: stat
+            switch SharedFS.lstat(path) {
+            case .found(let st): judged = st
+            case .absent: continue          // released meanwhile: try to take it
+            case .unknown: return nil       // cannot be judged now
+            }
             guard isStale(path, localNode: owner.node, lease: lease, probe: staging) else { return nil }
             // Break it: move it aside under a unique name, then make sure what moved is the lock
             // judged stale. If another breaker already replaced it with a fresh lock, put that back.
             let grave = path + ".broken.\(owner.node).\(owner.pid).\(UInt32.random(in: 0...UInt32.max))"
             guard rename(path, grave) == 0 else { continue }
-            var moved = stat()
-            if lstat(grave, &moved) == 0, moved.st_ino != judged.st_ino {
+            if case .found(let moved) = SharedFS.lstat(grave), moved.st_ino == judged.st_ino {
+                unlink(grave)
+            } else {
+                // Another lock, or one we cannot see: put it back; it is not ours to break.
                 link(grave, path)  // fails with EEXIST only if yet another lock appeared: then it wins
                 unlink(grave)
                 return nil
             }
-            unlink(grave)
         }
         return nil
     }
 
-    /// True when the holder is gone: a lock naming this process that it does not hold; a local
-    /// holder whose pid is dead; or any lock not refreshed within `lease` (a reused pid, a hung
-    /// or remote holder), judged on the filesystem's clock: `probe` (a directory on the same
-    /// filesystem) is touched and its mtime read back.
+    /// True when the holder is positively gone: a lock naming this process that it does not
+    /// hold; a local holder whose pid is dead; or a lock not refreshed within `lease` (a reused
+    /// pid, a hung or remote holder), judged on the filesystem's clock: `probe` (a directory on
+    /// the same filesystem) is touched and its mtime read back. Anything that cannot be read
+    /// (a stale handle, EIO, the lock vanishing while looked at) answers false: only a lease
+    /// read successfully on the server's clock breaks another node's lock.
     public static func isStale(_ path: String, localNode: String, lease: Double, probe: String) -> Bool {
-        guard let data = FileManager.default.contents(atPath: path) else { return true }
+        guard let data = SharedFS.read(path, limit: 4096).value else { return false }
         if let holder = LockOwner(tag: String(decoding: data, as: UTF8.self)), holder.node == localNode {
             if holder.pid == getpid() { return !registry.contains(path) }
             if !LockOwner.isAlive(holder.pid) { return true }
         }
-        var st = stat()
-        guard lstat(path, &st) == 0 else { return true }
-        let mtime = Double(st.st_mtim.tv_sec) + Double(st.st_mtim.tv_nsec) / 1e9
-        utimensat(AT_FDCWD, probe, nil, 0)  // the directory's mtime becomes the file server's "now"
-        var pst = stat()
-        guard lstat(probe, &pst) == 0 else { return false }
-        let now = Double(pst.st_mtim.tv_sec) + Double(pst.st_mtim.tv_nsec) / 1e9
+        guard let mtime = SharedFS.mtime(path).value, let now = SharedFS.serverNow(probe: probe) else { return false }
         return now - mtime > lease
     }
 
-    /// True while the lock file is still the one this holder created.
-    public var isHeld: Bool {
-        var st = stat()
-        return lstat(path, &st) == 0 && UInt64(st.st_ino) == inode
+    /// True while the lock file is still the one this holder created; nil when that cannot be read.
+    public var held: Bool? {
+        switch SharedFS.lstat(path) {
+        case .found(let st): return UInt64(st.st_ino) == inode
+        case .absent: return false
+        case .unknown: return nil
+        }
     }
 
-    /// Refreshes the lease; false when the lock was broken (the holder must stop writing).
+    /// True while the lock file is still the one this holder created (an unreadable one counts as held).
+    public var isHeld: Bool { held ?? true }
+
+    /// Refreshes the lease; false only when the lock was positively broken (the holder must stop
+    /// writing). A refresh that cannot be done now is tried again at the next one.
     @discardableResult
     public func refresh() -> Bool {
-        guard isHeld else { return false }
-        return utimensat(AT_FDCWD, path, nil, AT_SYMLINK_NOFOLLOW) == 0
+        guard let held else { return true }
+        guard held else { return false }
+        _ = SharedFS.touch(path)
+        return true
     }
 
     /// Gives the lock up (only if it is still ours) and removes the staging folder if nothing
     /// else is left in it.
     public func release() {
         StagingLock.registry.remove(path)
-        if isHeld { unlink(path) }
+        if held == true { unlink(path) }
         rmdir((path as NSString).deletingLastPathComponent)
     }
 }

@@ -24,12 +24,16 @@ public struct Splicer: Sendable {
     public func spliceAll() -> [String: SpliceOutcome] {
         var outcomes: [String: SpliceOutcome] = [:]
         for (key, indices) in spool.partsByFile() {
-            guard let plan = spool.plannedFile(key) else {
+            switch spool.lookPlan(key) {
+            case .found(let plan):
+                outcomes[key] = splice(plan)
+            case .absent:
                 // A part whose plan is gone belongs to a file that is final or failed.
                 for index in indices { unlink(spool.partPath(key: key, index: index)) }
-                continue
+            case .unknown:
+                // An unreadable plan is not a missing one: the parts stay for the next pass.
+                outcomes[key] = .busy
             }
-            outcomes[key] = splice(plan)
         }
         settleRequests()
         return outcomes
@@ -53,29 +57,54 @@ public struct Splicer: Sendable {
         do {
             let staging = try StagingFile(file: plan.file, in: directory, commit: plan.commit, rangeSize: plan.rangeSize)
             let done = staging.doneRanges
-            var spliced: [String] = []
-            for index in 0..<plan.rangeCount where spool.hasPart(plan, index) {
-                let part = spool.partPath(plan, index)
-                if done.contains(index) { spliced.append(part); continue }
-                do {
-                    try staging.splice(partAt: part, index: index)
-                    staging.markDone(index)
-                    spliced.append(part)
-                } catch CacheError.sizeMismatch {
-                    // A part of the wrong size is dropped and its range fetched again.
-                    unlink(part)
-                    spool.addJobs(plan, indices: [index])
+            // A part is removed only once a sidecar read back from the filesystem lists its range:
+            // one this pass writes may reach another node's client late (a network filesystem
+            // serves a renamed-over file's old content for a while), and the next holder of the
+            // lock must then still find the part to splice again, not a range that is neither
+            // done nor fetched.
+            var listed: [String] = []
+            var spliced = 0
+            // Parts that arrive while the pass runs (behind the index it looks at) are spliced in
+            // the same pass: it looks again until a look finds nothing new, so the last part of a
+            // file does not wait for the next pass to be spliced and the file finalized.
+            // A pass ends after 16 new parts, so the next one can drop them (it reads them back).
+            var seen = Set<Int>()
+            var looking = true
+            while looking && spliced < 16 {
+                looking = false
+                for index in 0..<plan.rangeCount where spliced < 16 && !seen.contains(index) && spool.hasPart(plan, index) == true {
+                    seen.insert(index)
+                    let part = spool.partPath(plan, index)
+                    if done.contains(index) { listed.append(part); continue }
+                    do {
+                        try staging.splice(partAt: part, index: index)
+                        staging.markDone(index)
+                        spliced += 1
+                        looking = true
+                        // The hash follows the contiguous prefix part by part, while later ranges still
+                        // arrive: a pass that splices a whole file does not read it all back at its end
+                        // (slow through a network filesystem's client).
+                        try? staging.advanceHash()
+                    } catch CacheError.sizeMismatch {
+                        // A part of the wrong size (read successfully) is dropped and its range fetched again.
+                        unlink(part)
+                        spool.addJobs(plan, indices: [index])
+                    } catch {
+                        // Other errors (disk full, I/O, a stale handle) keep the part for a later splice.
+                    }
                 }
-                // Other errors (disk full, I/O) keep the part for a later splice.
             }
-            if !spliced.isEmpty {
+            if spliced > 0 {
                 try staging.advanceHash()
-                try staging.persist()  // durable before the parts go
-                for part in spliced { unlink(part) }
+                try staging.persist()  // durable before the parts go (at the next pass)
             }
-            guard staging.isFullyDone else { return spliced.isEmpty ? .nothing : .progressed }
+            for part in listed { unlink(part) }
+            guard staging.isFullyDone else { return spliced == 0 && listed.isEmpty ? .nothing : .progressed }
             do {
                 try staging.finalize()
+            } catch let error as CacheError where error.isTransient {
+                // Could not look (a stale handle, EIO): the file is not bad; finish it next pass.
+                return .failed("\(error)")
             } catch {
                 spool.recordFailure(plan.key, reason: "\(error)")
                 spool.dropPlan(plan)
@@ -117,6 +146,10 @@ public struct Planner: Sendable {
     /// Plan only requests made on this node (`speech-fetchd --own-requests`).
     public let ownRequestsOnly: Bool
 
+    /// Ranges the previous repair found lost, by file key: a range is made ready again only when
+    /// the next repair finds it lost too.
+    private let suspects = LostRanges()
+
     public init(spool: Spool, rangeSize: Int64, ownRequestsOnly: Bool = false) {
         self.spool = spool
         self.rangeSize = rangeSize
@@ -130,7 +163,8 @@ public struct Planner: Sendable {
             let directory = request.directory
             for file in request.files where !directory.isComplete(file) {
                 let key = PlannedFile.key(modelDir: request.modelDir, path: file.path, commit: request.commit)
-                if spool.failure(of: key) != nil || spool.plannedFile(key) != nil { continue }
+                // Planned only when the plan is positively absent (an unreadable one may stand).
+                if spool.failure(of: key) != nil || !spool.lookPlan(key).isAbsent { continue }
                 plan(file, of: request, in: directory)
             }
         }
@@ -148,10 +182,12 @@ public struct Planner: Sendable {
         held.add(lock)
         defer { held.releaseAll() }
         let key = PlannedFile.key(modelDir: request.modelDir, path: file.path, commit: request.commit)
-        guard spool.plannedFile(key) == nil, !directory.isComplete(file) else { return }
+        guard spool.lookPlan(key).isAbsent, !directory.isComplete(file) else { return }
         let staging: StagingFile
         do {
             staging = try StagingFile(file: file, in: directory, commit: request.commit, rangeSize: rangeSize)
+        } catch let error as CacheError where error.isTransient {
+            return  // the sidecar or staging file could not be read now: the next pass plans it
         } catch {
             // Unplannable here (no libcrypto, the disk refuses the staging file): the request
             // fails with the reason instead of leaving its waiters to time out.
@@ -167,24 +203,61 @@ public struct Planner: Sendable {
 
     /// Recreates jobs that got lost (a planner or splicer that died half way): a range of a
     /// planned file that is not done, not ready, not claimed and has no part.
-    public func repairLostJobs() {
+    /// Returns true when some range looks lost but awaits its second look (the caller looks again soon).
+    @discardableResult
+    public func repairLostJobs() -> Bool {
+        var pending = false
         for plan in spool.plannedFiles() {
+            // This look's verdicts replace the last one's, whatever this look decides.
+            let previous = suspects.replace(plan.key, with: [])
             let directory = plan.directory
             if directory.isComplete(plan.file) { spool.dropPlan(plan); continue }
             // Look in the order a job moves (ready, claimed, part, done), so a job that moves
-            // while we look is seen at a later stage, never missed.
-            let ready = Set(spool.readyJobs())
-            let candidates = (0..<plan.rangeCount).filter { index in
-                let name = plan.jobName(index)
-                return !ready.contains(name) && spool.claimant(of: name) == nil && !spool.hasPart(plan, index)
-            }
+            // while we look is seen at a later stage, never missed. A range is lost only when
+            // every look succeeded and found nothing: an unreadable directory, part or sidecar
+            // may hold it.
+            guard let readyNames = SpoolFS.listing(spool.readyDir) else { continue }
+            let ready = Set(readyNames)
+            let unready = (0..<plan.rangeCount).filter { !ready.contains(plan.jobName($0)) }
+            guard !unready.isEmpty, let claimed = SpoolFS.listing(spool.claimedDir) else { continue }
+            let claimedJobs = Set(claimed.compactMap { $0.split(separator: "@").first.map(String.init) })
+            let candidates = unready.filter { !claimedJobs.contains(plan.jobName($0)) && spool.hasPart(plan, $0) == false }
             guard !candidates.isEmpty else { continue }
             let sidecar = StagingFile.sidecarURL(plan.file.path, in: directory)
-            let record = SpoolFS.read(sidecar.path).flatMap { try? JSONDecoder().decode(Sidecar.self, from: $0) }
+            let record: Sidecar?
+            switch SpoolFS.look(sidecar.path) {
+            case .found(let data): record = try? JSONDecoder().decode(Sidecar.self, from: data)
+            case .absent:
+                // Finalizing unlinks the sidecar after the rename into place: look again.
+                if directory.isComplete(plan.file) { spool.dropPlan(plan); continue }
+                record = nil
+            case .unknown: continue
+            }
             // A sidecar of another commit or range size says nothing about this plan's ranges.
             let done = record.map { $0.commit == plan.commit && $0.rangeSize == plan.rangeSize ? Set($0.done) : [] } ?? []
-            let lost = candidates.filter { !done.contains($0) }
-            if !lost.isEmpty { spool.addJobs(plan, indices: lost) }
+            // Lost only when two looks a repair interval apart both found nothing: a look can read
+            // a sidecar older than the part's removal on a network filesystem's client.
+            let lost = Set(candidates.filter { !done.contains($0) })
+            _ = suspects.replace(plan.key, with: lost)
+            let confirmed = previous.intersection(lost)
+            if !confirmed.isEmpty { spool.addJobs(plan, indices: confirmed.sorted()) }
+            if confirmed.count < lost.count { pending = true }
+        }
+        return pending
+    }
+}
+
+/// Ranges found lost at the last repair, per file key.
+final class LostRanges: @unchecked Sendable {
+    private let lock = NSLock()
+    private var byKey: [String: Set<Int>] = [:]
+
+    /// Records this look's lost ranges and returns the previous look's.
+    func replace(_ key: String, with lost: Set<Int>) -> Set<Int> {
+        lock.withLock {
+            let previous = byKey[key] ?? []
+            byKey[key] = lost.isEmpty ? nil : lost
+            return previous
         }
     }
 }

@@ -10,12 +10,24 @@ public enum RequestState: Sendable, Equatable {
     case failed(String)
 }
 
-/// A range job claimed by this process: `claimed/<job>@<node>@<pid>`, its mtime the lease.
+/// A range job claimed by this process: `claimed/<job>@<node>@<pid>`, its mtime the lease. An
+/// endgame duplicate's path is its marker `jobs/endgame/<job>`, and `duplicateOf` names the claim
+/// it races.
 public struct ClaimedJob: Sendable {
     public let name: String
     public let path: String
     public let plan: PlannedFile
     public let index: Int
+    public var duplicateOf: String? = nil
+}
+
+/// A claimed range another node is far behind on, which an idle slot may duplicate.
+public struct LaggingClaim: Sendable, Equatable {
+    public let job: String
+    public let claimPath: String
+    public let node: String
+    /// Bytes of the range the claimant has not written yet (from its temp part's size).
+    public let remaining: Int64
 }
 
 public final class Spool: @unchecked Sendable {
@@ -33,6 +45,7 @@ public final class Spool: @unchecked Sendable {
     public var plansDir: String { root + "/plans" }
     public var readyDir: String { root + "/jobs/ready" }
     public var claimedDir: String { root + "/jobs/claimed" }
+    public var endgameDir: String { root + "/jobs/endgame" }
     public var partsDir: String { root + "/parts" }
     public var failuresDir: String { root + "/failures" }
     public var supervisorsDir: String { root + "/supervisors" }
@@ -45,7 +58,7 @@ public final class Spool: @unchecked Sendable {
         owner = LockOwner(node: node)
         self.lease = lease
         for dir in [root, tmp, requestsDir, doneDir, failedDir, plansDir, root + "/jobs", readyDir, claimedDir,
-                    partsDir, failuresDir, supervisorsDir, corruptDir] {
+                    endgameDir, partsDir, failuresDir, supervisorsDir, corruptDir] {
             try SpoolFS.makeDirectory(dir)
         }
     }
@@ -56,8 +69,9 @@ public final class Spool: @unchecked Sendable {
         return "\(tmp)/\(hint)@\(owner.node)@\(owner.pid)@\(n)"
     }
 
-    /// "Now" on the spool filesystem's clock.
-    public func serverNow() -> Double { SpoolFS.serverNow(probe: root + "/clock") }
+    /// "Now" on the spool filesystem's clock; nil when the probe could not be touched or read
+    /// (no lease may be judged then).
+    public func serverNow() -> Double? { SpoolFS.serverNow(probe: root + "/clock") }
 
     // MARK: Requests
 
@@ -109,7 +123,8 @@ public final class Spool: @unchecked Sendable {
     }
 
     /// True while a request's record is in `requests/` (it is gone when moved to `corrupt/`).
-    public func hasRequest(_ id: String) -> Bool { access("\(requestsDir)/\(id).json", F_OK) == 0 }
+    /// False only when the request's file is positively absent (an unreadable one may be there).
+    public func hasRequest(_ id: String) -> Bool { SpoolFS.exists("\(requestsDir)/\(id).json") != false }
 
     /// When a request was last asked for (its file's mtime), for picking a repo's newest one.
     public func lastAsked(_ id: String) -> Double { SpoolFS.mtime("\(requestsDir)/\(id).json") ?? 0 }
@@ -121,7 +136,7 @@ public final class Spool: @unchecked Sendable {
     /// are final), never reported as failed without a reason.
     public func state(of id: String) -> RequestState {
         let failed = "\(failedDir)/\(id).json"
-        if access(failed, F_OK) == 0 {
+        if SpoolFS.exists(failed) == true {
             switch readRecord(failed, decode: Spool.decodeReason) {
             case .record(let reason): return .failed(reason)
             case .corrupt(let why):
@@ -130,7 +145,7 @@ public final class Spool: @unchecked Sendable {
                 return .active
             }
         }
-        return access("\(doneDir)/\(id)", F_OK) == 0 ? .done : .active
+        return SpoolFS.exists("\(doneDir)/\(id)") == true ? .done : .active
     }
 
     public func markDone(_ id: String) { publishMarker("\(doneDir)/\(id)", Data()) }
@@ -223,14 +238,28 @@ public final class Spool: @unchecked Sendable {
 
     // MARK: Plans and jobs
 
-    /// The plan of a file, when it is published and readable; a corrupt one goes to `corrupt/`,
-    /// so the next planner pass plans the file again from its sidecar (nothing waits on it).
-    public func plannedFile(_ key: String) -> PlannedFile? {
-        record("\(plansDir)/\(key).json") { data in
-            guard let plan = try? JSONDecoder().decode(PlannedFile.self, from: data), plan.key == key, plan.isConsistent
-            else { return nil }
-            return plan
+    public func plannedFile(_ key: String) -> PlannedFile? { lookPlan(key).value }
+
+    /// A file's plan: found, positively absent, or unknown (a read that failed; or a record read
+    /// whole that is not a plan, which goes to `corrupt/` so the next planner pass plans the file
+    /// again from its sidecar).
+    public func lookPlan(_ key: String) -> Lookup<PlannedFile> {
+        let path = "\(plansDir)/\(key).json"
+        switch SpoolFS.look(path) {
+        case .found(let data):
+            if let plan = Spool.decodePlan(data, key: key) { return .found(plan) }
+            quarantine(path, reason: data.isEmpty ? "empty" : "\(data.count) bytes that do not parse",
+                       stillCorrupt: { Spool.decodePlan($0, key: key) == nil })
+            return .unknown(EINVAL)
+        case .absent: return .absent
+        case .unknown(let code): return .unknown(code)
         }
+    }
+
+    private static func decodePlan(_ data: Data, key: String) -> PlannedFile? {
+        guard let plan = try? JSONDecoder().decode(PlannedFile.self, from: data), plan.key == key, plan.isConsistent
+        else { return nil }
+        return plan
     }
 
     public func plannedFiles() -> [PlannedFile] {
@@ -248,11 +277,13 @@ public final class Spool: @unchecked Sendable {
     }
 
     /// Makes ranges ready again unless they are claimed or have a part (looked at in the order
-    /// a job moves), and only while the file's plan stands (or is about to be published).
+    /// a job moves), and only while the file's plan stands (or is about to be published). A
+    /// range is made ready only when both are positively absent: an unreadable claim or part
+    /// may be there.
     public func addJobs(_ file: PlannedFile, indices: [Int]) {
         for index in indices {
             let name = file.jobName(index)
-            if claimant(of: name) != nil || hasPart(file, index) { continue }
+            guard isClaimed(name) == false, hasPart(file, index) == false else { continue }
             let temp = tempPath("job")
             guard (try? SpoolFS.writeNew(temp, Data())) != nil else { continue }
             _ = try? SpoolFS.publishOnce(temp, as: "\(readyDir)/\(name)")
@@ -271,31 +302,107 @@ public final class Spool: @unchecked Sendable {
         return ClaimedJob(name: name, path: path, plan: plan, index: index)
     }
 
-    /// Who holds a job's claim, if anyone.
+    /// Who holds a job's claim, if anyone (nil also when the claims cannot be listed).
     public func claimant(of job: String) -> String? {
         SpoolFS.list(claimedDir).first { $0.hasPrefix(job + "@") }
     }
 
-    /// Refreshes a claim's lease; false when the claim is gone (revoked).
+    /// Is the job claimed? nil when the claims cannot be listed.
+    public func isClaimed(_ job: String) -> Bool? {
+        SpoolFS.listing(claimedDir).map { names in names.contains { $0.hasPrefix(job + "@") } }
+    }
+
+    /// Refreshes a claim's lease; false only when the claim is positively gone (revoked). A
+    /// touch that fails on a stale handle is tried again at the next refresh.
     @discardableResult
-    public func refresh(_ claim: ClaimedJob) -> Bool { SpoolFS.touch(claim.path) }
+    public func refresh(_ claim: ClaimedJob) -> Bool {
+        SpoolFS.touch(claim.path) || SpoolFS.exists(claim.path) != false
+    }
 
     /// Where a worker writes a part before publishing it.
     public func partTempPath(_ claim: ClaimedJob) -> String { tempPath("part-\(claim.name)") }
 
-    /// Publishes a finished, synced part and drops the claim.
-    public func publishPart(_ temp: String, for claim: ClaimedJob) throws {
-        guard rename(temp, "\(partsDir)/\(claim.name).part") == 0 else {
-            throw SpoolError.io(path: temp, operation: "publish part", errno: errno)
-        }
+    /// Publishes a finished, synced part and drops the claim. The first part of a range wins
+    /// (link(2)): false when one was there already (an endgame duplicate, or the claimant it
+    /// raced, published first), and this one is discarded. A winning duplicate also removes the
+    /// claim it raced, so the slower claimant gives the range up at its next refresh.
+    @discardableResult
+    public func publishPart(_ temp: String, for claim: ClaimedJob) throws -> Bool {
+        let won = try SpoolFS.publishOnce(temp, as: "\(partsDir)/\(claim.name).part")
         unlink(claim.path)
+        if won, let raced = claim.duplicateOf { unlink(raced) }
+        return won
     }
 
-    /// Gives a claim back (the job returns to ready), e.g. when a worker drains.
-    public func unclaim(_ claim: ClaimedJob) { rename(claim.path, "\(readyDir)/\(claim.name)") }
+    // MARK: Endgame
 
-    public func hasPart(_ file: PlannedFile, _ index: Int) -> Bool {
-        access("\(partsDir)/\(file.jobName(index)).part", F_OK) == 0
+    /// The claim of another node with the most bytes left, when that is more than half its range
+    /// and its node holds more claims than this one (its link is shared by more ranges) and no
+    /// one duplicates it yet: what an idle slot may fetch too once nothing is ready.
+    public func laggingClaim() -> LaggingClaim? {
+        guard let claims = SpoolFS.listing(claimedDir), !claims.isEmpty,
+              let racing = SpoolFS.listing(endgameDir), let temps = SpoolFS.listing(tmp) else { return nil }
+        var perNode: [String: Int] = [:]
+        var parsed: [(job: String, entry: String, node: String)] = []
+        for entry in claims {
+            let pieces = entry.split(separator: "@")
+            guard pieces.count == 3 else { continue }
+            perNode[String(pieces[1]), default: 0] += 1
+            parsed.append((String(pieces[0]), entry, String(pieces[1])))
+        }
+        let mine = perNode[owner.node] ?? 0
+        let raced = Set(racing.map { String($0.split(separator: "@").first ?? "") })
+        var best: LaggingClaim?
+        for claim in parsed where claim.node != owner.node && !raced.contains(claim.job) && (perNode[claim.node] ?? 0) > mine {
+            guard let (key, index) = PlannedFile.parseJob(claim.job), let plan = plannedFile(key) else { continue }
+            let range = plan.range(index)
+            let length = range.end - range.start + 1
+            // The claimant's temp part (tmp/part-<job>@<node>@<pid>@n) grows as its bytes arrive.
+            let prefix = "part-\(claim.entry)@"
+            var written: Int64 = 0
+            for name in temps where name.hasPrefix(prefix) {
+                if case .found(let st) = SharedFS.lstat("\(tmp)/\(name)") { written = max(written, Int64(st.st_size)) }
+            }
+            let remaining = length - written
+            guard remaining * 2 > length, remaining > best?.remaining ?? 0 else { continue }
+            best = LaggingClaim(job: claim.job, claimPath: "\(claimedDir)/\(claim.entry)", node: claim.node, remaining: remaining)
+        }
+        return best
+    }
+
+    /// Takes the one endgame duplicate of a lagging claim (`jobs/endgame/<job>`, created once with
+    /// link(2)); nil when someone else races it already or the claim is gone.
+    public func duplicate(_ lagging: LaggingClaim) -> ClaimedJob? {
+        guard let (key, index) = PlannedFile.parseJob(lagging.job), let plan = plannedFile(key) else { return nil }
+        let marker = "\(endgameDir)/\(lagging.job)"
+        let temp = tempPath("endgame")
+        guard (try? SpoolFS.writeNew(temp, Data(owner.description.utf8))) != nil,
+              (try? SpoolFS.publishOnce(temp, as: marker)) == true else { return nil }
+        // The claim may have been published between the look and the marker.
+        guard SpoolFS.exists(lagging.claimPath) == true, hasPart(plan, index) == false else {
+            unlink(marker)
+            return nil
+        }
+        return ClaimedJob(name: lagging.job, path: marker, plan: plan, index: index, duplicateOf: lagging.claimPath)
+    }
+
+    /// True when the range a duplicate races was published (by anyone) or its claim is gone:
+    /// the duplicate stops.
+    public func duplicateIsMoot(_ claim: ClaimedJob) -> Bool {
+        guard let raced = claim.duplicateOf else { return false }
+        return hasPart(claim.plan, claim.index) == true || SpoolFS.exists(raced) == false
+    }
+
+    /// Gives a claim back (the job returns to ready), e.g. when a worker drains. A duplicate just
+    /// drops its marker (the claim it raced stands).
+    public func unclaim(_ claim: ClaimedJob) {
+        if claim.duplicateOf != nil { unlink(claim.path); return }
+        rename(claim.path, "\(readyDir)/\(claim.name)")
+    }
+
+    /// Is the range's part published? nil when that cannot be read.
+    public func hasPart(_ file: PlannedFile, _ index: Int) -> Bool? {
+        SpoolFS.exists("\(partsDir)/\(file.jobName(index)).part")
     }
 
     /// Completed parts waiting to be spliced, by file key.
@@ -313,7 +420,7 @@ public final class Spool: @unchecked Sendable {
         let parts = SpoolFS.list(partsDir).filter { $0.hasSuffix(".part") }
         guard !parts.isEmpty else { return false }
         if liveSupervisors().isEmpty { return true }
-        let now = serverNow()
+        guard let now = serverNow() else { return false }
         return parts.contains { now - (SpoolFS.mtime("\(partsDir)/\($0)") ?? now) > seconds }
     }
 
@@ -324,22 +431,37 @@ public final class Spool: @unchecked Sendable {
     /// Moves claims of dead local processes, and claims not refreshed within the lease (on the
     /// file server's clock; a live but silent worker too), back to ready. Claims whose part was
     /// published are just dropped.
-    /// Returns the revoked job names.
+    /// Returns the revoked job names. Only what was read decides: a claim whose mtime, or the
+    /// server's clock, cannot be read is not judged by age; one whose part cannot be looked up
+    /// is left for the next pass.
     @discardableResult
     public func revokeExpiredClaims() -> [String] {
         var revoked: [String] = []
+        guard let entries = SpoolFS.listing(claimedDir) else { return [] }
         let now = serverNow()
-        for entry in SpoolFS.list(claimedDir) {
+        for entry in entries {
             guard let at = entry.firstIndex(of: "@"), let holder = LockOwner(tag: String(entry[entry.index(after: at)...])) else { continue }
             let job = String(entry[..<at])
             let path = "\(claimedDir)/\(entry)"
-            let expired = now - (SpoolFS.mtime(path) ?? now) > lease
+            var expired = false
+            if let now, let mtime = SpoolFS.mtime(path) { expired = now - mtime > lease }
             let dead = expired || (holder.node == owner.node && !SpoolFS.processAlive(holder.pid))
             guard dead else { continue }
-            if access("\(partsDir)/\(job).part", F_OK) == 0 {
+            switch SpoolFS.exists("\(partsDir)/\(job).part") {
+            case true?:
                 unlink(path)
-            } else if rename(path, "\(readyDir)/\(job)") == 0 {
-                revoked.append(job)
+            case false?:
+                if rename(path, "\(readyDir)/\(job)") == 0 { revoked.append(job) }
+            case nil:
+                continue
+            }
+        }
+        // Endgame markers of duplicates that stopped refreshing (their worker died): another
+        // idle slot may race the claim then.
+        if let now, let markers = SpoolFS.listing(endgameDir) {
+            for marker in markers {
+                let path = "\(endgameDir)/\(marker)"
+                if let mtime = SpoolFS.mtime(path), now - mtime > lease { unlink(path) }
             }
         }
         return revoked
@@ -361,6 +483,7 @@ public final class Spool: @unchecked Sendable {
         for index in 0..<file.rangeCount {
             unlink("\(readyDir)/\(file.jobName(index))")
             unlink(partPath(file, index))
+            unlink("\(endgameDir)/\(file.jobName(index))")
         }
         unlink("\(plansDir)/\(file.key).json")
     }
@@ -376,7 +499,14 @@ public final class Spool: @unchecked Sendable {
             guard pieces.count == 4, let pid = Int32(pieces[2]) else { continue }
             let node = String(pieces[1])
             let path = "\(tmp)/\(name)"
-            let stale = node == owner.node ? !SpoolFS.processAlive(pid) : now - (SpoolFS.mtime(path) ?? now) > 36 * 3600
+            let stale: Bool
+            if node == owner.node {
+                stale = !SpoolFS.processAlive(pid)
+            } else if let now, let mtime = SpoolFS.mtime(path) {
+                stale = now - mtime > 36 * 3600
+            } else {
+                stale = false
+            }
             if stale, unlink(path) == 0 { removed += 1 }
         }
         return removed
@@ -402,15 +532,27 @@ public final class Spool: @unchecked Sendable {
     }
 
     /// Nodes whose supervisor is alive: a live pid on this node, a fresh heartbeat elsewhere.
+    /// A heartbeat that cannot be read (or a clock probe that fails) counts as alive: a caller
+    /// does not take over from a supervisor it merely failed to see.
     public func liveSupervisors() -> [String] {
         let now = serverNow()
         return SpoolFS.list(supervisorsDir).filter { node in
             let path = "\(supervisorsDir)/\(node)"
+            if node.hasPrefix(".") { return false }
             if node == owner.node {
-                guard let data = SpoolFS.read(path), let pid = Int32(String(decoding: data, as: UTF8.self)) else { return false }
-                return SpoolFS.processAlive(pid)
+                switch SpoolFS.look(path) {
+                case .found(let data):
+                    guard let pid = Int32(String(decoding: data, as: UTF8.self)) else { return false }
+                    return SpoolFS.processAlive(pid)
+                case .absent: return false
+                case .unknown: return true
+                }
             }
-            return now - (SpoolFS.mtime(path) ?? 0) <= lease
+            switch SharedFS.mtime(path) {
+            case .found(let mtime): return now.map { $0 - mtime <= lease } ?? true
+            case .absent: return false
+            case .unknown: return true
+            }
         }
     }
 }

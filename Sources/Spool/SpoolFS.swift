@@ -33,7 +33,14 @@ public enum SpoolFS {
     /// An empty file (a job or marker: its name is its content) is not synced: there is nothing
     /// to make durable before the link that publishes it.
     public static func writeNew(_ path: String, _ data: Data) throws {
-        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        // The name is this process's own (tmp/…@node@pid@n): a create retried after a stale
+        // handle that had made the file meanwhile finds it (EEXIST) and truncates it.
+        var retried = false
+        let fd = SharedFS.retry {
+            let flags = O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC | (retried ? O_TRUNC : O_EXCL)
+            retried = true
+            return open(path, flags, 0o600)
+        }
         guard fd >= 0 else { throw SpoolError.io(path: path, operation: "create", errno: errno) }
         var ok = false
         defer { if !ok { unlink(path) } }
@@ -62,7 +69,7 @@ public enum SpoolFS {
 
     /// Flushes a finished file to disk (fsync) and checks the close, before it is published.
     public static func syncFile(_ path: String) throws {
-        let fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+        let fd = SharedFS.retry { open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC) }
         guard fd >= 0 else { throw SpoolError.io(path: path, operation: "open", errno: errno) }
         guard fsync(fd) == 0 else {
             let code = errno
@@ -82,41 +89,47 @@ public enum SpoolFS {
         throw SpoolError.io(path: target, operation: "publish", errno: errno)
     }
 
-    /// Reads a small spool file without following symlinks; nil when it is absent or not a regular file.
-    public static func read(_ path: String, limit: Int = 16 << 20) -> Data? {
-        let fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
-        guard fd >= 0 else { return nil }
-        defer { close(fd) }
-        var st = stat()
-        guard fstat(fd, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG, Int(st.st_size) <= limit else { return nil }
-        var data = Data(count: Int(st.st_size))
-        let n = data.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
-        return n == data.count ? data : nil
+    /// Reads a small spool file without following symlinks (retrying stale handles); nil when it
+    /// is absent, unreadable or not a regular file. Decisions that must tell "absent" from
+    /// "could not be read" use `look`.
+    public static func read(_ path: String, limit: Int = 16 << 20) -> Data? { look(path, limit: limit).value }
+
+    /// Reads a small spool file: its bytes, positively absent, or unknown (docs/protocol.md,
+    /// "Reading shared state").
+    public static func look(_ path: String, limit: Int = 16 << 20) -> Lookup<Data> { SharedFS.read(path, limit: limit) }
+
+    /// Names in a directory (regular files and anything else), without `.`/`..`; empty when
+    /// absent or unreadable. Decisions that need "nothing there" for sure use `listing`.
+    public static func list(_ directory: String) -> [String] { listing(directory) ?? [] }
+
+    /// Names in a directory; nil when it could not be read (after retries).
+    public static func listing(_ directory: String) -> [String]? {
+        switch SharedFS.list(directory) {
+        case .found(let names): return names
+        case .absent: return []
+        case .unknown: return nil
+        }
     }
 
-    /// Names in a directory (regular files and anything else), without `.`/`..`; empty when absent.
-    public static func list(_ directory: String) -> [String] {
-        (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
-    }
+    /// Does the path exist? nil when that could not be read.
+    public static func exists(_ path: String) -> Bool? { SharedFS.exists(path) }
 
     /// Sets a file's mtime to the file server's "now" (a lease refresh).
     @discardableResult
-    public static func touch(_ path: String) -> Bool { utimensat(AT_FDCWD, path, nil, AT_SYMLINK_NOFOLLOW) == 0 }
+    public static func touch(_ path: String) -> Bool { SharedFS.touch(path) }
 
-    /// A file's mtime in seconds, or nil.
-    public static func mtime(_ path: String) -> Double? {
-        var st = stat()
-        guard lstat(path, &st) == 0 else { return nil }
-        return Double(st.st_mtim.tv_sec) + Double(st.st_mtim.tv_nsec) / 1e9
-    }
+    /// A file's mtime in seconds, or nil (absent or unreadable).
+    public static func mtime(_ path: String) -> Double? { SharedFS.mtime(path).value }
 
     /// "Now" on the filesystem's clock: touch a probe file and read its mtime back. On NFS this is
-    /// the server's clock, the one every node's lease touches are stamped with.
-    public static func serverNow(probe: String) -> Double {
-        let fd = open(probe, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
-        if fd >= 0 { close(fd) }
-        touch(probe)
-        return mtime(probe) ?? Date().timeIntervalSince1970
+    /// the server's clock, the one every node's lease touches are stamped with. Nil when the
+    /// probe cannot be touched or read: no lease may then be judged.
+    public static func serverNow(probe: String) -> Double? {
+        if SharedFS.exists(probe) == false {
+            let fd = open(probe, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
+            if fd >= 0 { close(fd) }
+        }
+        return SharedFS.serverNow(probe: probe)
     }
 
     /// True when `pid` is a live process on this machine.

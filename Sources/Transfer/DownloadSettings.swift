@@ -21,6 +21,9 @@ public struct DownloadSettings: Sendable, Equatable {
     public var lease: Double = 30
     /// Bounded poll where inotify cannot see other machines' writes (`SPEECH_FETCH_POLL_SECONDS`).
     public var pollInterval: Double = 1
+    /// Daemon workers may duplicate another node's far-behind range once nothing is ready
+    /// (`SPEECH_FETCH_ENDGAME=0` turns it off; docs/cluster.md).
+    public var endgame = true
 
     public static let pageSize: Int64 = 64 << 10
 
@@ -49,6 +52,10 @@ public struct DownloadSettings: Sendable, Equatable {
         }
         if let v = env["SPEECH_FETCH_POLL_SECONDS"].flatMap({ Double($0.trimmingCharacters(in: .whitespaces)) }), v > 0 {
             s.pollInterval = v
+        }
+        if let v = env["SPEECH_FETCH_ENDGAME"]?.trimmingCharacters(in: .whitespaces).lowercased() {
+            if ["0", "false", "no", "off"].contains(v) { s.endgame = false }
+            if ["1", "true", "yes", "on"].contains(v) { s.endgame = true }
         }
         var attempts = s.retry.attempts
         var delays = s.retry.delays

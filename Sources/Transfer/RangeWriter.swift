@@ -23,7 +23,7 @@ final class PartFile: RangeSink {
 
     /// Creates (or truncates) the part file at `path` for a range starting at `origin`.
     init(path: String, origin: Int64) throws {
-        fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        fd = SharedFS.retry { open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0o600) }
         guard fd >= 0 else { throw CacheError.io(path: path, operation: "create part", errno: errno) }
         self.path = path
         self.origin = origin

@@ -85,7 +85,7 @@ final class DaemonCommandLineTests: DaemonTestCase {
     func testCancelWithdrawsTheRequestWaitersSeeCancelledAndStagedBytesAreKept() throws {
         try makeRepo(size: 4 << 20)
         hub.setFault(.rateLimit(bytesPerSecond: 256 << 10), for: file)  // far longer than the test
-        let daemonRun = try startDaemon(workers: 1, slots: 1)
+        _ = try startDaemon(workers: 1, slots: 1)
         let client = try speech(["download", repo, "--cache-base", cacheBase.path])
         XCTAssertTrue(waitUntil(timeout: 20) { self.sidecar(self.repo, self.path).map { !$0.done.isEmpty } ?? false },
                       "a first range of the weights is staged")

@@ -8,8 +8,10 @@
 #   netns sfnI    veth sfvI 10.77.I.2/24 <-> sfhI 10.77.I.1/24 in sfhub; socat forwards
 #                 127.0.0.1:P -> 10.77.0.1:P, so the Hub's URLs (and its CDN redirects, which name
 #                 127.0.0.1) work unchanged on every node; tc tbf on sfhI caps what node I receives
-#   $WORK/backing            the one shared directory (the "NFS export")
-#   $WORK/mnt/nodeI          node I's own bindfs FUSE mount of it (the "NFS client mount")
+#   $WORK/backing            the one shared directory (the "NFS export"); with CLUSTER_FS=gluster
+#                            the brick of a one-brick GlusterFS volume (only ever read directly)
+#   $WORK/mnt/nodeI          node I's own mount of it (the "NFS client mount"): bindfs FUSE, or
+#                            with CLUSTER_FS=gluster a `mount -t glusterfs` of the volume
 #   $CACHE                   the path every node sees its mount at (bind-mounted in the node's
 #                            private mount namespace), as a cluster mounts its share at one path
 
@@ -18,6 +20,10 @@ HUB_ADDR=10.77.0.1
 HUB_PORT=18080
 CDN_PORT=18081
 NODE_COUNT=3
+CLUSTER_FS=${CLUSTER_FS:-bindfs}
+GLUSTER_VOLUME=sfcluster
+GLUSTERD_PID=""
+GLUSTER_VOLUME_MADE=""
 
 WORK=""
 LOGS=""
@@ -56,6 +62,10 @@ install_requirements() {
     command -v inotifywait >/dev/null || missing+=(inotify-tools)
     command -v curl >/dev/null || missing+=(curl)
     command -v unshare >/dev/null || missing+=(util-linux)
+    if [[ "$CLUSTER_FS" == gluster ]]; then
+        command -v glusterd >/dev/null || missing+=(glusterfs-server)
+        command -v mount.glusterfs >/dev/null || [[ -x /sbin/mount.glusterfs ]] || missing+=(glusterfs-client)
+    fi
     if ((${#missing[@]})); then
         say "installing ${missing[*]} (apt-get)"
         export DEBIAN_FRONTEND=noninteractive
@@ -63,6 +73,10 @@ install_requirements() {
             || { apt-get update -qq >/dev/null && apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null; }
     fi
     [[ -e /dev/fuse ]] || die "/dev/fuse is missing: bindfs needs FUSE (run the container with --device /dev/fuse)"
+    case "$CLUSTER_FS" in
+        bindfs | gluster) ;;
+        *) die "CLUSTER_FS=$CLUSTER_FS: use bindfs or gluster" ;;
+    esac
 }
 
 # ---------------------------------------------------------------- cleanup
@@ -97,6 +111,7 @@ cleanup() {
     done
     local p
     for p in "${BINDFS_PIDS[@]}"; do kill -TERM "$p" 2>/dev/null; done
+    gluster_teardown
     local ns
     for ns in "${NAMESPACES[@]}"; do ip netns del "$ns" 2>/dev/null; done
     if [[ -n "$WORK" && -d "$WORK" ]]; then
@@ -128,7 +143,7 @@ remove_stale() {
         fi
     done
     local m
-    for m in $(awk '$2 ~ "/speech-fetch-cluster\\.[^/]*/mnt/node" { print $2 }' /proc/mounts); do
+    for m in $(awk '$2 ~ "/speech-fetch-cluster\\.[^/]*/mnt/node" { print $2 }' /proc/mounts | sort -u); do
         say "unmounting $m left by an earlier run"
         fusermount3 -u "$m" 2>/dev/null || umount -l "$m"
     done
@@ -194,6 +209,76 @@ warm_repo() {
 }
 
 setup_mounts() {
+    if [[ "$CLUSTER_FS" == gluster ]]; then setup_gluster; else setup_bindfs; fi
+    # Made through a mount (a brick is never written directly): the event log watches it.
+    mkdir -p "${MOUNTS[0]}/models"
+}
+
+# ---------------------------------------------------------------- GlusterFS
+
+# The gluster CLI against our own glusterd, without prompts.
+gluster_cli() { timeout 60 gluster --mode=script "$@"; }
+
+# Our own glusterd (foreground, so its pid is ours to stop), a one-brick volume on $BACKING named by
+# the host name (the CLI refuses 127.0.0.1 and localhost bricks), with the volume's default
+# options, and one FUSE client mount per node.
+setup_gluster() {
+    local other
+    other=$(pgrep -x glusterd || true)
+    [[ -z "$other" ]] || die "a glusterd runs already (pid $other): stop it, or run with CLUSTER_FS=bindfs"
+    glusterd -N --log-file="$LOGS/glusterd.log" </dev/null >>"$LOGS/glusterd.out" 2>&1 &
+    GLUSTERD_PID=$!
+    local up=""
+    for _ in $(seq 1 100); do
+        gluster_cli pool list >/dev/null 2>&1 && { up=1; break; }
+        kill -0 "$GLUSTERD_PID" 2>/dev/null || break
+        sleep 0.1
+    done
+    [[ -n "$up" ]] || die "glusterd did not start: $(tail -5 "$LOGS/glusterd.log" 2>/dev/null)"
+    if gluster_cli volume info "$GLUSTER_VOLUME" >/dev/null 2>&1; then
+        say "removing volume $GLUSTER_VOLUME left by an earlier run"
+        gluster_cli volume stop "$GLUSTER_VOLUME" force >/dev/null 2>&1 || true
+        gluster_cli volume delete "$GLUSTER_VOLUME" >/dev/null 2>&1 || true
+    fi
+    local host; host=$(hostname)
+    gluster_cli volume create "$GLUSTER_VOLUME" "$host:$BACKING" force >>"$LOGS/gluster-cli.log" 2>&1 \
+        || die "gluster volume create failed: $(tail -3 "$LOGS/gluster-cli.log")"
+    GLUSTER_VOLUME_MADE=1
+    gluster_cli volume start "$GLUSTER_VOLUME" >>"$LOGS/gluster-cli.log" 2>&1 \
+        || die "gluster volume start failed: $(tail -3 "$LOGS/gluster-cli.log")"
+    gluster_cli volume info "$GLUSTER_VOLUME" >"$LOGS/gluster-volume-info.txt" 2>&1 || true
+    local i m
+    for i in $(seq 1 "$NODE_COUNT"); do
+        m="$WORK/mnt/node$i"
+        mkdir -p "$m"
+        # No options but the log: the client's defaults (attribute and entry timeouts of 1 s, no
+        # negative caching) and the volume's default performance translators.
+        mount -t glusterfs -o "log-file=$LOGS/gluster-node$i.log" "$host:/$GLUSTER_VOLUME" "$m" \
+            || die "mount -t glusterfs $host:/$GLUSTER_VOLUME $m failed: $(tail -3 "$LOGS/gluster-node$i.log" 2>/dev/null)"
+        MOUNTS+=("$m")
+        mountpoint -q "$m" || die "$m is not mounted"
+    done
+}
+
+# Unmounts the clients, stops and deletes the volume, stops our glusterd (nothing when not made).
+gluster_teardown() {
+    [[ -n "$GLUSTERD_PID" ]] || return 0
+    if [[ -n "$GLUSTER_VOLUME_MADE" ]]; then
+        local bricks
+        bricks=$(gluster_cli volume status "$GLUSTER_VOLUME" 2>/dev/null | awk '/^Brick/ { print $NF }' | grep -E '^[0-9]+$' || true)
+        gluster_cli volume stop "$GLUSTER_VOLUME" force >/dev/null 2>&1
+        gluster_cli volume delete "$GLUSTER_VOLUME" >/dev/null 2>&1
+        local b
+        for b in $bricks; do kill -0 "$b" 2>/dev/null && kill -TERM "$b" 2>/dev/null; done
+    fi
+    kill -TERM "$GLUSTERD_PID" 2>/dev/null
+    for _ in $(seq 1 50); do kill -0 "$GLUSTERD_PID" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL "$GLUSTERD_PID" 2>/dev/null
+    wait "$GLUSTERD_PID" 2>/dev/null
+    GLUSTERD_PID=""
+}
+
+setup_bindfs() {
     local i m
     for i in $(seq 1 "$NODE_COUNT"); do
         m="$WORK/mnt/node$i"

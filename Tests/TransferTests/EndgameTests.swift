@@ -1,0 +1,98 @@
+// Claiming across nodes (issue 13): a node holds at most its fair share of the outstanding ranges;
+// and in the endgame, once nothing is ready, an idle slot of another node duplicates a range a
+// node is far behind on; the first part published wins and the slower claimant gives its range up.
+import Foundation
+import SpeechFetch
+import TestHub
+import XCTest
+
+final class EndgameTests: DaemonTestCase {
+    let repo = "org/Endgame"
+    let path = "model.safetensors"
+    var file: String { "\(repo)/\(path)" }
+
+    /// Starts speech-fetchd as node `node` (no wait for its heartbeat beside another node's).
+    private func startNode(_ node: String, workers: Int, slots: Int, extra: [String: String] = [:]) throws -> (process: Process, log: URL) {
+        var env = environment(extra: extra)
+        env["SPEECH_FETCH_NODE"] = node
+        env["SPEECH_FETCH_LEASE_SECONDS"] = "20"
+        let (p, _, err) = try launch(fetchdBinary, ["--cache-base", cacheBase.path, "--workers", "\(workers)", "--slots", "\(slots)"],
+                                     environment: env, hint: "fetchd-\(node)")
+        XCTAssertTrue(waitUntil(timeout: 15) { self.descendants(of: p.processIdentifier).count >= workers },
+                      "node \(node) starts its workers: \(contents(err))")
+        return (p, err)
+    }
+
+    func testIdleNodeDuplicatesAStalledNodesRangesAndWins() throws {
+        let size = 512 << 10  // two ranges of 256 KiB
+        try TestHub.generateRepo(root: root, repo: repo, files: [path: size])
+        // Node a's two responses stop after 64 KiB for 6 s; node b's come at once.
+        hub.setFault(.stall(afterBytes: 64 << 10, seconds: 6, times: 2), for: file)
+        let a = try startNode("a", workers: 1, slots: 2, extra: ["HF_DOWNLOAD_STALL_TIMEOUT": "30"])
+        var clientEnv = environment()
+        clientEnv["SPEECH_FETCH_NODE"] = "a"
+        let download = try launch(speechBinary, ["download", repo, "--cache-base", cacheBase.path], environment: clientEnv, hint: "download")
+        XCTAssertTrue(waitUntil(timeout: 15) { self.names("jobs/claimed").filter { $0.contains("@a@") }.count == 2 },
+                      "node a claims both ranges: \(contents(a.log))")
+        let b = try startNode("b", workers: 1, slots: 1)
+        XCTAssertTrue(waitForExit(download.process, timeout: 60), "the download finishes")
+        XCTAssertEqual(download.process.terminationStatus, 0, "the download succeeds: \(contents(download.stderr))")
+        try assertSameBytes(repo, path)
+
+        let bLog = contents(b.log)
+        let wins = bLog.components(separatedBy: "\n").filter { $0.contains("endgame:") && $0.contains(" won") }
+        XCTAssertEqual(wins.count, 2, "node b raced both stalled ranges and published first:\n\(bLog)\nnode a:\n\(contents(a.log))")
+        // Node a's bytes before its stall, and node b's duplicates, are counted: no more.
+        XCTAssertLessThanOrEqual(hub.bodyBytes(for: file), size + 2 * (64 << 10) + 2 * (256 << 10),
+                                 "at most the stalled prefixes are fetched twice")
+        // Node a gives its ranges up once its stall ends (its claims were removed by the winner).
+        XCTAssertTrue(waitUntil(timeout: 15) { self.names("jobs/claimed").isEmpty && self.names("jobs/endgame").isEmpty },
+                      "no claim or endgame marker is left: \(names("jobs/claimed")) \(names("jobs/endgame"))")
+        XCTAssertEqual(names("jobs/ready"), [], "no range was made ready again")
+    }
+
+    func testNoDuplicateWithEndgameOff() throws {
+        let size = 512 << 10
+        try TestHub.generateRepo(root: root, repo: repo, files: [path: size])
+        hub.setFault(.stall(afterBytes: 64 << 10, seconds: 2, times: 2), for: file)
+        let a = try startNode("a", workers: 1, slots: 2, extra: ["HF_DOWNLOAD_STALL_TIMEOUT": "30"])
+        var clientEnv = environment()
+        clientEnv["SPEECH_FETCH_NODE"] = "a"
+        let download = try launch(speechBinary, ["download", repo, "--cache-base", cacheBase.path], environment: clientEnv, hint: "download")
+        XCTAssertTrue(waitUntil(timeout: 15) { self.names("jobs/claimed").filter { $0.contains("@a@") }.count == 2 },
+                      "node a claims both ranges: \(contents(a.log))")
+        let b = try startNode("b", workers: 1, slots: 1, extra: ["SPEECH_FETCH_ENDGAME": "0"])
+        XCTAssertTrue(waitForExit(download.process, timeout: 60), "the download finishes")
+        XCTAssertEqual(download.process.terminationStatus, 0, "the download succeeds: \(contents(download.stderr))")
+        try assertSameBytes(repo, path)
+        XCTAssertFalse(contents(b.log).contains("endgame:"), "SPEECH_FETCH_ENDGAME=0: no duplicate")
+        XCTAssertEqual(hub.bodyBytes(for: file), size, "each byte served once")
+    }
+
+    func testClaimsStayWithinTheNodesFairShare() throws {
+        let size = 2 << 20  // eight ranges of 256 KiB
+        try TestHub.generateRepo(root: root, repo: repo, files: [path: size])
+        hub.setFault(.rateLimit(bytesPerSecond: 256 << 10), for: file)  // a range takes a second
+        // A second node that is alive (its heartbeat is fresh) but takes nothing.
+        try FileManager.default.createDirectory(atPath: spoolPath("supervisors"), withIntermediateDirectories: true)
+        let other = spoolPath("supervisors/other")
+        XCTAssertTrue(FileManager.default.createFile(atPath: other, contents: Data("1".utf8)))
+        let a = try startNode("a", workers: 1, slots: 8)
+        var clientEnv = environment()
+        clientEnv["SPEECH_FETCH_NODE"] = "a"
+        let download = try launch(speechBinary, ["download", repo, "--cache-base", cacheBase.path], environment: clientEnv, hint: "download")
+        XCTAssertTrue(waitUntil(timeout: 15) { self.names("jobs/claimed").count >= 4 }, "node a claims: \(contents(a.log))")
+        var most = 0
+        waitUntil(timeout: 1.5) {
+            _ = FileManager.default.createFile(atPath: other, contents: Data("1".utf8))  // keep it fresh
+            most = max(most, self.names("jobs/claimed").count)
+            return false
+        }
+        XCTAssertEqual(most, 4, "with two live nodes, node a holds half of the eight ranges, not all it has slots for")
+        unlink(other)  // the other node goes away: node a takes the rest
+        XCTAssertTrue(waitForExit(download.process, timeout: 60), "the download finishes")
+        XCTAssertEqual(download.process.terminationStatus, 0, "the download succeeds: \(contents(download.stderr))")
+        try assertSameBytes(repo, path)
+        XCTAssertEqual(hub.bodyBytes(for: file), size, "each byte served once")
+    }
+}
