@@ -64,6 +64,8 @@ let package = Package(
         .testTarget(name: "TransferTests", dependencies: ["SpeechFetch", "CacheAdmin", "Curl", "Daemon", "TestHub", "Digest", "HubClient", "ModelCache", "Spool", "Transfer"]),
         .testTarget(name: "TestHubTests", dependencies: ["TestHub", "Digest"]),
         .testTarget(name: "CommandLineKitTests", dependencies: ["CommandLineKit"]),
+        .testTarget(name: "DigestTests", dependencies: ["Digest"]),
+        .testTarget(name: "SpoolTests", dependencies: ["Spool"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,5 +1,6 @@
 // speech-fetchd, speech wait and the spool with real processes, real SIGKILL and real files
 // against the in-process test Hub (issue 4, "Done means").
+import Daemon
 import Digest
 import Foundation
 import HubClient

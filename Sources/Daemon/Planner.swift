@@ -1,0 +1,130 @@
+// Planner - what a supervisor does on every pass before its workers can start: turns requests
+// into range jobs (under each file's staging lock, from what its sidecar already holds), and
+// repairs jobs lost to a planner or splicer that died half way.
+import Foundation
+import HubClient
+import ModelCache
+import Spool
+
+/// Turns requests into range jobs (what a supervisor does on every pass).
+public struct Planner: Sendable {
+    public let spool: Spool
+    public let rangeSize: Int64
+    /// Plan only requests made on this node (`speech-fetchd --own-requests`).
+    public let ownRequestsOnly: Bool
+
+    /// Ranges the previous repair found lost, by file key: a range is made ready again only when
+    /// the next repair finds it lost too.
+    private let suspects = LostRanges()
+
+    public init(spool: Spool, rangeSize: Int64, ownRequestsOnly: Bool = false) {
+        self.spool = spool
+        self.rangeSize = rangeSize
+        self.ownRequestsOnly = ownRequestsOnly
+    }
+
+    /// Plans every file of every active request that is neither final, planned nor failed.
+    public func planRequests() {
+        for request in spool.requests() where spool.state(of: request.id) == .active {
+            if ownRequestsOnly && request.node != spool.owner.node { continue }
+            let directory = request.directory
+            for file in request.files where !directory.isComplete(file) {
+                let key = PlannedFile.key(modelDir: request.modelDir, path: file.path, commit: request.commit)
+                // Planned only when the plan is positively absent (an unreadable one may stand).
+                if spool.failure(of: key) != nil || !spool.lookPlan(key).isAbsent { continue }
+                plan(file, of: request, in: directory)
+            }
+        }
+    }
+
+    private func plan(_ file: RepoFile, of request: SpoolRequest, in directory: ModelDirectory) {
+        if file.size == 0 {
+            try? directory.placeEmptyFile(file)
+            return
+        }
+        // The staging file and sidecar are made (or validated) under the lock; the ranges the
+        // sidecar already lists are not planned again, in the range size it already uses.
+        guard let lock = StagingLock.acquire(file.path, in: directory, owner: spool.owner, lease: spool.lease) else { return }
+        let held = HeldLocks(lease: spool.lease)
+        held.add(lock)
+        defer { held.releaseAll() }
+        let key = PlannedFile.key(modelDir: request.modelDir, path: file.path, commit: request.commit)
+        guard spool.lookPlan(key).isAbsent, !directory.isComplete(file) else { return }
+        let staging: StagingFile
+        do {
+            staging = try StagingFile(file: file, in: directory, commit: request.commit, rangeSize: rangeSize)
+        } catch let error as CacheError where error.isTransient {
+            return  // the sidecar or staging file could not be read now: the next pass plans it
+        } catch {
+            // Unplannable here (no libcrypto, the disk refuses the staging file): the request
+            // fails with the reason instead of leaving its waiters to time out.
+            spool.recordFailure(key, reason: "\(error)")
+            return
+        }
+        let planned = PlannedFile(repo: request.repo, modelDir: request.modelDir, commit: request.commit, file: file,
+                                  rangeSize: staging.rangeSize, node: request.node, layout: request.layout)
+        let done = staging.doneRanges
+        try? staging.persist()
+        try? spool.plan(planned, pending: (0..<planned.rangeCount).filter { !done.contains($0) })
+    }
+
+    /// Recreates jobs that got lost (a planner or splicer that died half way): a range of a
+    /// planned file that is not done, not ready, not claimed and has no part.
+    /// Returns true when some range looks lost but awaits its second look (the caller looks again soon).
+    @discardableResult
+    public func repairLostJobs() -> Bool {
+        var pending = false
+        for plan in spool.plannedFiles() {
+            // This look's verdicts replace the last one's, whatever this look decides.
+            let previous = suspects.replace(plan.key, with: [])
+            let directory = plan.directory
+            if directory.isComplete(plan.file) { spool.dropPlan(plan); continue }
+            // Look in the order a job moves (ready, claimed, part, done), so a job that moves
+            // while we look is seen at a later stage, never missed. A range is lost only when
+            // every look succeeded and found nothing: an unreadable directory, part or sidecar
+            // may hold it.
+            guard let readyNames = SpoolFS.listing(spool.readyDir) else { continue }
+            let ready = Set(readyNames)
+            let unready = (0..<plan.rangeCount).filter { !ready.contains(plan.jobName($0)) }
+            guard !unready.isEmpty, let claimed = SpoolFS.listing(spool.claimedDir) else { continue }
+            let claimedJobs = Set(claimed.compactMap { $0.split(separator: "@").first.map(String.init) })
+            let candidates = unready.filter { !claimedJobs.contains(plan.jobName($0)) && spool.hasPart(plan, $0) == false }
+            guard !candidates.isEmpty else { continue }
+            let sidecar = StagingFile.sidecarURL(plan.file.path, in: directory)
+            let record: Sidecar?
+            switch SpoolFS.look(sidecar.path) {
+            case .found(let data): record = try? JSONDecoder().decode(Sidecar.self, from: data)
+            case .absent:
+                // Finalizing unlinks the sidecar after the rename into place: look again.
+                if directory.isComplete(plan.file) { spool.dropPlan(plan); continue }
+                record = nil
+            case .unknown: continue
+            }
+            // A sidecar of another commit or range size says nothing about this plan's ranges.
+            let done = record.map { $0.commit == plan.commit && $0.rangeSize == plan.rangeSize ? Set($0.done) : [] } ?? []
+            // Lost only when two looks a repair interval apart both found nothing: a look can read
+            // a sidecar older than the part's removal on a network filesystem's client.
+            let lost = Set(candidates.filter { !done.contains($0) })
+            _ = suspects.replace(plan.key, with: lost)
+            let confirmed = previous.intersection(lost)
+            if !confirmed.isEmpty { spool.addJobs(plan, indices: confirmed.sorted()) }
+            if confirmed.count < lost.count { pending = true }
+        }
+        return pending
+    }
+}
+
+/// Ranges found lost at the last repair, per file key.
+final class LostRanges: @unchecked Sendable {
+    private let lock = NSLock()
+    private var byKey: [String: Set<Int>] = [:]
+
+    /// Records this look's lost ranges and returns the previous look's.
+    func replace(_ key: String, with lost: Set<Int>) -> Set<Int> {
+        lock.withLock {
+            let previous = byKey[key] ?? []
+            byKey[key] = lost.isEmpty ? nil : lost
+            return previous
+        }
+    }
+}
