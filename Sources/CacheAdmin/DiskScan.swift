@@ -205,14 +205,14 @@ public enum StagingEntries {
         return result
     }
 
-    /// `a%2Fb%25c` → `a/b%c`: the inverse of `StagingFile.stagingName`.
+    /// `a%2Fb%25c%2Elock` → `a/b%c.lock`: the inverse of `StagingFile.stagingName`.
     public static func repoPath(_ stagingName: String) -> String {
         var out = ""
         var rest = Substring(stagingName)
         while let percent = rest.firstIndex(of: "%") {
             out += rest[..<percent]
             let code = rest[percent...].prefix(3)
-            if code == "%2F" { out += "/" } else if code == "%25" { out += "%" } else { out += code }
+            if code == "%2F" { out += "/" } else if code == "%25" { out += "%" } else if code == "%2E" { out += "." } else { out += code }
             rest = rest[rest.index(percent, offsetBy: code.count)...]
         }
         return out + rest

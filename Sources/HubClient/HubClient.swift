@@ -84,6 +84,9 @@ public final class HubClient: Sendable {
             try RepoPath.validate(path, in: repo)
             let lfs = entry["lfs"] as? [String: Any]
             let size = (entry["size"] as? NSNumber)?.int64Value ?? (lfs?["size"] as? NSNumber)?.int64Value ?? 0
+            guard size >= 0 else {
+                throw HubError.badResponse(url: url, reason: "the tree lists '\(path)' with the negative size \(size)")
+            }
             var sha = (lfs?["oid"] as? String) ?? (lfs?["sha256"] as? String)
             if let s = sha, s.hasPrefix("sha256:") { sha = String(s.dropFirst(7)) }
             files.append(RepoFile(path: path, size: size, blobID: entry["oid"] as? String ?? "",

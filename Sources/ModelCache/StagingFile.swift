@@ -127,8 +127,15 @@ public final class StagingFile: @unchecked Sendable {
     deinit { close(fd) }
 
     /// `a/b.safetensors` → `a%2Fb.safetensors`: one flat folder, reversible, no collisions.
+    /// The dot of `.lock`, `.sidecar.json` and `.import.` is written `%2E` (`uv.lock` →
+    /// `uv%2Elock`), so no staging name looks like another file's lock, sidecar or import link
+    /// (the lock of `uv` is `uv.lock`) and every entry of `.incomplete/` has one owner.
     public static func stagingName(_ path: String) -> String {
-        path.replacingOccurrences(of: "%", with: "%25").replacingOccurrences(of: "/", with: "%2F")
+        var name = path.replacingOccurrences(of: "%", with: "%25").replacingOccurrences(of: "/", with: "%2F")
+        for marker in [".lock", ".sidecar.json", ".import."] where name.contains(marker) {
+            name = name.replacingOccurrences(of: marker, with: "%2E" + marker.dropFirst())
+        }
+        return name
     }
 
     public var doneRanges: Set<Int> { lock.withLock { Set(record.done) } }

@@ -1,7 +1,9 @@
 // Inputs the fuzz targets (Fuzzing/, scripts/fuzz) found breaking a parser's invariant, each
 // kept as a plain test of the parser's answer.
+import CacheAdmin
 import Foundation
 import HubClient
+import ModelCache
 import Spool
 import Transfer
 import XCTest
@@ -28,5 +30,54 @@ final class FuzzFindingsTests: XCTestCase {
         XCTAssertNil(PlannedFile.parseJob("\(key).000000000"))
         XCTAssertEqual(PlannedFile.parseJob("\(key).000017")?.index, 17)
         XCTAssertEqual(PlannedFile.parseJob("\(key).1000000")?.index, 1_000_000)
+    }
+
+    /// A tree entry with a negative size is a bad answer, not a file. Found: `"size": -204800`
+    /// was listed as a file of -204800 bytes (a plan of it would have a negative range count).
+    func testTreeEntryWithNegativeSizeIsRefused() throws {
+        let repo = try RepoID("org/name")
+        let page = Data(#"[{"type":"file","oid":"8b79acfe","size":-204800,"path":"text/model.safetensors"}]"#.utf8)
+        XCTAssertThrowsError(try HubClient.treeFiles(page, of: repo, url: "http://hub/tree")) { error in
+            guard case HubError.badResponse(_, let reason)? = error as? HubError else { return XCTFail("\(error)") }
+            XCTAssertTrue(reason.contains("negative size"), reason)
+        }
+        let lfs = Data(#"[{"type":"file","oid":"8b","path":"m.bin","lfs":{"oid":"c0","size":-1}}]"#.utf8)
+        XCTAssertThrowsError(try HubClient.treeFiles(lfs, of: repo, url: "http://hub/tree"))
+        let good = Data(#"[{"type":"file","oid":"8b","size":0,"path":"empty.txt"}]"#.utf8)
+        XCTAssertEqual(try HubClient.treeFiles(good, of: repo, url: "http://hub/tree").map(\.size), [0])
+    }
+
+    /// A plan is only used when its key has the form job names are parsed by. Found: a plan with
+    /// the key `8ab1e91a741b1d` passed the check, and its jobs could never be claimed.
+    func testPlanWithForeignKeyIsNotConsistent() throws {
+        let file = RepoFile(path: "m.bin", size: 100, blobID: "b", sha256: nil)
+        let plan = PlannedFile(repo: "org/name", modelDir: "/m", commit: "c", file: file, rangeSize: 64, node: "n")
+        XCTAssertTrue(plan.isConsistent)
+        var json = try XCTUnwrap(JSONSerialization.jsonObject(with: JSONEncoder().encode(plan)) as? [String: Any])
+        json["key"] = "8ab1e91a741b1d"
+        let foreign = try JSONDecoder().decode(PlannedFile.self, from: JSONSerialization.data(withJSONObject: json))
+        XCTAssertFalse(foreign.isConsistent)
+    }
+
+    /// Every entry of `.incomplete/` groups under the staged file it belongs to, and no staging
+    /// name is another file's lock. Found: the staging file of `uv.lock` was named `uv.lock`,
+    /// which is the lock of `uv`, and `speech cache clean` took it for that lock.
+    func testStagingNamesDoNotCollideWithLocksOrSidecars() {
+        let paths = ["uv", "uv.lock", "yarn.lock", "a/b.lock", "x.sidecar.json", "y.import.7", "z.lock.broken.n.1.2",
+                     "100%/a.bin", "model.safetensors", ".hidden.lock"]
+        var owners: [String: String] = [:]
+        for path in paths {
+            let name = StagingFile.stagingName(path)
+            XCTAssertEqual(StagingEntries.repoPath(name), path)
+            let entries = [name, name + ".sidecar.json", name + ".lock", name + ".lock.broken.n.1.2",
+                           name + ".import.42", ".\(name).sidecar.json.tmp.42.7"]
+            for entry in entries {
+                XCTAssertEqual(StagingEntries.stagingName(of: entry), name, "\(entry) of \(path)")
+                XCTAssertNil(owners[entry], "\(entry) belongs to both \(owners[entry] ?? "") and \(path)")
+                owners[entry] = path
+            }
+        }
+        XCTAssertEqual(StagingFile.stagingName("uv.lock"), "uv%2Elock")
+        XCTAssertEqual(StagingFile.stagingName("model.safetensors"), "model.safetensors")
     }
 }
