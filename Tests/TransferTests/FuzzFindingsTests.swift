@@ -80,4 +80,31 @@ final class FuzzFindingsTests: XCTestCase {
         XCTAssertEqual(StagingFile.stagingName("uv.lock"), "uv%2Elock")
         XCTAssertEqual(StagingFile.stagingName("model.safetensors"), "model.safetensors")
     }
+
+    /// Repo paths are judged on their bytes. Found: `../\u{301}x` (a combining mark after the
+    /// slash) split into one character-level component, so the `..` the kernel walks was let
+    /// through and the file would have been written beside the model directory.
+    func testCombiningMarkDoesNotHideAParentComponent() throws {
+        let repo = try RepoID("org/name")
+        for path in ["../\u{301}x", "a/../\u{301}b", "a/\u{301}/../../x", ".incomplete/\u{301}x", "a//\u{301}b",
+                     "./\u{301}a"] {
+            XCTAssertThrowsError(try RepoPath.validate(path, in: repo), path.debugDescription)
+        }
+        XCTAssertNoThrow(try RepoPath.validate("caf\u{301}/\u{301}x.bin", in: repo))
+        let page = Data(#"[{"type":"file","oid":"8b","size":1,"path":"../\u0301x"}]"#.utf8)
+        XCTAssertThrowsError(try HubClient.treeFiles(page, of: repo, url: "http://hub/tree"))
+    }
+
+    /// Staging names are made and read on bytes too: a slash before a combining mark is escaped,
+    /// and a name starting with a combining mark keeps its sidecar temp in its group.
+    func testStagingNamesOfCombiningMarks() {
+        for path in ["a/\u{301}b", "\u{74A}x", "\u{301}.lock", "x.lock\u{301}", "y.import.\u{301}z"] {
+            let name = StagingFile.stagingName(path)
+            XCTAssertFalse(name.utf8.contains(UInt8(ascii: "/")), name)
+            XCTAssertEqual(StagingEntries.repoPath(name), path)
+            for entry in [name, name + ".lock", name + ".sidecar.json", ".\(name).sidecar.json.tmp.1.2", name + ".import.3"] {
+                XCTAssertEqual(StagingEntries.stagingName(of: entry), name, entry.debugDescription)
+            }
+        }
+    }
 }
