@@ -57,7 +57,7 @@ let package = Package(
         .executableTarget(name: "speech-testhub", dependencies: ["TestHub"]),
 
         .testTarget(name: "HubClientTests", dependencies: ["HubClient", "TestHub"]),
-        .testTarget(name: "TransferTests", dependencies: ["SpeechFetch", "CacheAdmin", "Daemon", "TestHub", "Digest", "HubClient", "ModelCache", "Spool"]),
+        .testTarget(name: "TransferTests", dependencies: ["SpeechFetch", "CacheAdmin", "Curl", "Daemon", "TestHub", "Digest", "HubClient", "ModelCache", "Spool", "Transfer"]),
         .testTarget(name: "TestHubTests", dependencies: ["TestHub", "Digest"]),
     ],
     swiftLanguageModes: [.v6]

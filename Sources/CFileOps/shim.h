@@ -68,16 +68,23 @@ static inline ssize_t sf_get_xattr_at(int dirfd, const char *rel, const char *fu
 static inline void sf_set_process_name(const char *name) { prctl(PR_SET_NAME, name, 0, 0, 0); }
 
 /* A 32-bit word in a file mapped MAP_SHARED is a futex every process that maps the file shares
-   (the kernel keys it by inode and offset): the spool's wake word. */
-static inline uint32_t sf_word_load(const uint32_t *word) { return __atomic_load_n(word, __ATOMIC_ACQUIRE); }
+   (the kernel keys it by inode and offset): the spool's wake word. Userspace never loads or
+   stores through the mapping: if the file is truncated under it, such an access is a SIGBUS.
+   The counter is read with pread (the page cache the mapping shows) and changed only by the
+   kernel, where a page that is gone is an EFAULT to handle, never a signal. */
 
-static inline void sf_word_bump_and_wake(uint32_t *word) {
-    __atomic_fetch_add(word, 1, __ATOMIC_RELEASE);
-    syscall(SYS_futex, word, FUTEX_WAKE, INT32_MAX, NULL, NULL, 0);
+/* Adds 1 to *word and wakes every process sleeping on it, in one FUTEX_WAKE_OP (the kernel adds
+   before it wakes, so a woken sleeper sees the new value). 0, or -1 with errno (EFAULT: the
+   file was truncated under the mapping). */
+static inline int sf_word_bump_and_wake(uint32_t *word) {
+    long r = syscall(SYS_futex, word, FUTEX_WAKE_OP, INT32_MAX, (void *)(uintptr_t)INT32_MAX, word,
+                     FUTEX_OP(FUTEX_OP_ADD, 1, FUTEX_OP_CMP_GE, 0));
+    return r < 0 ? -1 : 0;
 }
 
 /* Sleeps while *word == expected, at most timeout_ms. 0 when woken (or the word had already
-   changed), 1 when the time ran out, -1 on another error (errno set). */
+   changed), 1 when the time ran out, -1 on another error (errno set; EFAULT: the file was
+   truncated under the mapping). */
 static inline int sf_word_wait(uint32_t *word, uint32_t expected, long timeout_ms) {
     struct timespec t = { .tv_sec = timeout_ms / 1000, .tv_nsec = (timeout_ms % 1000) * 1000000L };
     long r = syscall(SYS_futex, word, FUTEX_WAIT, expected, &t, NULL, 0);

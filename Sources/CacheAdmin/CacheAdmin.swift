@@ -26,7 +26,7 @@ public enum CacheAdminError: Error, Sendable, CustomStringConvertible {
             return "\(repo) is in flight in \(directory): \(reasons.joined(separator: "; ")); "
                 + "wait for it (`speech wait \(repo)`) or stop the transfer, then try again"
         case .noHFCache(let path):
-            return "no huggingface_hub cache at \(path) (set --hf-home or HF_HOME)"
+            return "no huggingface_hub cache at \(path) (set --hf-home, HF_HUB_CACHE or HF_HOME)"
         case .io(let path, let operation, let code):
             return "cannot \(operation) \(path): \(String(cString: strerror(code)))"
         }

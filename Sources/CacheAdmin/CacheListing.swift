@@ -113,3 +113,57 @@ extension CacheAdmin {
         return best ?? []
     }
 }
+
+extension CacheAdmin {
+    /// Every repo of a huggingface_hub cache (`hub`, default `HF_HUB_CACHE`, else `HF_HOME/hub`,
+    /// else `~/.cache/huggingface/hub`), described at the commit `refs/main` names (else its
+    /// newest snapshot). Nil when the folder does not exist.
+    public func listHubCache(_ hub: URL? = nil) -> (hub: URL, models: [CachedModel])? {
+        let hub = (hub ?? HubCache.defaultDirectory(environment)).standardizedFileURL
+        guard DiskScan.isDirectory(hub.path) else { return nil }
+        let view = SpoolView(existingSpool())
+        var models: [CachedModel] = []
+        for name in DiskScan.names(hub.path) where name.hasPrefix("models--") {
+            let parts = name.dropFirst("models--".count).components(separatedBy: "--")
+            guard parts.count == 2, let repo = try? RepoID(parts.joined(separator: "/")) else { continue }
+            let folder = hub.appendingPathComponent(name, isDirectory: true)
+            let snapshots = folder.path + "/snapshots"
+            let newest = DiskScan.names(snapshots).filter { HubCache.isCommitHash($0) }
+                .max { (DiskScan.facts(snapshots + "/" + $0)?.mtime ?? 0) < (DiskScan.facts(snapshots + "/" + $1)?.mtime ?? 0) }
+            guard let commit = HubCache.commit(forRevision: "main", repoFolder: folder) ?? newest else { continue }
+            models.append(describeHub(repo, ModelDirectory(hubRepoFolder: folder, commit: commit), view))
+        }
+        return (hub, models)
+    }
+
+    /// A huggingface_hub repo folder: its blobs' size on disk (each inode once), staging, state.
+    func describeHub(_ repo: RepoID, _ directory: ModelDirectory, _ view: SpoolView) -> CachedModel {
+        var seen = Set<[UInt64]>()
+        var size: Int64 = 0
+        var shared: Int64 = 0
+        var newestAccess = 0.0
+        var newestChange = 0.0
+        let blobs = DiskScan.regularFiles(under: directory.path + "/blobs")
+        for (_, f) in blobs {
+            newestAccess = max(newestAccess, f.atime)
+            newestChange = max(newestChange, f.mtime)
+            guard seen.insert([f.device, f.inode]).inserted else { continue }
+            size += f.allocated
+            if f.links > 1 { shared += f.allocated }
+        }
+        let stagingPath = directory.stagingDirectory.path
+        let staged = StagingEntries.groups(stagingPath).compactMap { name, entries -> String? in
+            entries.contains { $0 == name || $0 == name + ".sidecar.json" } ? StagingEntries.repoPath(name) : nil
+        }.sorted()
+        let missing = directory.missingOffline(.all, repo: repo.description)
+        let flight = inFlight(directory, view)
+        let state: CachedModelState = !flight.isEmpty ? .inFlight : (missing.isEmpty && staged.isEmpty ? .complete : .incomplete)
+        let used: (Date, LastUseKind)? = blobs.isEmpty ? nil
+            : newestAccess > newestChange ? (Date(timeIntervalSince1970: newestAccess), .accessed)
+            : (Date(timeIntervalSince1970: newestChange), .modified)
+        return CachedModel(repo: repo.description, directory: directory.filesURL, state: state, sizeOnDisk: size,
+                           sharedBytes: shared, stagedBytes: DiskScan.allocatedBytes(stagingPath),
+                           fileCount: directory.listFiles().count, missing: missing, staged: staged, inFlight: flight.reasons,
+                           commit: directory.hubCommit, lastUsed: used?.0, lastUsedKind: used?.1)
+    }
+}

@@ -56,20 +56,17 @@ public struct ImportReport: Sendable {
 }
 
 extension CacheAdmin {
-    /// `--hf-home`, else `HF_HOME`, else `~/.cache/huggingface`.
-    public func defaultHFHome() -> URL {
-        if let home = environment["HF_HOME"], !home.trimmingCharacters(in: .whitespaces).isEmpty {
-            return URL(fileURLWithPath: home, isDirectory: true)
-        }
-        let user = environment["HOME"] ?? NSHomeDirectory()
-        return URL(fileURLWithPath: user, isDirectory: true).appendingPathComponent(".cache/huggingface", isDirectory: true)
-    }
+    /// `HF_HOME`, else `${XDG_CACHE_HOME:-~/.cache}/huggingface` (huggingface_hub's own default).
+    public func defaultHFHome() -> URL { HubCache.homeDirectory(environment) }
 
-    /// Adopts every model of the huggingface_hub cache under `hfHome` (default `defaultHFHome()`).
+    /// Adopts every model of the huggingface_hub cache `<hfHome>/hub` (default: `HF_HUB_CACHE`, else
+    /// `defaultHFHome()/hub`).
     /// Throws `CacheAdminError.noHFCache` when `<hfHome>/hub` does not exist.
     public func importHF(hfHome: URL? = nil) throws -> ImportReport {
         try CryptoLibrary.load()
-        let hub = (hfHome ?? defaultHFHome()).appendingPathComponent("hub", isDirectory: true).standardizedFileURL
+        // --hf-home names HF_HOME (its hub/); without it, huggingface_hub's own order (HF_HUB_CACHE first).
+        let hub = (hfHome.map { $0.appendingPathComponent("hub", isDirectory: true) } ?? HubCache.defaultDirectory(environment))
+            .standardizedFileURL
         guard DiskScan.isDirectory(hub.path) else { throw CacheAdminError.noHFCache(path: hub.path) }
         var report = ImportReport(hubDirectory: hub)
         let view = SpoolView(existingSpool())

@@ -57,7 +57,9 @@ public struct Handoff: Sendable {
     /// supervisor, or left for two seconds): any process may. Cancelling stops only the
     /// waiting; the transfer goes on in the daemon. With `progress` it also wakes on every
     /// published part to report it; plain waiters wake only on completion, failure, or their poll.
-    public func waitFor(_ request: SpoolRequest, timeout: Double? = nil,
+    /// `takesOver`: the caller finishes the transfer itself when the daemon is gone
+    /// (`noDaemon`), so a killed local daemon is reported at once instead of after a lease.
+    public func waitFor(_ request: SpoolRequest, timeout: Double? = nil, takesOver: Bool = false,
                  progress: (@Sendable (TransferProgress) -> Void)? = nil,
                  isCancelled: @escaping @Sendable () -> Bool = { false }) throws {
         let watcher = DirectoryWatcher.shared
@@ -103,7 +105,9 @@ public struct Handoff: Sendable {
             if isCancelled() { throw CancellationError() }
             if !spool.liveSupervisors().isEmpty {
                 supervisorSeen = Date()
-            } else if Date().timeIntervalSince(supervisorSeen) > settings.lease {
+            } else if Date().timeIntervalSince(supervisorSeen) > settings.lease || (takesOver && spool.localSupervisorIsDead()) {
+                // A foreign node's daemon is judged by its heartbeat's age; this node's, when
+                // its pid is gone, at once (a SIGKILLed daemon must not cost the caller a lease).
                 throw HandoffError.noDaemon(repo: request.repo, spool: spool.root)
             }
             if let deadline, Date() >= deadline { throw HandoffError.timedOut(repo: request.repo) }
@@ -157,19 +161,19 @@ public struct Handoff: Sendable {
     }
 
     /// Starts `speech-fetchd` for a cache base in its own session, logging to the spool.
-    public func startDaemon(executable: String, base: URL) throws {
+    /// `discretionary` starts it (and so its workers) at nice 10.
+    public func startDaemon(executable: String, base: URL, discretionary: Bool = false) throws {
         let logPath = spool.root + "/fetchd-\(settings.node).log"
         let fd = open(logPath, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0o600)
         let logHandle = fd >= 0 ? FileHandle(fileDescriptor: fd, closeOnDealloc: true) : FileHandle.nullDevice
         let process = Process()
         let setsid = "/usr/bin/setsid"
-        if FileManager.default.isExecutableFile(atPath: setsid) {
-            process.executableURL = URL(fileURLWithPath: setsid)
-            process.arguments = [executable, "--cache-base", base.path]
-        } else {
-            process.executableURL = URL(fileURLWithPath: executable)
-            process.arguments = ["--cache-base", base.path]
-        }
+        let nice = "/usr/bin/nice"
+        var command = [executable, "--cache-base", base.path]
+        if discretionary && FileManager.default.isExecutableFile(atPath: nice) { command = [nice, "-n", "10"] + command }
+        if FileManager.default.isExecutableFile(atPath: setsid) { command = [setsid] + command }
+        process.executableURL = URL(fileURLWithPath: command[0])
+        process.arguments = Array(command.dropFirst())
         process.environment = environment
         process.standardInput = FileHandle.nullDevice
         process.standardOutput = logHandle

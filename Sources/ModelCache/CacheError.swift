@@ -11,6 +11,10 @@ public enum CacheError: Error, Sendable, CustomStringConvertible {
     case badShardIndex(path: String, reason: String)
     case io(path: String, operation: String, errno: Int32)
     case notInRepo(repo: String, paths: [String])
+    /// A cache directory the caller named cannot hold a cache: `role` says which setting named it.
+    case unusableDirectory(path: String, role: String, reason: String)
+    /// The disk is full (ENOSPC, EDQUOT): what is staged was kept for the resume.
+    case diskFull(directory: String, needed: Int64, available: Int64, staged: String)
 
     public var description: String {
         switch self {
@@ -27,8 +31,26 @@ public enum CacheError: Error, Sendable, CustomStringConvertible {
             return "shard index \(path) is unusable: \(reason)"
         case .io(let path, let operation, let code):
             return "cannot \(operation) \(path): \(String(cString: strerror(code)))"
+        case .unusableDirectory(let path, let role, let reason):
+            return "cannot use \(path.isEmpty ? "an empty path" : "'\(path)'") as \(role): \(reason)"
+        case .diskFull(let directory, let needed, let available, let staged):
+            return "the disk holding \(directory) is full: \(CacheError.bytes(needed)) more are needed to finish, "
+                + "\(CacheError.bytes(available)) are free; \(staged) was kept in \(directory)/.incomplete, "
+                + "so free space (or use another --cache-dir/--cache-base) and run the download again to resume"
         case .notInRepo(let repo, let paths):
             return "\(repo) has no file \(paths.joined(separator: ", ")); check the --include names"
         }
+    }
+
+    /// "12.3 MiB (12897484 bytes)".
+    static func bytes(_ n: Int64) -> String {
+        let units = ["bytes", "KiB", "MiB", "GiB", "TiB"]
+        var value = Double(n)
+        var unit = 0
+        while value >= 1024 && unit < units.count - 1 {
+            value /= 1024
+            unit += 1
+        }
+        return unit == 0 ? "\(n) bytes" : String(format: "%.1f", value) + " \(units[unit]) (\(n) bytes)"
     }
 }

@@ -95,9 +95,11 @@ extension ModelDirectory {
 
     /// Uses a blob that is already in the cache (huggingface_hub wrote it first) when its size
     /// and digest are right: makes the pointer and returns true. No blob, or a wrong one: false.
-    public func adoptExistingBlob(_ file: RepoFile) -> Bool {
-        guard hubCommit != nil else { return false }
-        let lock = HubBlobLock.acquire(blobLockPath(file))
+    /// Waits while huggingface_hub holds the blob's lock (it is writing that blob), unless cancelled.
+    public func adoptExistingBlob(_ file: RepoFile, isCancelled: () -> Bool = { false }) -> Bool {
+        guard hubCommit != nil, !isCancelled() else { return false }
+        let lock = HubBlobLock.acquire(blobLockPath(file), isCancelled: isCancelled)
+        guard !isCancelled() else { return false }
         defer { lock?.release() }
         guard blobVerifies(file) else { return false }
         return (try? linkPointer(file)) != nil
@@ -194,6 +196,20 @@ extension ModelDirectory {
                                               options: [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes])
         try ModelDirectory.makeDirectories(target.deletingLastPathComponent().path)
         try AtomicFile.write(data, to: target, mode: 0o600)  // huggingface_hub's mode for it
+    }
+
+    /// `trees/<commit>.json` as a snapshot (repo left empty: the listing does not name it).
+    func readTreeListing() -> RepoSnapshot? {
+        guard let commit = hubCommit, let data = FileManager.default.contents(atPath: path + "/trees/" + commit + ".json"),
+              let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
+              object["format_version"] as? Int == 1, let files = object["files"] as? [String: [String: Any]] else { return nil }
+        var listed: [RepoFile] = []
+        for (filePath, entry) in files {
+            guard let size = (entry["size"] as? NSNumber)?.int64Value, let blobID = entry["blob_id"] as? String else { return nil }
+            listed.append(RepoFile(path: filePath, size: (entry["lfs_size"] as? NSNumber)?.int64Value ?? size, blobID: blobID,
+                                   sha256: entry["lfs_sha256"] as? String))
+        }
+        return RepoSnapshot(repo: "", revision: commit, commit: commit, files: listed.sorted { $0.path < $1.path })
     }
 
     static func makeDirectories(_ path: String) throws {

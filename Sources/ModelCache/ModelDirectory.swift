@@ -94,16 +94,19 @@ public struct ModelDirectory: Sendable {
 
     /// Records the snapshot (atomically: temp file, fsync, rename).
     public func writeManifest(_ snapshot: RepoSnapshot) throws {
-        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        try StagingFile.makeDirectory(url)  // a CacheError naming the path, not Foundation's text
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         try AtomicFile.write(try encoder.encode(snapshot), to: url.appendingPathComponent(ModelDirectory.manifestName))
     }
 
+    /// The manifest; in a huggingface_hub folder, ours when it is of this commit, else the
+    /// listing huggingface_hub recorded for the commit (`trees/<commit>.json`).
     public func readManifest() -> RepoSnapshot? {
-        guard let data = FileManager.default.contents(atPath: finalPath(ModelDirectory.manifestName))
-        else { return nil }
-        return RepoSnapshot.decode(data)
+        guard let data = FileManager.default.contents(atPath: path + "/" + ModelDirectory.manifestName),
+              let snapshot = RepoSnapshot.decode(data), hubCommit == nil || snapshot.commit == hubCommit
+        else { return hubCommit == nil ? nil : readTreeListing() }
+        return snapshot
     }
 
     // MARK: Offline look-up
@@ -118,7 +121,7 @@ public struct ModelDirectory: Sendable {
     /// What an offline call finds: the files it needs that are missing, the ones present, and the
     /// commit they came from. One read of the manifest and one look at each file.
     public func offlineCheck(_ selection: FileSelection, repo: String) -> OfflineCheck {
-        if let snapshot = readManifest(), snapshot.repo == repo, hubCommit == nil || hubCommit == snapshot.commit {
+        if let snapshot = readManifest(), snapshot.repo == repo || (hubCommit != nil && snapshot.repo.isEmpty) {
             let directoryFD = hubCommit == nil ? open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1  // -1: look up full paths
             defer { if directoryFD >= 0 { close(directoryFD) } }
             guard let selected = try? FilePlan.select(snapshot.files, selection, repo: repo) else {

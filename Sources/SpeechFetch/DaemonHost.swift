@@ -34,10 +34,11 @@ extension HuggingFaceDownloader {
                      isCancelled: @escaping @Sendable () -> Bool = { false }) throws -> WaitOutcome {
         let repo = try RepoID(rawRepo)
         let base = cacheBaseDir ?? defaultCacheBase
+        try checkLocations(cacheDir: nil, cacheBaseDir: cacheBaseDir, forWriting: false)
         let directory = ModelDirectory(CacheLocation.modelDirectory(base: base, repo: repo))
         if let handoff = handoff(base: base), let request = handoff.latestRequest(for: repo.description) {
             try handoff.waitFor(request, timeout: timeout, isCancelled: isCancelled)
-            return .complete(directory: request.modelDir)
+            return .complete(directory: request.directory.filesURL.path)
         }
         let missing = directory.missingOffline(.all, repo: repo.description)
         guard missing.isEmpty else {

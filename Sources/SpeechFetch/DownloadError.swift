@@ -6,14 +6,23 @@ public enum DownloadError: Error, Sendable, CustomStringConvertible {
     /// The Hub could not be reached and the cache cannot satisfy the call.
     case hubUnreachable(repo: String, directory: String, missing: [String], cause: String)
     case conflictingDirectories
+    /// No progress for `seconds` (the seed's stall guard, `withDownloadStallGuard`): the attempt
+    /// was stopped, keeping what it staged.
+    case stalled(modelId: String, seconds: Int)
+    /// speech-fetchd is needed (`backgroundTransfer` is set) and none could be found.
+    case noDaemonExecutable(searched: [String])
 
     public var description: String {
         switch self {
         case .hubUnreachable(let repo, let directory, let missing, let cause):
             let list = missing.prefix(10).joined(separator: ", ") + (missing.count > 10 ? ", … (\(missing.count) in all)" : "")
             return "the Hub could not be reached (\(cause)) and \(repo) is not complete in \(directory); missing: \(list)"
+        case .stalled(let modelId, let seconds):
+            return "the download of \(modelId) made no progress for \(seconds) s and was stopped; what it staged is kept for the next attempt"
+        case .noDaemonExecutable(let searched):
+            return "backgroundTransfer is set but no speech-fetchd was found (looked at \(searched.joined(separator: ", "))); install it beside this program or set SPEECH_FETCHD to its path"
         case .conflictingDirectories:
-            return "give either cacheDir (the model's own directory) or cacheBaseDir (a base for models/<org>/<name>), not both"
+            return "give either cacheDir (the model's own directory) or cacheBaseDir (a base for models/<org>/<name>) and huggingFaceCache (--hf-cache), not cacheDir with either"
         }
     }
 }

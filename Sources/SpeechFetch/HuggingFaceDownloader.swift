@@ -78,28 +78,31 @@ public final class HuggingFaceDownloader: Sendable {
     /// everything staged so far for the next call.
     public func downloadWithResult(repo: String, revision: String = "main", include: [String] = [],
                                    cacheDir: URL? = nil, cacheBaseDir: URL? = nil, huggingFaceCache: URL? = nil,
-                                   offlineMode: Bool? = nil, host: TransferHost = .automatic,
+                                   offlineMode: Bool? = nil, host: TransferHost = .automatic, requestTimeout: Double? = nil,
                                    progress: @escaping @Sendable (DownloadProgress) -> Void = { _ in }) async throws -> DownloadResult {
         try await runOffThread { isCancelled in
             try self.downloadBlocking(repo: repo, revision: revision, include: include, cacheDir: cacheDir,
                                       cacheBaseDir: cacheBaseDir, huggingFaceCache: huggingFaceCache,
-                                      offlineMode: offlineMode, host: host,
+                                      offlineMode: offlineMode, host: host, requestTimeout: requestTimeout,
                                       progress: progress, isCancelled: isCancelled)
         }
     }
 
     /// The same call, blocking the calling thread (command-line tools, worker processes).
+    /// `requestTimeout` bounds the wait for a request handed to speech-fetchd (then
+    /// `DownloadError.timedOut`; the transfer goes on).
     /// `huggingFaceCache` writes the repo into that huggingface_hub cache (`models--org--name`,
     /// blobs, snapshots, refs) instead of `<base>/models/org/name`; `cacheBaseDir` then names only
     /// the base whose spool a daemon serves.
     public func downloadBlocking(repo rawRepo: String, revision: String = "main", include: [String] = [],
                                  cacheDir: URL? = nil, cacheBaseDir: URL? = nil, huggingFaceCache: URL? = nil,
                                  offlineMode: Bool? = nil,
-                                 host: TransferHost = .automatic,
+                                 host: TransferHost = .automatic, requestTimeout: Double? = nil,
                                  progress: @escaping @Sendable (DownloadProgress) -> Void = { _ in },
                                  isCancelled: @escaping @Sendable () -> Bool = { false }) throws -> DownloadResult {
         if cacheDir != nil && (cacheBaseDir != nil || huggingFaceCache != nil) { throw DownloadError.conflictingDirectories }
         let repo = try RepoID(rawRepo)
+        try checkLocations(cacheDir: cacheDir, cacheBaseDir: cacheBaseDir, forWriting: false)
         let selection = FileSelection(include)
         let directory: ModelDirectory
         let cached: OfflineCheck
@@ -146,13 +149,15 @@ public final class HuggingFaceDownloader: Sendable {
                                                missing: cached.missing,
                                                cause: "\(error)")
         }
+        try checkLocations(cacheDir: cacheDir, cacheBaseDir: cacheBaseDir, forWriting: true)
         if let huggingFaceCache { HubCache.tag(huggingFaceCache) }
         return try fetch(snapshot, repo: repo, selection: selection, into: directory.atCommit(snapshot.commit), spoolBase: cacheBaseDir ?? defaultCacheBase,
-                         host: host, progress: progress, isCancelled: isCancelled)
+                         host: host, requestTimeout: requestTimeout, progress: progress, isCancelled: isCancelled)
     }
 
     private func fetch(_ snapshot: RepoSnapshot, repo: RepoID, selection: FileSelection, into directory: ModelDirectory,
-                       spoolBase: URL, host: TransferHost, progress: @escaping @Sendable (DownloadProgress) -> Void,
+                       spoolBase: URL, host: TransferHost, requestTimeout: Double?,
+                       progress: @escaping @Sendable (DownloadProgress) -> Void,
                        isCancelled: @escaping @Sendable () -> Bool) throws -> DownloadResult {
         let previous = directory.hubCommit == nil ? directory.readManifest() : nil  // a snapshot's pointers name their content
         let selected = try FilePlan.select(snapshot.files, selection, repo: repo.description)
@@ -173,7 +178,8 @@ public final class HuggingFaceDownloader: Sendable {
 
         var missing = needed.filter { !isCurrent($0, in: directory, previous: previous) }
         // A blob huggingface_hub (or an earlier snapshot) already holds is checked and linked, not fetched.
-        missing = missing.filter { !directory.adoptExistingBlob($0) }
+        missing = missing.filter { !directory.adoptExistingBlob($0, isCancelled: isCancelled) }
+        if isCancelled() { throw CancellationError() }
         let handoff = handoff(base: spoolBase)
         if !missing.isEmpty, let handoff {
             let daemon = handoff.daemonServes
@@ -192,7 +198,7 @@ public final class HuggingFaceDownloader: Sendable {
                                            layout: directory.layoutName)
                 try handoff.submit(request)
                 do {
-                    try handoff.waitFor(request, progress: progress, isCancelled: isCancelled)
+                    try handoff.waitFor(request, timeout: requestTimeout, takesOver: true, progress: progress, isCancelled: isCancelled)
                     try directory.writeManifest(snapshot)
                     try directory.recordRevision(snapshot.revision)
                     return DownloadResult(directory: directory.filesURL, files: needed.map(\.path), commit: snapshot.commit,
@@ -216,6 +222,19 @@ public final class HuggingFaceDownloader: Sendable {
         try directory.recordRevision(snapshot.revision)
         return DownloadResult(directory: directory.filesURL, files: needed.map(\.path), commit: snapshot.commit,
                               fetched: fetched, warning: nil)
+    }
+
+    /// Checks the directories a call names (or the default base) before anything is written,
+    /// so that a file, a dangling link or a read-only mount is an error naming the setting.
+    func checkLocations(cacheDir: URL?, cacheBaseDir: URL?, forWriting: Bool) throws {
+        if let cacheDir {
+            try CacheLocation.checkDirectory(cacheDir, role: "the model directory (cacheDir, --cache-dir)", forWriting: forWriting)
+        } else if let cacheBaseDir {
+            try CacheLocation.checkDirectory(cacheBaseDir, role: "the cache base (cacheBaseDir, --cache-base)", forWriting: forWriting)
+        } else {
+            try CacheLocation.checkDirectory(defaultCacheBase, role: "the default cache base (QWEN3_CACHE_DIR, XDG_CACHE_HOME)",
+                                             forWriting: forWriting)
+        }
     }
 
     /// A file is current when it is on disk at the right size and, if an earlier call recorded

@@ -393,6 +393,14 @@ public final class Spool: @unchecked Sendable {
 
     public func retireSupervisor() { unlink("\(supervisorsDir)/\(owner.node)") }
 
+    /// True when this node's supervisor record names a process that is gone (killed: a clean
+    /// exit removes the record). A dead local holder is judged at once, never by lease age.
+    public func localSupervisorIsDead() -> Bool {
+        guard let data = SpoolFS.read("\(supervisorsDir)/\(owner.node)"),
+              let pid = Int32(String(decoding: data, as: UTF8.self)) else { return false }
+        return !SpoolFS.processAlive(pid)
+    }
+
     /// Nodes whose supervisor is alive: a live pid on this node, a fresh heartbeat elsewhere.
     public func liveSupervisors() -> [String] {
         let now = serverNow()

@@ -6,42 +6,102 @@
 // sleeping on it. Waiters use it when they cannot have an inotify instance (the per-user limit,
 // 128 by default, is used up by others): they sleep at no cost instead of polling. Other
 // machines sharing the spool over NFS are not woken by it; they poll, as they must anyway.
+//
+// The file is anyone's to truncate or replace, so nothing here touches the mapping from
+// userspace (a load from a page past the end of a truncated file is a SIGBUS): the counter is
+// read with pread and changed by the kernel (FUTEX_WAKE_OP), where a vanished page is EFAULT.
+// A truncated file is given its page back; a replaced one is followed; meanwhile a waiter
+// polls in short naps.
 import CFileOps
 import Foundation
 
+/// One process's handle on `spool/wake`. Use it from one thread at a time.
 public final class WakeWord: @unchecked Sendable {
     public static let fileName = "wake"
-    private let mapping: UnsafeMutableRawPointer
-    private var word: UnsafeMutablePointer<UInt32> { mapping.assumingMemoryBound(to: UInt32.self) }
     private static let length = 4096
+    /// A nap while the word cannot be slept on (the file is being repaired or replaced).
+    private static let fallbackNap = 0.05
+    private let path: String
+    private var fd: Int32
+    private var mapping: UnsafeMutableRawPointer
+    private var identity: (device: UInt64, inode: UInt64)
+    private var word: UnsafeMutablePointer<UInt32> { mapping.assumingMemoryBound(to: UInt32.self) }
 
     /// Maps `<spool>/wake`, creating it (one zero page) when missing; nil when that fails.
     public init?(spoolRoot: String) {
-        let path = spoolRoot + "/" + WakeWord.fileName
-        let fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { return nil }
-        defer { close(fd) }
-        var st = stat()
-        guard fstat(fd, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG else { return nil }
-        if st.st_size < WakeWord.length, ftruncate(fd, off_t(WakeWord.length)) != 0 { return nil }
-        guard let m = mmap(nil, WakeWord.length, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0), m != MAP_FAILED else {
-            return nil
-        }
-        mapping = m
+        path = spoolRoot + "/" + WakeWord.fileName
+        guard let opened = WakeWord.open(path) else { return nil }
+        (fd, mapping, identity) = opened
     }
 
-    deinit { munmap(mapping, WakeWord.length) }
+    deinit {
+        munmap(mapping, WakeWord.length)
+        close(fd)
+    }
 
-    /// The counter now: read it before checking what you wait for, then `wait` on it.
-    public var generation: UInt32 { sf_word_load(word) }
+    private static func open(_ path: String) -> (Int32, UnsafeMutableRawPointer, (UInt64, UInt64))? {
+        let fd = Glibc.open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { return nil }
+        var st = stat()
+        guard fstat(fd, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG,
+              st.st_size >= WakeWord.length || ftruncate(fd, off_t(WakeWord.length)) == 0,
+              let m = mmap(nil, WakeWord.length, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0), m != MAP_FAILED else {
+            close(fd)
+            return nil
+        }
+        return (fd, m, (UInt64(st.st_dev), UInt64(st.st_ino)))
+    }
+
+    /// The counter now: read it before checking what you wait for, then `wait` on it. Read
+    /// through the file, so a file truncated under the mapping costs nothing but a repair.
+    public var generation: UInt32 {
+        var value: UInt32 = 0
+        if pread(fd, &value, 4, 0) == 4 { return value }
+        repair()
+        return 0
+    }
 
     /// Bumps the counter and wakes every local process sleeping on it.
-    public func wakeAll() { sf_word_bump_and_wake(word) }
+    public func wakeAll() {
+        if sf_word_bump_and_wake(word) != 0 && errno == EFAULT {
+            repair()
+            _ = sf_word_bump_and_wake(word)
+        }
+    }
 
     /// Sleeps while the counter still equals `generation`, at most `seconds`. True when woken
-    /// (or the counter had already moved), false when the time ran out.
+    /// (or the counter had already moved, or the file was replaced and is now followed), false
+    /// when the time ran out. While the word cannot be slept on it naps briefly and returns
+    /// false: the caller polls until the word works again.
     @discardableResult
     public func wait(whileGeneration generation: UInt32, seconds: Double) -> Bool {
-        sf_word_wait(word, generation, max(0, Int(seconds * 1000))) == 0
+        if followReplacement() { return true }
+        switch sf_word_wait(word, generation, max(0, Int(seconds * 1000))) {
+        case 0: return true
+        case 1: return false
+        default:
+            repair()  // EFAULT: truncated under the mapping
+            usleep(UInt32(min(max(0, seconds), WakeWord.fallbackNap) * 1_000_000))
+            return false
+        }
+    }
+
+    /// Gives a truncated file its page back (a publisher opening it does the same).
+    private func repair() {
+        var st = stat()
+        if fstat(fd, &st) == 0, st.st_size < WakeWord.length { _ = ftruncate(fd, off_t(WakeWord.length)) }
+    }
+
+    /// When `spool/wake` is no longer the file this handle maps (deleted, or deleted and made
+    /// again), publishers bump the new one: map that instead. True when it switched.
+    private func followReplacement() -> Bool {
+        var st = stat()
+        let current = lstat(path, &st) == 0 ? (UInt64(st.st_dev), UInt64(st.st_ino)) : nil
+        if let current, current == identity { return false }
+        guard let opened = WakeWord.open(path) else { return false }
+        munmap(mapping, WakeWord.length)
+        close(fd)
+        (fd, mapping, identity) = opened
+        return true
     }
 }

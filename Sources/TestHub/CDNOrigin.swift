@@ -5,7 +5,7 @@ import Foundation
 struct CDNOrigin {
     let state: HubState
 
-    func answer(_ request: HTTPRequest) -> HTTPResponse {
+    func answer(_ request: HubRequest) -> HubResponse {
         guard request.method == "GET" || request.method == "HEAD" else {
             return .text(405, "method \(request.method) not allowed")
         }
@@ -25,11 +25,11 @@ struct CDNOrigin {
 
     /// A URL without `sig` is served as is (tests may build one by hand); a wrong
     /// signature or a past `expires` is refused like a real CDN would (403).
-    private func checkSignature(_ request: HTTPRequest, object: String) -> HTTPResponse? {
+    private func checkSignature(_ request: HubRequest, object: String) -> HubResponse? {
         guard let sig = request.queryValue("sig") else { return nil }
         let expires = Int(request.queryValue("expires") ?? "") ?? 0
         let denied = { (why: String) in
-            HTTPResponse(status: 403, headers: [("Content-Type", "application/xml")], body: .bytes(Data(
+            HubResponse(status: 403, headers: [("Content-Type", "application/xml")], body: .bytes(Data(
                 "<?xml version=\"1.0\" encoding=\"UTF-8\"?><Error><Code>AccessDenied</Code><Message>\(why)</Message></Error>".utf8)))
         }
         guard sig == state.signature(object: object, expires: expires) else {

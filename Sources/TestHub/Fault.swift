@@ -11,6 +11,10 @@ public enum Fault: Sendable, Codable, Equatable {
     /// Close the socket after sending `afterBytes` body bytes of the response (the whole body
     /// when it is shorter), for the next `times` responses that carry a body.
     case dropConnection(afterBytes: Int, times: Int)
+    /// Announce `missingBytes` more in Content-Length than the body carries, send the body whole
+    /// and close the connection, for the next `times` body responses: the client has every byte
+    /// it asked for, and a transfer that ended short of its Content-Length.
+    case truncateBody(missingBytes: Int, times: Int)
     /// Stop sending for `seconds` after `afterBytes` body bytes, then go on, for the next `times` body responses.
     case stall(afterBytes: Int, seconds: Double, times: Int)
     /// Every response covering file offset `offset` carries that byte XORed with 0xFF.
@@ -26,12 +30,12 @@ public enum Fault: Sendable, Codable, Equatable {
     case cdnExpired(times: Int)
 
     private enum CodingKeys: String, CodingKey {
-        case type, afterBytes, seconds, times, offset, code, retryAfter, bytesPerSecond
+        case type, afterBytes, seconds, times, offset, code, retryAfter, bytesPerSecond, missingBytes
     }
 
     /// The `type` names of the JSON form, as documented in docs/testhub.md.
     private enum Kind: String, Codable {
-        case dropConnection, stall, flipByte, status, ignoreRange, rateLimit, cdnExpired
+        case dropConnection, truncateBody, stall, flipByte, status, ignoreRange, rateLimit, cdnExpired
     }
 
     public init(from decoder: Decoder) throws {
@@ -40,6 +44,8 @@ public enum Fault: Sendable, Codable, Equatable {
         switch try c.decode(Kind.self, forKey: .type) {
         case .dropConnection:
             self = .dropConnection(afterBytes: try c.decodeIfPresent(Int.self, forKey: .afterBytes) ?? 0, times: times)
+        case .truncateBody:
+            self = .truncateBody(missingBytes: try c.decodeIfPresent(Int.self, forKey: .missingBytes) ?? 1, times: times)
         case .stall:
             self = .stall(afterBytes: try c.decodeIfPresent(Int.self, forKey: .afterBytes) ?? 0,
                           seconds: try c.decode(Double.self, forKey: .seconds), times: times)
@@ -63,6 +69,10 @@ public enum Fault: Sendable, Codable, Equatable {
         case .dropConnection(let afterBytes, let times):
             try c.encode(Kind.dropConnection, forKey: .type)
             try c.encode(afterBytes, forKey: .afterBytes)
+            try c.encode(times, forKey: .times)
+        case .truncateBody(let missingBytes, let times):
+            try c.encode(Kind.truncateBody, forKey: .type)
+            try c.encode(missingBytes, forKey: .missingBytes)
             try c.encode(times, forKey: .times)
         case .stall(let afterBytes, let seconds, let times):
             try c.encode(Kind.stall, forKey: .type)

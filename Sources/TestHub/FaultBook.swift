@@ -17,6 +17,8 @@ enum FaultAdmission: Equatable {
 struct BodyFaults: Sendable {
     var flipOffsets: [Int] = []
     var dropAfter: Int?
+    /// Bytes Content-Length announces beyond the body (the connection closes after the body).
+    var missingBytes: Int?
     var stall: (afterBytes: Int, seconds: Double)?
     var bytesPerSecond: Int?
 }
@@ -33,7 +35,7 @@ final class FaultBook: @unchecked Sendable {
     func add(_ fault: Fault, for file: String) {
         let remaining: Int
         switch fault {
-        case .dropConnection(_, let times), .stall(_, _, let times), .status(_, let times, _), .cdnExpired(let times):
+        case .dropConnection(_, let times), .truncateBody(_, let times), .stall(_, _, let times), .status(_, let times, _), .cdnExpired(let times):
             remaining = times
         case .flipByte, .ignoreRange, .rateLimit:
             remaining = Int.max
@@ -66,7 +68,8 @@ final class FaultBook: @unchecked Sendable {
         }
     }
 
-    /// The faults for one body about to be sent; uses up one `dropConnection` and one `stall`.
+    /// The faults for one body about to be sent; uses up one `dropConnection`, one
+    /// `truncateBody` and one `stall`.
     func bodyFaults(for file: String) -> BodyFaults {
         lock.withLock {
             var result = BodyFaults()
@@ -80,6 +83,9 @@ final class FaultBook: @unchecked Sendable {
                     result.bytesPerSecond = min(result.bytesPerSecond ?? Int.max, bps)
                 case .dropConnection(let after, _) where result.dropAfter == nil:
                     result.dropAfter = max(0, after)
+                    list[i].remaining -= 1
+                case .truncateBody(let missing, _) where result.missingBytes == nil:
+                    result.missingBytes = max(1, missing)
                     list[i].remaining -= 1
                 case .stall(let after, let seconds, _) where result.stall == nil:
                     result.stall = (max(0, after), seconds)

@@ -6,13 +6,13 @@ struct FileResponder {
     let state: HubState
 
     /// Answers a GET or HEAD for `file`; `headers` are added to every answer that serves it.
-    func respond(to request: HTTPRequest, file: RepoFile, fileKey: String, onCDN: Bool,
-                 headers: [(name: String, value: String)]) -> HTTPResponse {
+    func respond(to request: HubRequest, file: ServedFile, fileKey: String, onCDN: Bool,
+                 headers: [(name: String, value: String)]) -> HubResponse {
         state.ledger.recordFileRequest(fileKey)
         let ignoreRange: Bool
         switch state.faults.admission(for: fileKey, onCDN: onCDN) {
         case .expired:
-            return HTTPResponse(status: 403, headers: [("Content-Type", "application/xml")], body: .bytes(Data(
+            return HubResponse(status: 403, headers: [("Content-Type", "application/xml")], body: .bytes(Data(
                 "<?xml version=\"1.0\" encoding=\"UTF-8\"?><Error><Code>AccessDenied</Code><Message>Request has expired</Message></Error>".utf8)))
         case .refuse(let status, let retryAfter):
             var extra: [(name: String, value: String)] = []
@@ -25,14 +25,14 @@ struct FileResponder {
         let range = ignoreRange ? .whole : ByteRange.parse(request.header("Range"), size: file.size)
         switch range {
         case .whole:
-            return HTTPResponse(status: 200, headers: responseHeaders, body: .file(
+            return HubResponse(status: 200, headers: responseHeaders, body: .file(
                 FileBody(diskPath: file.diskPath, fileKey: fileKey, offset: 0, length: file.size)))
         case .part(let first, let last):
             responseHeaders.append(("Content-Range", "bytes \(first)-\(last)/\(file.size)"))
-            return HTTPResponse(status: 206, headers: responseHeaders, body: .file(
+            return HubResponse(status: 206, headers: responseHeaders, body: .file(
                 FileBody(diskPath: file.diskPath, fileKey: fileKey, offset: first, length: last - first + 1)))
         case .unsatisfiable:
-            return HTTPResponse(status: 416, headers: headers + [("Content-Range", "bytes */\(file.size)")])
+            return HubResponse(status: 416, headers: headers + [("Content-Range", "bytes */\(file.size)")])
         }
     }
 }

@@ -9,16 +9,16 @@ struct HTTPConnection {
     let socket: ConnectionSocket
     let listener: Listener
     let state: HubState
-    let answer: @Sendable (HTTPRequest) -> HTTPResponse
+    let answer: @Sendable (HubRequest) -> HubResponse
 
     func serve() {
         var reader = RequestReader()
         while !state.stopSignal.isStopped {
-            var request: HTTPRequest
+            var request: HubRequest
             do {
                 request = try reader.readHead(from: socket)
             } catch RequestReadError.malformed(let why) {
-                _ = socket.send(HTTPResponse.text(400, why).head(keepAlive: false) + Data((why + "\n").utf8))
+                _ = socket.send(HubResponse.text(400, why).head(keepAlive: false) + Data((why + "\n").utf8))
                 return
             } catch {
                 return
@@ -36,7 +36,7 @@ struct HTTPConnection {
     }
 
     /// Reads the body Content-Length announces; an answer to send instead when it cannot.
-    private func readBody(of request: inout HTTPRequest, reader: inout RequestReader) -> HTTPResponse? {
+    private func readBody(of request: inout HubRequest, reader: inout RequestReader) -> HubResponse? {
         if let coding = request.header("Transfer-Encoding"), coding.lowercased() != "identity" {
             return .text(411, "chunked request bodies are not supported: send Content-Length")
         }
@@ -56,7 +56,17 @@ struct HTTPConnection {
     }
 
     /// Writes the answer; false when the connection must end (failed send, or a fault closed it).
-    private func write(_ response: HTTPResponse, to request: HTTPRequest, keepAlive: Bool) -> Bool {
+    private func write(_ response: HubResponse, to request: HubRequest, keepAlive: Bool) -> Bool {
+        var response = response
+        // A file body's faults are taken before the head: one may change its Content-Length.
+        var faults: BodyFaults?
+        if request.method != "HEAD", case .file(let file) = response.body, file.length > 0 {
+            faults = state.faults.bodyFaults(for: file.fileKey)
+            if let missing = faults?.missingBytes {
+                response.headers.removeAll { $0.name.caseInsensitiveCompare("Content-Length") == .orderedSame }
+                response.headers.append(("Content-Length", "\(file.length + missing)"))
+            }
+        }
         guard socket.send(response.head(keepAlive: keepAlive)) else { return false }
         if request.method == "HEAD" { return true }
         switch response.body {
@@ -65,7 +75,7 @@ struct HTTPConnection {
         case .bytes(let data):
             return socket.send(data)
         case .file(let file):
-            return BodySender(socket: socket, state: state).send(file)
+            return BodySender(socket: socket, state: state).send(file, faults: faults ?? BodyFaults())
         }
     }
 }
@@ -79,9 +89,8 @@ struct BodySender {
     let state: HubState
 
     /// False when the connection must end: a fault dropped it, or the peer went away.
-    func send(_ file: FileBody) -> Bool {
+    func send(_ file: FileBody, faults: BodyFaults) -> Bool {
         guard file.length > 0 else { return true }
-        let faults = state.faults.bodyFaults(for: file.fileKey)
         let fd = open(file.diskPath, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { return false }
         defer { close(fd) }
@@ -120,7 +129,7 @@ struct BodySender {
                 if due > 0, !state.stopSignal.sleep(due) { return false }
             }
         }
-        if faults.dropAfter != nil {
+        if faults.dropAfter != nil || faults.missingBytes != nil {
             socket.shutdown()
             return false
         }

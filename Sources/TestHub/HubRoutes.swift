@@ -6,7 +6,7 @@ import Foundation
 struct HubRoutes {
     let state: HubState
 
-    func answer(_ request: HTTPRequest) -> HTTPResponse {
+    func answer(_ request: HubRequest) -> HubResponse {
         let s = request.segments
         if s.count >= 4, s[0] == "api", s[1] == "models" {
             return api(request, repo: "\(s[2])/\(s[3])", rest: Array(s.dropFirst(4)))
@@ -19,7 +19,7 @@ struct HubRoutes {
 
     // MARK: - API
 
-    private func api(_ request: HTTPRequest, repo: String, rest: [String]) -> HTTPResponse {
+    private func api(_ request: HubRequest, repo: String, rest: [String]) -> HubResponse {
         let endpoint = rest.first ?? ""
         let method = request.method
         guard endpoint == "paths-info" ? method == "POST" : (method == "GET" || method == "HEAD") else {
@@ -43,10 +43,10 @@ struct HubRoutes {
         }
     }
 
-    private func modelInfo(_ request: HTTPRequest, snapshot: RepoSnapshot) -> HTTPResponse {
+    private func modelInfo(_ request: HubRequest, snapshot: ServedTree) -> HubResponse {
         let blobs = HubRoutes.isTrue(request.queryValue("blobs"))
-        let siblings: [JSONValue] = snapshot.files.map { file in
-            var pairs: [(String, JSONValue)] = [("rfilename", .string(file.path))]
+        let siblings: [OrderedJSON] = snapshot.files.map { file in
+            var pairs: [(String, OrderedJSON)] = [("rfilename", .string(file.path))]
             if blobs {
                 pairs.append(("blobId", .string(file.gitOid)))
                 pairs.append(("size", .int(file.size)))
@@ -58,9 +58,9 @@ struct HubRoutes {
             return .object(pairs)
         }
         let repo = snapshot.repo
-        let modified = HTTPResponse.isoDate(snapshot.lastModified)
+        let modified = HubResponse.isoDate(snapshot.lastModified)
         let idHash = RepoWriter.fnv1a64(repo)
-        var fields: [(String, JSONValue)] = [
+        var fields: [(String, OrderedJSON)] = [
             ("_id", .string(String(idHash, radix: 16).leftPadded(to: 16) + "00000000")),
             ("id", .string(repo)),
             ("modelId", .string(repo)),
@@ -87,7 +87,7 @@ struct HubRoutes {
         return .json(.object(fields))
     }
 
-    private func tree(_ request: HTTPRequest, snapshot: RepoSnapshot, under directory: String) -> HTTPResponse {
+    private func tree(_ request: HubRequest, snapshot: ServedTree, under directory: String) -> HubResponse {
         let recursive = HubRoutes.isTrue(request.queryValue("recursive"))
         let expand = HubRoutes.isTrue(request.queryValue("expand"))
         guard let listing = snapshot.listing(under: directory, recursive: recursive) else {
@@ -121,7 +121,7 @@ struct HubRoutes {
         return .json(.array(page), headers: headers)
     }
 
-    private func pathsInfo(_ request: HTTPRequest, snapshot: RepoSnapshot) -> HTTPResponse {
+    private func pathsInfo(_ request: HubRequest, snapshot: ServedTree) -> HubResponse {
         var paths: [String] = []
         var expand = false
         let type = request.header("Content-Type")?.lowercased() ?? ""
@@ -140,7 +140,7 @@ struct HubRoutes {
         let nodes = snapshot.nodes
         let byPath = Dictionary(nodes.map { ($0.path, $0) }, uniquingKeysWith: { first, _ in first })
         var seen = Set<String>()
-        let found: [JSONValue] = paths.compactMap { raw in
+        let found: [OrderedJSON] = paths.compactMap { raw in
             let path = raw.split(separator: "/").joined(separator: "/")
             guard seen.insert(path).inserted, let node = byPath[path] else { return nil }
             return entry(for: node, snapshot: snapshot, expand: expand)
@@ -149,8 +149,8 @@ struct HubRoutes {
     }
 
     /// One tree entry as the Hub writes it.
-    private func entry(for node: TreeNode, snapshot: RepoSnapshot, expand: Bool) -> JSONValue {
-        var pairs: [(String, JSONValue)]
+    private func entry(for node: TreeNode, snapshot: ServedTree, expand: Bool) -> OrderedJSON {
+        var pairs: [(String, OrderedJSON)]
         switch node {
         case .directory(let dir):
             pairs = [("type", .string("directory")), ("oid", .string(dir.oid)), ("size", .int(0)), ("path", .string(dir.path))]
@@ -164,7 +164,7 @@ struct HubRoutes {
         }
         if expand {
             pairs.append(("lastCommit", .object([("id", .string(snapshot.commit)), ("title", .string("Upload with speech-testhub")),
-                                                 ("date", .string(HTTPResponse.isoDate(snapshot.lastModified)))])))
+                                                 ("date", .string(HubResponse.isoDate(snapshot.lastModified)))])))
             if case .file = node {
                 pairs.append(("securityFileStatus", .object([
                     ("status", .string("safe")),
@@ -178,7 +178,7 @@ struct HubRoutes {
 
     // MARK: - Resolve
 
-    private func resolve(_ request: HTTPRequest, repo: String, revision: String, path: String) -> HTTPResponse {
+    private func resolve(_ request: HubRequest, repo: String, revision: String, path: String) -> HubResponse {
         guard request.method == "GET" || request.method == "HEAD" else {
             return .hubError(405, code: nil, message: "Method \(request.method) not allowed here")
         }
@@ -201,7 +201,7 @@ struct HubRoutes {
             ("Location", state.cdnLocation(for: file, in: snapshot)),
             ("Content-Type", "text/plain; charset=utf-8"),
         ]
-        return HTTPResponse(status: 302, headers: headers)
+        return HubResponse(status: 302, headers: headers)
     }
 
     static func isTrue(_ value: String?) -> Bool {

@@ -7,7 +7,7 @@ final class HubState: @unchecked Sendable {
     let catalog: RepoCatalog
     let faults = FaultBook()
     let ledger = TrafficLedger()
-    let stopSignal = StopSignal()
+    let stopSignal = HubShutdown()
     let baseURL: String
     let cdnURL: String
     /// Signs CDN URLs; new for each hub, so a URL from another run does not verify.
@@ -64,7 +64,7 @@ final class HubState: @unchecked Sendable {
     /// The refusal a request to `repo` gets from the API and resolve endpoints, if any:
     /// a private repo without its token looks missing (401 RepoNotFound); a gated one
     /// answers 401 GatedRepo without a token and 403 GatedRepo with a wrong one.
-    func refusal(for repo: String, request: HTTPRequest) -> HTTPResponse? {
+    func refusal(for repo: String, request: HubRequest) -> HubResponse? {
         let (privateToken, gatedToken) = lock.withLock { (privateTokens[repo], gatedTokens[repo]) }
         let presented = request.bearerToken
         if let privateToken, presented != privateToken {
@@ -81,11 +81,11 @@ final class HubState: @unchecked Sendable {
         return nil
     }
 
-    static func repoNotFound() -> HTTPResponse {
+    static func repoNotFound() -> HubResponse {
         .hubError(401, code: "RepoNotFound", message: "Repository not found")
     }
 
-    static func revisionNotFound(_ revision: String) -> HTTPResponse {
+    static func revisionNotFound(_ revision: String) -> HubResponse {
         .hubError(404, code: "RevisionNotFound", message: "Invalid rev id: \(revision)")
     }
 
@@ -98,7 +98,7 @@ final class HubState: @unchecked Sendable {
     }
 
     /// A signed CDN URL for `file` of `snapshot`.
-    func cdnLocation(for file: RepoFile, in snapshot: RepoSnapshot) -> String {
+    func cdnLocation(for file: ServedFile, in snapshot: ServedTree) -> String {
         let path = "/cdn/\(URLText.encodePath(snapshot.repo))/\(snapshot.commit)/\(URLText.encodePath(file.path))"
         let expires = Int(Date().timeIntervalSince1970 + signatureLifetime)
         let object = "\(snapshot.repo)/\(snapshot.commit)/\(file.path)"

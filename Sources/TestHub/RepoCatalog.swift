@@ -47,7 +47,7 @@ final class RepoCatalog: @unchecked Sendable {
     }
 
     /// The repo `org/name` as it is on disk now; nil when there is no such folder.
-    func snapshot(of repo: String) -> RepoSnapshot? {
+    func snapshot(of repo: String) -> ServedTree? {
         let parts = repo.split(separator: "/", omittingEmptySubsequences: false)
         guard parts.count == 2, parts.allSatisfy({ !$0.isEmpty && !$0.hasPrefix(".") }) else { return nil }
         let dir = root.path + "/" + repo
@@ -58,7 +58,7 @@ final class RepoCatalog: @unchecked Sendable {
             var newest = 0.0
             _ = walk(diskDir: dir, prefix: "", into: &nodes, newest: &newest)
             let modified = newest > 0 ? Date(timeIntervalSince1970: newest) : Date()
-            return RepoSnapshot(repo: repo, nodes: nodes, lastModified: modified)
+            return ServedTree(repo: repo, nodes: nodes, lastModified: modified)
         }
     }
 
@@ -76,9 +76,9 @@ final class RepoCatalog: @unchecked Sendable {
             switch st.st_mode & S_IFMT {
             case S_IFDIR:
                 let slot = nodes.count
-                nodes.append(.directory(RepoDirectory(path: path, oid: "")))
+                nodes.append(.directory(ServedDirectory(path: path, oid: "")))
                 if let oid = walk(diskDir: diskPath, prefix: path + "/", into: &nodes, newest: &newest) {
-                    nodes[slot] = .directory(RepoDirectory(path: path, oid: oid))
+                    nodes[slot] = .directory(ServedDirectory(path: path, oid: oid))
                     children.append("tree \(name) \(oid)")
                 } else {
                     nodes.remove(at: slot)
@@ -98,7 +98,7 @@ final class RepoCatalog: @unchecked Sendable {
         return h.finalizeHex()
     }
 
-    private func describe(path: String, diskPath: String, st: stat) -> RepoFile? {
+    private func describe(path: String, diskPath: String, st: stat) -> ServedFile? {
         let size = Int(st.st_size)
         let key = DigestKey(path: diskPath, size: size, mtimeSeconds: Int(st.st_mtim.tv_sec),
                             mtimeNanoseconds: Int(st.st_mtim.tv_nsec), inode: UInt64(st.st_ino))
@@ -113,11 +113,11 @@ final class RepoCatalog: @unchecked Sendable {
         }
         if lfs {
             let pointer = LFSPointer.text(sha256: digests.sha256, size: size)
-            return RepoFile(path: path, diskPath: diskPath, size: size, sha256: digests.sha256,
+            return ServedFile(path: path, diskPath: diskPath, size: size, sha256: digests.sha256,
                             gitOid: LFSPointer.gitBlobID(of: Data(pointer.utf8)), isLFS: true,
                             pointerSize: pointer.utf8.count)
         }
-        return RepoFile(path: path, diskPath: diskPath, size: size, sha256: digests.sha256,
+        return ServedFile(path: path, diskPath: diskPath, size: size, sha256: digests.sha256,
                         gitOid: digests.blobSHA1 ?? "", isLFS: false, pointerSize: 0)
     }
 

@@ -17,6 +17,20 @@ final class FaultTests: HubTestCase {
         XCTAssertEqual(hub.servedRanges(for: Self.lfsKey), [0 ..< 1000, 0 ..< Self.lfsSize])
     }
 
+    func testTruncateBodySendsTheWholeRangeButAnnouncesMoreThenCloses() throws {
+        hub.setFault(.truncateBody(missingBytes: 100, times: 1), for: Self.lfsKey)
+        let location = try cdnLocation()
+        let cut = try RawHTTPClient.fetch(location, headers: ["Range": "bytes=500-999"])
+        XCTAssertEqual(cut.status, 206)
+        XCTAssertEqual(cut.header("Content-Length"), "600", "Content-Length promises 100 bytes more than the range")
+        XCTAssertEqual(cut.header("Content-Range"), "bytes 500-999/\(Self.lfsSize)")
+        XCTAssertTrue(cut.truncated)
+        XCTAssertEqual(cut.body, try bytes("model.safetensors").subdata(in: 500 ..< 1000))
+        let whole = try RawHTTPClient.fetch(location, headers: ["Range": "bytes=500-999"])
+        XCTAssertFalse(whole.truncated, "used up after one response")
+        XCTAssertEqual(whole.header("Content-Length"), "500")
+    }
+
     func testDropConnectionCountsBytesOfThisResponseNotOfTheFile() throws {
         hub.setFault(.dropConnection(afterBytes: 10, times: 1), for: Self.lfsKey)
         let r = try RawHTTPClient.fetch(try cdnLocation(), headers: ["Range": "bytes=500-"])
@@ -136,7 +150,7 @@ final class FaultTests: HubTestCase {
         let faults: [Fault] = [
             .dropConnection(afterBytes: 1, times: 2), .stall(afterBytes: 3, seconds: 1.5, times: 4), .flipByte(offset: 5),
             .status(code: 503, times: 6, retryAfter: nil), .status(code: 429, times: 1, retryAfter: 9), .ignoreRange,
-            .rateLimit(bytesPerSecond: 1024), .cdnExpired(times: 7),
+            .rateLimit(bytesPerSecond: 1024), .cdnExpired(times: 7), .truncateBody(missingBytes: 8, times: 2),
         ]
         XCTAssertEqual(try JSONDecoder().decode([Fault].self, from: try JSONEncoder().encode(faults)), faults)
     }

@@ -19,7 +19,7 @@ final class CatalogTests: HubTestCase {
 
     /// Puts the synthetic stand-ins of every repo `entry` needs on the test Hub.
     func publish(_ entry: CatalogEntry) throws {
-        for synthetic in ModelCatalog.syntheticRepos(for: entry) {
+        for synthetic in entry.repos.compactMap(SyntheticRepo.named) {
             try TestHub.generateRepo(root: root, repo: synthetic.repo, files: synthetic.sizes)
             try TestHub.writeRepo(root: root, repo: synthetic.repo, files: synthetic.contents)
         }
@@ -27,7 +27,7 @@ final class CatalogTests: HubTestCase {
 
     /// The files of a component's synthetic repo that its selection picks.
     func expectedFiles(_ component: ModelComponent) -> [String] {
-        let layout = ModelCatalog.syntheticRepo(component.repo)?.layout ?? [:]
+        let layout = SyntheticRepo.named(component.repo)?.layout ?? [:]
         let selection = FileSelection(component.include)
         return layout.keys.filter { selection.matches($0) }.sorted()
     }
@@ -66,7 +66,7 @@ final class CatalogTests: HubTestCase {
             }
             for component in entry.components {
                 XCTAssertNoThrow(try RepoID(component.repo))
-                let synthetic = try XCTUnwrap(ModelCatalog.syntheticRepo(component.repo), component.repo)
+                let synthetic = try XCTUnwrap(SyntheticRepo.named(component.repo), component.repo)
                 // Every pattern picks something of the real layout, and the layout has files no
                 // model selects (README.md), so the selection is exercised.
                 for pattern in component.include {
@@ -86,7 +86,7 @@ final class CatalogTests: HubTestCase {
 
     func testShardIndexesOfTheSyntheticReposNameTheirShards() throws {
         for entry in ModelCatalog.all {
-            for synthetic in ModelCatalog.syntheticRepos(for: entry) {
+            for synthetic in entry.repos.compactMap(SyntheticRepo.named) {
                 for (path, data) in synthetic.contents where ShardIndex.isIndexPath(path) {
                     let index = try ShardIndex(path: path, data: data)
                     XCTAssertFalse(index.shards.isEmpty)

@@ -159,6 +159,34 @@ final class DaemonTests: DaemonTestCase {
         }
     }
 
+    /// Issue 14, defect 9: after speech-fetchd and its workers are SIGKILLed, a caller waiting on
+    /// its handed-over request judges the dead local supervisor and workers at once (their pids
+    /// are gone) and finishes the transfer itself, instead of waiting out the lease (60 s here).
+    func testCallerFinishesAtOnceWhenTheLocalDaemonWasKilled() throws {
+        let size = 4 << 20
+        try TestHub.generateRepo(root: root, repo: repo, files: [path: size])
+        hub.setFault(.rateLimit(bytesPerSecond: 1 << 20), for: file)  // 3 workers: ~1.3 s in all
+        let lease = ["SPEECH_FETCH_LEASE_SECONDS": "60"]
+        let daemon = try startDaemon(extra: lease)
+        let client = try speech(["download", repo, "--cache-base", base], extra: lease, hint: "download")
+        let workers = Set(descendants(of: daemon.process.processIdentifier))
+        XCTAssertNotNil(firstClaim(by: workers), "a worker claimed a range; daemon log:\n\(contents(daemon.log))")
+        for w in workers { adoptStranger(w) }
+        kill(daemon.process.processIdentifier, SIGKILL)
+        for w in workers { kill(w, SIGKILL) }
+        daemon.process.waitUntilExit()
+        XCTAssertTrue(waitUntil(timeout: 5) { workers.allSatisfy { !self.isAlive($0) } })
+        XCTAssertFalse(finalExists(repo, path), "the kill came mid-transfer")
+        hub.clearFaults()
+
+        // Well within the 60 s lease: only a caller that judged the dead pids at once gets here.
+        XCTAssertTrue(waitForExit(client.process, timeout: 20),
+                      "the caller took the transfer over without waiting out the lease: \(contents(client.stderr))")
+        XCTAssertEqual(client.process.terminationStatus, 0, contents(client.stderr))
+        try assertSameBytes(repo, path)
+        XCTAssertLessThanOrEqual(hub.bodyBytes(for: file), size + 3 * rangeSize, "at most the ranges in flight twice")
+    }
+
     /// Range indices of `parts/<key>.<index>.part` names.
     private func rangeIndices(ofParts names: [String]) -> Set<Int> {
         Set(names.compactMap { name in name.hasSuffix(".part") ? PlannedFile.parseJob(String(name.dropLast(5)))?.index : nil })

@@ -41,6 +41,42 @@ final class WakeWordTests: XCTestCase {
         XCTAssertTrue(word.wait(whileGeneration: word.generation &+ 5, seconds: 60))
     }
 
+    func testATruncatedWakeFileIsNoSignalAndTheWordWorksAgain() throws {
+        // `truncate -s 0 spool/wake` under live mappings: any load through them would be a SIGBUS.
+        let sleeper = try XCTUnwrap(WakeWord(spoolRoot: root))
+        let waker = try XCTUnwrap(WakeWord(spoolRoot: root))
+        XCTAssertEqual(truncate(root + "/wake", 0), 0)
+        XCTAssertEqual(sleeper.generation, 0, "read through the file, and the file given its page back")
+        XCTAssertEqual(truncate(root + "/wake", 0), 0)
+        waker.wakeAll()  // repairs and bumps, in the kernel
+        XCTAssertEqual(sleeper.generation, 1)
+        XCTAssertEqual(truncate(root + "/wake", 0), 0)
+        XCTAssertFalse(sleeper.wait(whileGeneration: 0, seconds: 0.02), "a nap, not a crash, while the word is unusable")
+        let before = sleeper.generation
+        let ended = DispatchSemaphore(value: 0)
+        Thread {
+            sleeper.wait(whileGeneration: before, seconds: 60)
+            ended.signal()
+        }.start()
+        waker.wakeAll()
+        XCTAssertEqual(ended.wait(timeout: .now() + 60), .success, "the repaired word wakes sleepers again")
+    }
+
+    func testAReplacedWakeFileIsFollowed() throws {
+        let sleeper = try XCTUnwrap(WakeWord(spoolRoot: root))
+        XCTAssertEqual(unlink(root + "/wake"), 0)
+        let waker = try XCTUnwrap(WakeWord(spoolRoot: root))  // a publisher makes a new one
+        XCTAssertTrue(sleeper.wait(whileGeneration: sleeper.generation, seconds: 60), "the handle moves to the new file at once")
+        let before = sleeper.generation
+        let ended = DispatchSemaphore(value: 0)
+        Thread {
+            sleeper.wait(whileGeneration: before, seconds: 60)
+            ended.signal()
+        }.start()
+        waker.wakeAll()
+        XCTAssertEqual(ended.wait(timeout: .now() + 60), .success, "woken through the new file")
+    }
+
     func testPublishingAMarkerBumpsTheWord() throws {
         let spool = try Spool(base: URL(fileURLWithPath: root), node: "n1", lease: 30)
         let word = try XCTUnwrap(spool.wakeWord())

@@ -1,8 +1,8 @@
 """faultproxy - an HTTP/1.1 proxy between speech-fetch and the test Hub that injects faults.
 
-The client is pointed at the proxy (HF_ENDPOINT). Requests for /cdn/... go to the test Hub's CDN
-port, the rest to its Hub port; a redirect's Location is rewritten to come back through the proxy,
-so every body the client reads crosses it. Each response may get one fault, drawn at random:
+The client is pointed at the proxy's Hub port (HF_ENDPOINT); the proxy's CDN port stands for the
+CDN, a host of its own as on the real Hub. A redirect's Location is rewritten to the proxy's CDN
+port, so every body the client reads crosses the proxy. Each response may get one fault, drawn at random:
 
   drop      the body is cut after a random share and the connection reset (RST)
   truncate  the body is cut after a random share and the connection closed cleanly (FIN),
@@ -37,25 +37,29 @@ class FaultProxy:
         self.requests = 0
         self.faults = {k: 0 for k in FAULT_KINDS}
         self.enabled = True
-        self.listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        self.listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.listener.bind(("127.0.0.1", 0))
-        self.listener.listen(256)
-        self.port = self.listener.getsockname()[1]
+        self.listeners = []
+        for is_cdn in (False, True):
+            listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            listener.bind(("127.0.0.1", 0))
+            listener.listen(256)
+            self.listeners.append(listener)
+            threading.Thread(target=self._accept, args=(listener, is_cdn), daemon=True).start()
+        self.port = self.listeners[0].getsockname()[1]
+        self.cdn_proxy_port = self.listeners[1].getsockname()[1]
         self.base = f"http://127.0.0.1:{self.port}"
-        threading.Thread(target=self._accept, daemon=True).start()
 
     def stats(self):
         with self.lock:
             return {"requests": self.requests, "bodyBytes": self.body_bytes, "faults": dict(self.faults)}
 
-    def _accept(self):
+    def _accept(self, listener, is_cdn):
         while True:
             try:
-                conn, _ = self.listener.accept()
+                conn, _ = listener.accept()
             except OSError:
                 return
-            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+            threading.Thread(target=self._serve, args=(conn, is_cdn), daemon=True).start()
 
     def _draw(self, is_cdn, has_body_request, is_file):
         with self.lock:
@@ -79,7 +83,7 @@ class FaultProxy:
         with self.lock:
             self.body_bytes += n
 
-    def _serve(self, conn):
+    def _serve(self, conn, is_cdn):
         counting = False
         try:
             conn.settimeout(120)
@@ -88,7 +92,6 @@ class FaultProxy:
                 return
             request_line, headers = head
             method, target, _ = request_line.split(" ", 2)
-            is_cdn = target.startswith("/cdn/")
             counting = is_cdn or "/resolve/" in target  # file bodies, not API answers
             kind, share = self._draw(is_cdn, method == "GET", counting)
             if kind == "status":
@@ -125,7 +128,7 @@ class FaultProxy:
                 if low == "content-length":
                     length = int(value)
                 if low == "location":
-                    value = (value.replace(f"127.0.0.1:{self.cdn_port}", f"127.0.0.1:{self.port}")
+                    value = (value.replace(f"127.0.0.1:{self.cdn_port}", f"127.0.0.1:{self.cdn_proxy_port}")
                                   .replace(f"127.0.0.1:{self.hub_port}", f"127.0.0.1:{self.port}"))
                 out.append(f"{name}: {value}")
             out.append("Connection: close")

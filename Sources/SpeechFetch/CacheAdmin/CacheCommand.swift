@@ -12,7 +12,7 @@ public enum CacheCommand {
                                   --fix deletes corrupt files and re-queues them with speech-fetchd, if one runs
       rm <org/name>               delete a model (refused while it is in flight)
       clean [--older-than HOURS]  delete abandoned staging and orphaned spool entries older than HOURS (24)
-      import-hf [--hf-home DIR]   adopt models from a huggingface_hub cache (${HF_HOME:-~/.cache/huggingface})
+      import-hf [--hf-home DIR]   adopt models from a huggingface_hub cache (DIR/hub, else HF_HUB_CACHE, else ${HF_HOME:-~/.cache/huggingface}/hub)
                                   by hard link (copy across filesystems), after checking size and digest
     """
 
@@ -53,7 +53,11 @@ public enum CacheCommand {
         do {
             switch command {
             case "ls":
-                return (renderList(admin.list(), base: admin.base), 0)
+                var out = renderList(admin.list(), base: admin.base)
+                if let hf = admin.listHubCache(), !hf.models.isEmpty {
+                    out += "\nhuggingface_hub cache \(hf.hub.path) (HF_HUB_CACHE, HF_HOME):\n" + renderList(hf.models, base: hf.hub)
+                }
+                return (out, 0)
             case "verify":
                 let report = try admin.verify(repo: rest.first, fix: flags.contains("fix"))
                 return (renderVerify(report, fix: flags.contains("fix")), report.isClean ? 0 : 1)

@@ -6,6 +6,7 @@ import CFileOps
 import Digest
 import Daemon
 import Foundation
+import ModelCache
 
 public enum FetchdCommand {
     /// The name the daemon's processes carry (ps, pgrep, logs).
@@ -43,7 +44,9 @@ public enum FetchdCommand {
             let arg = args.removeFirst()
             func value() -> String {
                 guard !args.isEmpty else { fail("\(arg) needs a value\n\(usage)") }
-                return args.removeFirst()
+                let value = args.removeFirst()
+                guard !value.isEmpty else { fail("\(arg) needs a value, not an empty string") }
+                return value
             }
             switch arg {
             case "--cache-base": base = value()
@@ -73,6 +76,7 @@ public enum FetchdCommand {
             FileHandle.standardError.write(Data("\(stamp) \(role): \(line)\n".utf8))
         }
         do {
+            try CacheLocation.checkDirectory(cacheBase, role: "the cache base (--cache-base)", forWriting: true)
             try CryptoLibrary.load()  // every staging file hashes: without libcrypto, say so at start
             if isWorker {
                 try Worker(cacheBase: cacheBase, environment: environment, slots: slots, ownRequestsOnly: ownRequests, log: log)

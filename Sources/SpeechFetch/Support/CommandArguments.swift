@@ -31,6 +31,9 @@ public struct Arguments {
                         guard i < raw.count else { throw UsageError("--\(name) needs a value") }
                         value = raw[i]
                     }
+                    // An empty value (`--cache-dir ''`, an unset shell variable) would silently
+                    // mean "here" or "none"; no option of ours takes one.
+                    guard !value!.isEmpty else { throw UsageError("--\(name) needs a value, not an empty string") }
                     options[name, default: []].append(value!)
                 } else if optionalValue.contains(name) {
                     if value == nil, i + 1 < raw.count, !raw[i + 1].hasPrefix("-"), !positionals.isEmpty {

@@ -1,4 +1,4 @@
-// HTTPResponse - what an endpoint answers: status, headers and a body that is either
+// HubResponse - what an endpoint answers: status, headers and a body that is either
 // bytes in memory or a slice of a repo file sent from disk.
 import Foundation
 
@@ -11,7 +11,7 @@ struct FileBody: Sendable {
     let length: Int
 }
 
-struct HTTPResponse: Sendable {
+struct HubResponse: Sendable {
     enum Body: Sendable {
         case empty
         case bytes(Data)
@@ -37,22 +37,22 @@ struct HTTPResponse: Sendable {
     }
 
     /// A JSON answer.
-    static func json(_ value: JSONValue, status: Int = 200, headers: [(name: String, value: String)] = []) -> HTTPResponse {
-        HTTPResponse(status: status, headers: [("Content-Type", "application/json; charset=utf-8")] + headers,
+    static func json(_ value: OrderedJSON, status: Int = 200, headers: [(name: String, value: String)] = []) -> HubResponse {
+        HubResponse(status: status, headers: [("Content-Type", "application/json; charset=utf-8")] + headers,
                      body: .bytes(value.data))
     }
 
     /// A Hub error: JSON `{"error": message}` with `X-Error-Code` and `X-Error-Message`, as the Hub sends them.
     static func hubError(_ status: Int, code: String?, message: String,
-                         headers: [(name: String, value: String)] = []) -> HTTPResponse {
+                         headers: [(name: String, value: String)] = []) -> HubResponse {
         var extra = headers
         if let code { extra.append(("X-Error-Code", code)) }
         extra.append(("X-Error-Message", message))
         return json(.object([("error", .string(message))]), status: status, headers: extra)
     }
 
-    static func text(_ status: Int, _ message: String) -> HTTPResponse {
-        HTTPResponse(status: status, headers: [("Content-Type", "text/plain; charset=utf-8")],
+    static func text(_ status: Int, _ message: String) -> HubResponse {
+        HubResponse(status: status, headers: [("Content-Type", "text/plain; charset=utf-8")],
                      body: .bytes(Data((message + "\n").utf8)))
     }
 
@@ -62,10 +62,10 @@ struct HTTPResponse: Sendable {
 
     /// The status line and headers, with Content-Length, Connection and Date filled in.
     func head(keepAlive: Bool) -> Data {
-        var text = "HTTP/1.1 \(status) \(HTTPResponse.reason(for: status))\r\n"
+        var text = "HTTP/1.1 \(status) \(HubResponse.reason(for: status))\r\n"
         for (name, value) in headers { text += "\(name): \(value)\r\n" }
         if header("Content-Length") == nil { text += "Content-Length: \(body.count)\r\n" }
-        text += "Date: \(HTTPResponse.httpDate(Date()))\r\n"
+        text += "Date: \(HubResponse.httpDate(Date()))\r\n"
         text += "Server: speech-testhub\r\n"
         text += "Connection: \(keepAlive ? "keep-alive" : "close")\r\n\r\n"
         return Data(text.utf8)

@@ -1,8 +1,8 @@
-// StopSignal - lets a connection thread sleep (a stall, rate pacing) and still wake the
+// HubShutdown - lets a connection thread sleep (a stall, rate pacing) and still wake the
 // moment the hub is stopped.
 import Foundation
 
-final class StopSignal: @unchecked Sendable {
+final class HubShutdown: @unchecked Sendable {
     private let condition = NSCondition()
     private var stopped = false
 

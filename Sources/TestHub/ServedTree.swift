@@ -1,10 +1,10 @@
-// RepoSnapshot - one repo folder as the Hub would present it at one commit: its files
+// ServedTree - one repo folder as the Hub would present it at one commit: its files
 // with their digests, its directories, and the commit id derived from all of them.
 import Digest
 import Foundation
 
 /// A file of a repo, with what the Hub says about it.
-struct RepoFile: Sendable {
+struct ServedFile: Sendable {
     /// Path inside the repo, `/`-separated.
     let path: String
     /// Where the bytes are on disk.
@@ -23,7 +23,7 @@ struct RepoFile: Sendable {
 }
 
 /// A directory of a repo (only directories that hold files exist, as in git).
-struct RepoDirectory: Sendable {
+struct ServedDirectory: Sendable {
     let path: String
     /// A stable 40-hex id derived from the directory's children.
     let oid: String
@@ -31,8 +31,8 @@ struct RepoDirectory: Sendable {
 
 /// One entry of a tree listing.
 enum TreeNode: Sendable {
-    case file(RepoFile)
-    case directory(RepoDirectory)
+    case file(ServedFile)
+    case directory(ServedDirectory)
 
     var path: String {
         switch self {
@@ -42,7 +42,7 @@ enum TreeNode: Sendable {
     }
 }
 
-struct RepoSnapshot: Sendable {
+struct ServedTree: Sendable {
     /// "org/name".
     let repo: String
     /// 40 hex characters, derived from every path, size and SHA-256.
@@ -67,11 +67,11 @@ struct RepoSnapshot: Sendable {
         commit = commitHash.finalizeHex()
     }
 
-    var files: [RepoFile] {
+    var files: [ServedFile] {
         nodes.compactMap { if case .file(let f) = $0 { return f }; return nil }
     }
 
-    func file(at path: String) -> RepoFile? {
+    func file(at path: String) -> ServedFile? {
         guard let i = fileIndex[path], case .file(let f) = nodes[i] else { return nil }
         return f
     }

@@ -1,8 +1,8 @@
-// HTTPRequest - one parsed HTTP/1.1 request: request line, headers, and the body the
+// HubRequest - one parsed HTTP/1.1 request: request line, headers, and the body the
 // Content-Length announced.
 import Foundation
 
-struct HTTPRequest: Sendable {
+struct HubRequest: Sendable {
     let method: String
     /// The request target as received ("/path?query"), for the request log.
     let target: String
@@ -70,7 +70,7 @@ struct RequestReader {
 
     /// Reads the next request head; the body is read by `readBody` once the caller decided
     /// to accept it (after a `100 Continue` if one was expected).
-    mutating func readHead(from socket: ConnectionSocket) throws -> HTTPRequest {
+    mutating func readHead(from socket: ConnectionSocket) throws -> HubRequest {
         var searchFrom = 0
         while true {
             if let end = headEnd(from: searchFrom) {
@@ -110,7 +110,7 @@ struct RequestReader {
         return nil
     }
 
-    private func parseHead(_ head: [UInt8]) throws -> HTTPRequest {
+    private func parseHead(_ head: [UInt8]) throws -> HubRequest {
         // Leading empty lines before a request line are allowed (RFC 9112 section 2.2).
         let text = String(decoding: head, as: UTF8.self)
         var lines = text.components(separatedBy: "\r\n")
@@ -126,6 +126,6 @@ struct RequestReader {
             headers.append((String(line[..<colon]).trimmingCharacters(in: .whitespaces),
                             String(line[line.index(after: colon)...]).trimmingCharacters(in: .whitespaces)))
         }
-        return HTTPRequest(method: String(parts[0]), target: String(parts[1]), version: String(parts[2]), headers: headers)
+        return HubRequest(method: String(parts[0]), target: String(parts[1]), version: String(parts[2]), headers: headers)
     }
 }

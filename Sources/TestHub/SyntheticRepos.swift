@@ -1,4 +1,4 @@
-// SyntheticLayouts - small stand-ins for the catalog's repos, with their real file layout (CoreML
+// SyntheticRepos - small stand-ins for the catalog's repos, with their real file layout (CoreML
 // bundles as directories, shards with a valid index where a model is sharded, tokenizer and
 // config files, plus files no model selects), for the test Hub and demos.
 import Foundation
@@ -18,19 +18,9 @@ public struct SyntheticRepo: Sendable {
     }
 }
 
-extension ModelCatalog {
-    /// The main repo's synthetic layout: repo path → size.
-    public static func syntheticLayout(for entry: CatalogEntry) -> [String: Int] {
-        syntheticRepo(entry.repo)?.layout ?? [:]
-    }
-
-    /// Synthetic stand-ins for every repo `entry` needs, main first.
-    public static func syntheticRepos(for entry: CatalogEntry) -> [SyntheticRepo] {
-        entry.repos.compactMap { syntheticRepo($0) }
-    }
-
-    /// The synthetic stand-in for a catalog repo (nil for a repo the catalog does not use).
-    public static func syntheticRepo(_ repo: String) -> SyntheticRepo? {
+extension SyntheticRepo {
+    /// The synthetic stand-in for a model catalog repo (nil for a repo the catalog does not use).
+    public static func named(_ repo: String) -> SyntheticRepo? {
         guard let files = SyntheticFiles.layouts[repo] else { return nil }
         var sizes: [String: Int] = [:]
         var contents: [String: Data] = [:]

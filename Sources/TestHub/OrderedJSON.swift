@@ -1,15 +1,15 @@
-// JSONValue - the JSON the test Hub writes, with keys kept in the order they were given
+// OrderedJSON - the JSON the test Hub writes, with keys kept in the order they were given
 // so answers read like the Hub's and compare stably in tests.
 import Foundation
 
-enum JSONValue {
+enum OrderedJSON {
     case string(String)
     case int(Int)
     case double(Double)
     case bool(Bool)
     case null
-    case array([JSONValue])
-    case object([(String, JSONValue)])
+    case array([OrderedJSON])
+    case object([(String, OrderedJSON)])
 
     /// The compact UTF-8 text of this value.
     var data: Data { Data(text.utf8) }
@@ -21,14 +21,14 @@ enum JSONValue {
     }
 
     /// The value of `key` in an object, nil otherwise.
-    subscript(key: String) -> JSONValue? {
+    subscript(key: String) -> OrderedJSON? {
         if case .object(let pairs) = self { return pairs.first { $0.0 == key }?.1 }
         return nil
     }
 
     private func write(into out: inout String) {
         switch self {
-        case .string(let s): JSONValue.writeString(s, into: &out)
+        case .string(let s): OrderedJSON.writeString(s, into: &out)
         case .int(let n): out += String(n)
         case .double(let d): out += d.isFinite ? String(d) : "null"
         case .bool(let b): out += b ? "true" : "false"
@@ -44,7 +44,7 @@ enum JSONValue {
             out += "{"
             for (i, (key, value)) in pairs.enumerated() {
                 if i > 0 { out += "," }
-                JSONValue.writeString(key, into: &out)
+                OrderedJSON.writeString(key, into: &out)
                 out += ":"
                 value.write(into: &out)
             }

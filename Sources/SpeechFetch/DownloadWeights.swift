@@ -1,0 +1,165 @@
+// DownloadWeights - speech-swift's static downloader names (`downloadWeights`, `weightsExist`,
+// the stall guard and its settings) as a thin layer over `HuggingFaceDownloader`, so code written
+// against the seed's library compiles and behaves the same on Linux (docs/api.md).
+import Foundation
+import ModelCache
+import Synchronization
+
+extension HuggingFaceDownloader {
+    private static let sharedDownloader = Mutex<HuggingFaceDownloader?>(nil)
+
+    /// The one downloader the static names use: made from the process environment at first use;
+    /// replace it to configure them (endpoint, cache base, tuning) from code.
+    public static var shared: HuggingFaceDownloader {
+        get {
+            sharedDownloader.withLock { made in
+                if let made { return made }
+                let downloader = HuggingFaceDownloader()
+                made = downloader
+                return downloader
+            }
+        }
+        set { sharedDownloader.withLock { $0 = newValue } }
+    }
+
+    // MARK: Settings
+
+    /// Seconds without progress after which `withDownloadStallGuard` stops an attempt:
+    /// `HF_DOWNLOAD_STALL_TIMEOUT`, default 300.
+    public static var downloadStallTimeoutSeconds: Int { max(1, Int(shared.settings.stallTimeout.rounded())) }
+
+    /// Pauses between attempts (`SPEECH_FETCH_RETRY_DELAYS`, default 5, 15, 30, 60), one per retry.
+    public static var downloadRetryDelaysSeconds: [Int] {
+        let retry = shared.settings.retry
+        return (1..<max(2, retry.attempts)).map { Int(retry.delay(afterAttempt: $0, retryAfter: nil).rounded()) }
+    }
+
+    /// Attempts per download, the first included (`SPEECH_FETCH_RETRY_ATTEMPTS`, default 5).
+    public static var downloadMaxAttempts: Int { downloadRetryDelaysSeconds.count + 1 }
+
+    // MARK: Weights on disk
+
+    /// What counts as model weights: safetensors files and CoreML bundles.
+    public static let weightFileExtensions: Set<String> = ["safetensors", "mlmodelc", "mlpackage"]
+
+    /// True when `directory` holds weights (a `.safetensors` file or a `.mlmodelc`/`.mlpackage`
+    /// bundle at its top level) and every shard each `*.safetensors.index.json` in it names is
+    /// present. Other files (config, tokenizer, README) do not count; staging does not either.
+    public static func weightsExist(in directory: URL) -> Bool {
+        guard let top = try? FileManager.default.contentsOfDirectory(atPath: directory.path) else { return false }
+        guard top.contains(where: { weightFileExtensions.contains(($0 as NSString).pathExtension) }) else { return false }
+        var complete = true
+        func visit(_ dir: String, _ prefix: String) {
+            for name in (try? FileManager.default.contentsOfDirectory(atPath: dir)) ?? [] where complete {
+                if prefix.isEmpty && name == ".incomplete" { continue }
+                let full = dir + "/" + name
+                var isDirectory: ObjCBool = false
+                guard FileManager.default.fileExists(atPath: full, isDirectory: &isDirectory) else { continue }
+                if isDirectory.boolValue {
+                    if !weightFileExtensions.contains((name as NSString).pathExtension) { visit(full, prefix + name + "/") }
+                } else if ShardIndex.isIndexPath(prefix + name) {
+                    guard let index = try? ShardIndex(contentsOf: URL(fileURLWithPath: full), path: prefix + name) else {
+                        complete = false
+                        return
+                    }
+                    complete = index.shards.allSatisfy { FileManager.default.fileExists(atPath: directory.path + "/" + $0) }
+                }
+            }
+        }
+        visit(directory.path, "")
+        return complete
+    }
+
+    // MARK: Download
+
+    /// Downloads a model's weights into `directory` (its own folder, as `cacheDir`):
+    /// `config.json`, every `*.safetensors` (narrowed by `model.safetensors.index.json`) unless
+    /// `additionalFiles` names safetensors itself, and `additionalFiles` (globs; a name the repo
+    /// lacks is skipped). `offlineMode`: no network; weights present (`weightsExist`) return at
+    /// once, else a cache miss naming the directory. With `backgroundTransfer` set the transfer
+    /// is handed to speech-fetchd and bounded by its `resourceTimeout`; otherwise it runs in this
+    /// process under `withDownloadStallGuard`, and a stalled attempt is retried after the next of
+    /// `retryDelaysSeconds` (default `downloadRetryDelaysSeconds`), resuming from what it staged.
+    public static func downloadWeights(modelId: String, to directory: URL, additionalFiles: [String] = [],
+                                       offlineMode: Bool = false, retryDelaysSeconds: [Int]? = nil,
+                                       progressHandler: (@Sendable (Double) -> Void)? = nil) async throws {
+        if offlineMode {
+            guard weightsExist(in: directory) else {
+                throw CacheError.cacheMiss(repo: modelId, directory: directory.path,
+                                           missing: ["model weights (*.safetensors, *.mlmodelc, *.mlpackage)"],
+                                           reason: "offline mode")
+            }
+            progressHandler?(1.0)
+            return
+        }
+        var patterns = ["config.json"]
+        if !additionalFiles.contains(where: { $0.hasSuffix(".safetensors") }) {
+            patterns += ["*.safetensors", "model.safetensors.index.json"]
+        }
+        for file in additionalFiles where !patterns.contains(file) { patterns.append(file) }
+        let include = patterns.map(discovery)
+        let downloader = shared
+        let delays = retryDelaysSeconds ?? downloadRetryDelaysSeconds
+        let report: @Sendable (DownloadProgress) -> Void = { progressHandler?($0.fraction) }
+        for attempt in 1...(delays.count + 1) {
+            do {
+                if let background = backgroundTransfer {
+                    try downloader.ensureDaemon(base: downloader.defaultCacheBase, discretionary: background.isDiscretionary)
+                    _ = try await downloader.downloadWithResult(repo: modelId, include: include, cacheDir: directory,
+                                                                host: .automatic, requestTimeout: background.resourceTimeout,
+                                                                progress: report)
+                } else {
+                    try await withDownloadStallGuard(modelId: modelId) { tick in
+                        _ = try await downloader.downloadWithResult(repo: modelId, include: include, cacheDir: directory,
+                                                                    host: .embedded, progress: { tick($0.fraction); report($0) })
+                    }
+                }
+                return
+            } catch DownloadError.stalled(let id, let seconds) {
+                guard attempt <= delays.count else { throw DownloadError.stalled(modelId: id, seconds: seconds) }
+                try await Task.sleep(for: .seconds(delays[attempt - 1]))
+            }
+        }
+    }
+
+    /// A pattern that may match nothing: a plain name becomes a glob of itself (`[c]onfig.json`),
+    /// because discovery skips names a repo lacks where a literal `include` must exist.
+    static func discovery(_ pattern: String) -> String {
+        guard !FileSelection.isPattern(pattern), let first = pattern.first, first != "]" else { return pattern }
+        return "[\(first)]" + pattern.dropFirst()
+    }
+
+    // MARK: Stall guard
+
+    /// Runs `operation`, which calls its argument with the progress so far, and stops it with
+    /// `DownloadError.stalled` when the value did not move for `stallTimeoutSeconds` (default
+    /// `downloadStallTimeoutSeconds`). Stopping cancels the operation's task: a download keeps
+    /// what it staged. Not used for a transfer speech-fetchd performs (`backgroundTransfer`).
+    public static func withDownloadStallGuard(
+        modelId: String, stallTimeoutSeconds: Int? = nil,
+        _ operation: @escaping @Sendable (@escaping @Sendable (Double) -> Void) async throws -> Void
+    ) async throws {
+        let stall = Double(stallTimeoutSeconds ?? downloadStallTimeoutSeconds)
+        let clock = ProgressClock()
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await operation { clock.tick($0) } }
+            group.addTask {
+                while true {
+                    try await Task.sleep(for: .seconds(max(0.1, stall / 3)))
+                    if clock.idleSeconds >= stall { throw DownloadError.stalled(modelId: modelId, seconds: Int(stall)) }
+                }
+            }
+            defer { group.cancelAll() }
+            try await group.next()
+        }
+    }
+}
+
+/// When progress last moved (from any thread): a report of the same value again is no progress.
+private final class ProgressClock: Sendable {
+    private let last = Mutex((at: Date(), value: -1.0))
+    func tick(_ value: Double) {
+        last.withLock { if value != $0.value { $0 = (Date(), value) } }
+    }
+    var idleSeconds: Double { last.withLock { Date().timeIntervalSince($0.at) } }
+}
