@@ -107,4 +107,18 @@ final class FuzzFindingsTests: XCTestCase {
             }
         }
     }
+
+    /// The huggingface_hub layout counts folders and refuses `..` in a revision on bytes too
+    /// (the finding above, in ModelDirectory's hub layout and HubCache).
+    func testHubLayoutJudgesPathsOnBytes() throws {
+        let file = RepoFile(path: "a/\u{301}b.bin", size: 1, blobID: "b1", sha256: nil)
+        XCTAssertEqual(ModelDirectory.pointerTarget(file), "../../../blobs/b1")
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("fuzz-findings-\(getpid())")
+        defer { try? FileManager.default.removeItem(at: root) }
+        let repoFolder = root.appendingPathComponent("models--org--name")
+        try FileManager.default.createDirectory(at: repoFolder.appendingPathComponent("refs"), withIntermediateDirectories: true)
+        let outside = String(repeating: "ab", count: 20)
+        try Data(outside.utf8).write(to: repoFolder.appendingPathComponent("\u{301}x"))
+        XCTAssertNil(HubCache.commit(forRevision: "../\u{301}x", repoFolder: repoFolder))
+    }
 }
