@@ -24,9 +24,13 @@ public struct Sidecar: Codable, Sendable, Equatable {
     public var hashedBytes: Int64
     /// Saved SHA-256 state (base64), valid for `hashedBytes`.
     public var hashState: String?
+    /// Ranges not done whose first `bytes` are durable (recorded when a transfer stops early,
+    /// e.g. the disk filled up), so a resume asks only for the rest of each. Absent in older
+    /// sidecars.
+    public var partial: [PartialRange]?
 
     public init(path: String, size: Int64, rangeSize: Int64, commit: String, etag: String, sha256: String?,
-                done: [Int], hashedBytes: Int64, hashState: String?) {
+                done: [Int], hashedBytes: Int64, hashState: String?, partial: [PartialRange]? = nil) {
         self.path = path
         self.size = size
         self.rangeSize = rangeSize
@@ -36,11 +40,23 @@ public struct Sidecar: Codable, Sendable, Equatable {
         self.done = done
         self.hashedBytes = hashedBytes
         self.hashState = hashState
+        self.partial = partial
     }
 
     func matches(_ other: Sidecar) -> Bool {
         version == other.version && path == other.path && size == other.size && rangeSize == other.rangeSize
             && commit == other.commit && etag == other.etag && sha256 == other.sha256
+    }
+}
+
+/// The durable head of a range that is not done: its first `bytes` bytes are on disk.
+public struct PartialRange: Codable, Sendable, Equatable {
+    public let index: Int
+    public let bytes: Int64
+
+    public init(index: Int, bytes: Int64) {
+        self.index = index
+        self.bytes = bytes
     }
 }
 
@@ -111,6 +127,13 @@ public final class StagingFile: @unchecked Sendable {
         var record = kept ?? wanted
         let count = rangeCount
         record.done = record.done.filter { $0 >= 0 && $0 < count }
+        let doneSet = Set(record.done)
+        let size = file.size
+        let ranges = wanted.rangeSize
+        record.partial = record.partial?.filter { p in
+            p.index >= 0 && p.index < count && !doneSet.contains(p.index) && p.bytes > 0
+                && p.bytes < min(size, Int64(p.index + 1) * ranges) - Int64(p.index) * ranges
+        }
         var hasher = SHA256()
         if let state = record.hashState, let data = Data(base64Encoded: state), let restored = SHA256(savedState: data),
            restored.count == record.hashedBytes,
@@ -122,6 +145,11 @@ public final class StagingFile: @unchecked Sendable {
         }
         self.record = record
         self.hasher = hasher
+        if kept == nil && count > 1 {
+            // A sidecar from the start: whatever stops this transfer (a full disk before any
+            // range is done), the next call finds the staging file it belongs to and keeps it.
+            try persist()
+        }
     }
 
     deinit { close(fd) }
@@ -228,7 +256,27 @@ public final class StagingFile: @unchecked Sendable {
     }
 
     public func markDone(_ index: Int) {
-        lock.withLock { if !record.done.contains(index) { record.done.append(index) } }
+        lock.withLock {
+            if !record.done.contains(index) { record.done.append(index) }
+            record.partial?.removeAll { $0.index == index }
+        }
+    }
+
+    /// Bytes of range `index` a previous transfer left durable (0 when none): a resume starts after them.
+    public func partialBytes(_ index: Int) -> Int64 {
+        lock.withLock { record.partial?.first { $0.index == index }?.bytes ?? 0 }
+    }
+
+    /// Records that the first `bytes` of range `index` are written; they count once the next
+    /// `persist` has synced them (it syncs before it writes the sidecar).
+    public func recordPartial(_ index: Int, bytes: Int64) {
+        lock.withLock {
+            guard !record.done.contains(index) else { return }
+            var list = record.partial ?? []
+            list.removeAll { $0.index == index }
+            if bytes > 0 { list.append(PartialRange(index: index, bytes: bytes)) }
+            record.partial = list.isEmpty ? nil : list.sorted { $0.index < $1.index }
+        }
     }
 
     /// Records every range as done (a whole-file stream finished).
@@ -240,6 +288,7 @@ public final class StagingFile: @unchecked Sendable {
     public func resetProgress() {
         lock.withLock {
             record.done = []
+            record.partial = nil
             record.hashedBytes = 0
             record.hashState = nil
             hasher = SHA256()
@@ -279,7 +328,35 @@ public final class StagingFile: @unchecked Sendable {
         guard fdatasync(fd) == 0 else { throw CacheError.io(path: dataURL.path, operation: "sync", errno: errno) }
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
-        try AtomicFile.write(try encoder.encode(snapshot), to: sidecarURL)
+        let data = try encoder.encode(snapshot)
+        do {
+            try AtomicFile.write(data, to: sidecarURL)
+        } catch CacheError.io(_, _, let code) where DiskSpace.isFull(code) {
+            // The disk is full: no room for the temp file. The sidecar's own block is already
+            // allocated, so it is rewritten in place; a torn write (a crash right now) only makes
+            // it unreadable, which restarts the file: never wrong bytes.
+            try rewriteInPlace(data, at: sidecarURL.path)
+        }
+    }
+
+    private func rewriteInPlace(_ data: Data, at path: String) throws {
+        let fd = open(path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC)
+        guard fd >= 0 else { throw CacheError.io(path: path, operation: "rewrite (disk full)", errno: errno) }
+        defer { close(fd) }
+        let written = data.withUnsafeBytes { pwrite(fd, $0.baseAddress, $0.count, 0) }
+        guard written == data.count, ftruncate(fd, off_t(data.count)) == 0, fsync(fd) == 0 else {
+            throw CacheError.io(path: path, operation: "rewrite (disk full)", errno: errno)
+        }
+    }
+
+    /// Bytes still to fetch: the file minus done ranges and the durable heads of the others.
+    public var remainingBytes: Int64 {
+        lock.withLock {
+            let done = record.done.reduce(Int64(0)) { sum, i in
+                sum + min(file.size, Int64(i + 1) * rangeSize) - Int64(i) * rangeSize
+            }
+            return max(0, file.size - done - (record.partial ?? []).reduce(0) { $0 + $1.bytes })
+        }
     }
 
     /// Checks size and content (SHA-256 for LFS files, the git blob id for the rest), then renames

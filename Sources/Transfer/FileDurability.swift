@@ -51,6 +51,9 @@ final class FileDurability: @unchecked Sendable {
         return taken
     }
 
+    /// Counts a file the run gave up on (it will not be finalized) among the ended ones.
+    func countFailed() { finalizedCount += 1 }
+
     /// Makes the progress of every unfinished file durable for a resume and waits for the
     /// files' queues to drain.
     func settle(_ tasks: [FileTask]) {

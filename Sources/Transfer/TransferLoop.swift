@@ -36,7 +36,8 @@ extension TransferRun {
     private func collectFinalized() {
         for (task, error) in durability.takeFinalized() {
             if let error {
-                if fatal == nil { fatal = error }
+                // A file that did not verify was deleted; the others go on.
+                failedFiles.append(error)
                 continue
             }
             meter.fileDone(task.file.path)
@@ -60,10 +61,13 @@ extension TransferRun {
         let easy = idleHandles.popLast() ?? CurlEasy()
         let writer = job.writer
         writer.beginAttempt()
-        writer.onWritten = { [unowned self] bytes in
-            job.task.countedBytes += bytes
+        // The task, not the job: the job holds this writer, so capturing it would be a cycle
+        // that keeps the staging file (and its descriptor) open after the run.
+        let task = job.task
+        writer.onWritten = { [unowned meter] bytes in
+            task.countedBytes += bytes
             meter.add(bytes: bytes)
-            meter.currentFile = job.task.file.path
+            meter.currentFile = task.file.path
         }
         var request = HTTPRequest(url: job.url, headers: engine.client.headers(for: job.url),
                                   connectTimeout: settings.connectTimeout, stallTimeout: settings.stallTimeout)
@@ -101,12 +105,18 @@ extension TransferRun {
                 job.url = url
                 ready.insert(job, at: 0)
             } catch {
-                fail(error)
+                failFile(job.task, error)
             }
         case .restartAsOneStream:
             restartAsOneStream(job.task)
         case .fail(let error):
-            fail(error)
+            if case .write = job.writer.refusal {
+                // The disk (not this file) failed: keep what reached it, and stop the set.
+                recordHead(job)
+                fail(error)
+            } else {
+                failFile(job.task, error)
+            }
         }
     }
 
@@ -134,7 +144,7 @@ extension TransferRun {
     /// The server ignored Range: forget this file's ranges and fetch it as one stream from byte 0.
     private func restartAsOneStream(_ task: FileTask) {
         guard !task.wholeFallback else {
-            return fail(HubError.badResponse(url: task.url, reason: "the server ignores Range even for a whole-file request"))
+            return failFile(task, HubError.badResponse(url: task.url, reason: "the server ignores Range even for a whole-file request"))
         }
         task.wholeFallback = true
         ready.removeAll { $0.task === task }
