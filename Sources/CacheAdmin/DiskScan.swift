@@ -186,15 +186,23 @@ enum DiskScan {
 /// `<name>.lock`, a sidecar's temp file `.<name>.sidecar.json.tmp.*`, a broken lock
 /// `<name>.lock.broken.*`, and an import's temp link `<name>.import.*`.
 public enum StagingEntries {
+    /// Works on UTF-8 bytes, as `StagingFile.stagingName` writes them (a name may begin with a
+    /// combining mark, which Swift's characters would join to the dot before it).
     public static func stagingName(of entry: String) -> String {
-        if entry.hasSuffix(".lock") { return String(entry.dropLast(5)) }
-        if entry.hasSuffix(".sidecar.json") { return String(entry.dropLast(13)) }
+        let bytes = Array(entry.utf8)
+        func text(_ range: Range<Int>) -> String { String(decoding: bytes[range], as: UTF8.self) }
+        func find(_ marker: String, from start: Int = 0) -> Int? {
+            let m = Array(marker.utf8)
+            guard bytes.count >= m.count + start else { return nil }
+            return (start...(bytes.count - m.count)).first { bytes[$0...].starts(with: m) }
+        }
+        for suffix in [".lock", ".sidecar.json"] where bytes.count >= suffix.utf8.count && bytes.suffix(suffix.utf8.count).elementsEqual(suffix.utf8) {
+            return text(0..<(bytes.count - suffix.utf8.count))
+        }
         for marker in [".lock.broken.", ".import."] {
-            if let r = entry.range(of: marker) { return String(entry[..<r.lowerBound]) }
+            if let at = find(marker) { return text(0..<at) }
         }
-        if entry.hasPrefix("."), let r = entry.range(of: ".sidecar.json.tmp.") {
-            return String(entry[entry.index(after: entry.startIndex)..<r.lowerBound])
-        }
+        if bytes.first == UInt8(ascii: "."), let at = find(".sidecar.json.tmp.", from: 1) { return text(1..<at) }
         return entry
     }
 
@@ -205,16 +213,20 @@ public enum StagingEntries {
         return result
     }
 
-    /// `a%2Fb%25c` → `a/b%c`: the inverse of `StagingFile.stagingName`.
+    /// `a%2Fb%25c%2Elock` → `a/b%c.lock`: the inverse of `StagingFile.stagingName`.
     public static func repoPath(_ stagingName: String) -> String {
-        var out = ""
-        var rest = Substring(stagingName)
-        while let percent = rest.firstIndex(of: "%") {
-            out += rest[..<percent]
-            let code = rest[percent...].prefix(3)
-            if code == "%2F" { out += "/" } else if code == "%25" { out += "%" } else { out += code }
-            rest = rest[rest.index(percent, offsetBy: code.count)...]
+        let bytes = Array(stagingName.utf8)
+        var out: [UInt8] = []
+        var i = 0
+        while i < bytes.count {
+            let code = bytes[i] == UInt8(ascii: "%") ? String(decoding: bytes[i..<min(i + 3, bytes.count)], as: UTF8.self) : ""
+            switch code {
+            case "%2F": out.append(UInt8(ascii: "/")); i += 3
+            case "%25": out.append(UInt8(ascii: "%")); i += 3
+            case "%2E": out.append(UInt8(ascii: ".")); i += 3
+            default: out.append(bytes[i]); i += 1
+            }
         }
-        return out + rest
+        return String(decoding: out, as: UTF8.self)
     }
 }

@@ -38,20 +38,28 @@ public enum RepoPath {
     public static let maxLength = 1024
 
     /// Returns the path when it is a safe relative path, else throws `HubError.unsafePath`.
+    /// Judged on the UTF-8 bytes the filesystem sees, not on Swift's characters: a combining
+    /// mark after a slash (`../\u{301}x`) makes `/\u{301}` one character, which hid the `..`
+    /// component from a character-level split while the kernel still walks it.
     @discardableResult
     public static func validate(_ path: String, in repo: RepoID) throws -> String {
         func refuse(_ reason: String) -> HubError { .unsafePath(path, repo: repo, reason: reason) }
-        if path.isEmpty { throw refuse("it is empty") }
-        if path.utf8.count > maxLength { throw refuse("it is longer than \(maxLength) bytes") }
-        if path.utf8.contains(0) { throw refuse("it contains a NUL byte") }
-        if path.hasPrefix("/") { throw refuse("it is absolute") }
-        if path.contains("\\") { throw refuse("it contains a backslash") }
-        for component in path.split(separator: "/", omittingEmptySubsequences: false) {
+        let bytes = Array(path.utf8)
+        let slash = UInt8(ascii: "/"), dot = UInt8(ascii: ".")
+        if bytes.isEmpty { throw refuse("it is empty") }
+        if bytes.count > maxLength { throw refuse("it is longer than \(maxLength) bytes") }
+        if bytes.contains(0) { throw refuse("it contains a NUL byte") }
+        if bytes[0] == slash { throw refuse("it is absolute") }
+        if bytes.contains(UInt8(ascii: "\\")) { throw refuse("it contains a backslash") }
+        for component in bytes.split(separator: slash, omittingEmptySubsequences: false) {
             if component.isEmpty { throw refuse("it has an empty component") }
-            if component == "." || component == ".." { throw refuse("it has a '\(component)' component") }
-            if component.utf8.count > 255 { throw refuse("a component is longer than 255 bytes") }
+            if component.elementsEqual([dot]) || component.elementsEqual([dot, dot]) {
+                throw refuse("it has a '\(String(decoding: component, as: UTF8.self))' component")
+            }
+            if component.count > 255 { throw refuse("a component is longer than 255 bytes") }
         }
-        if path == ".incomplete" || path.hasPrefix(".incomplete/") || path.hasPrefix(".speech-fetch") {
+        func starts(_ prefix: String) -> Bool { bytes.starts(with: prefix.utf8) }
+        if bytes.elementsEqual(".incomplete".utf8) || starts(".incomplete/") || starts(".speech-fetch") {
             throw refuse("it names the cache's own bookkeeping")
         }
         return path

@@ -54,7 +54,8 @@ public enum HubCache {
     /// content of `refs/<revision>`; nil when neither is known.
     public static func commit(forRevision revision: String, repoFolder: URL) -> String? {
         if isCommitHash(revision) { return revision }
-        guard !revision.isEmpty, !revision.split(separator: "/").contains(where: { $0 == ".." || $0 == "." }),
+        guard !revision.isEmpty,
+              !revision.utf8.split(separator: UInt8(ascii: "/")).contains(where: { $0.elementsEqual("..".utf8) || $0.elementsEqual(".".utf8) }),
               let data = FileManager.default.contents(atPath: repoFolder.path + "/refs/" + revision) else { return nil }
         let text = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
         return isCommitHash(text) ? text : nil

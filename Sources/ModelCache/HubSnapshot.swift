@@ -21,7 +21,7 @@ extension ModelDirectory {
 
     /// What the pointer holds: `../../blobs/<etag>`, one more `../` per folder of the repo path.
     public static func pointerTarget(_ file: RepoFile) -> String {
-        let depth = file.path.split(separator: "/").count + 1
+        let depth = file.path.utf8.split(separator: UInt8(ascii: "/")).count + 1  // bytes: a combining mark after "/" is no new character
         return String(repeating: "../", count: depth) + "blobs/" + contentID(file)
     }
 
@@ -161,7 +161,8 @@ extension ModelDirectory {
     /// first: huggingface_hub's scan warns about a ref to a missing snapshot.
     public func recordRevision(_ revision: String) throws {
         guard let commit = hubCommit, revision != commit, !revision.isEmpty,
-              !revision.split(separator: "/", omittingEmptySubsequences: false).contains(where: { $0.isEmpty || $0 == "." || $0 == ".." })
+              !revision.utf8.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false)
+                .contains(where: { $0.isEmpty || $0.elementsEqual(".".utf8) || $0.elementsEqual("..".utf8) })
         else { return }
         try ModelDirectory.makeDirectories(filesURL.path)
         let ref = URL(fileURLWithPath: path + "/refs/" + revision)

@@ -167,8 +167,39 @@ public final class StagingFile: @unchecked Sendable {
     deinit { close(fd) }
 
     /// `a/b.safetensors` → `a%2Fb.safetensors`: one flat folder, reversible, no collisions.
+    /// The dot of `.lock`, `.sidecar.json` and `.import.` is written `%2E` (`uv.lock` →
+    /// `uv%2Elock`), so no staging name looks like another file's lock, sidecar or import link
+    /// (the lock of `uv` is `uv.lock`) and every entry of `.incomplete/` has one owner.
+    /// Works on UTF-8 bytes: a combining mark after `/` must not hide the slash.
     public static func stagingName(_ path: String) -> String {
-        path.replacingOccurrences(of: "%", with: "%25").replacingOccurrences(of: "/", with: "%2F")
+        var name: [UInt8] = []
+        name.reserveCapacity(path.utf8.count)
+        for byte in path.utf8 {
+            switch byte {
+            case UInt8(ascii: "%"): name += "%25".utf8
+            case UInt8(ascii: "/"): name += "%2F".utf8
+            default: name.append(byte)
+            }
+        }
+        for marker in [".lock", ".sidecar.json", ".import."] {
+            name = replacing(Array(marker.utf8), with: Array("%2E".utf8) + marker.utf8.dropFirst(), in: name)
+        }
+        return String(decoding: name, as: UTF8.self)
+    }
+
+    private static func replacing(_ target: [UInt8], with replacement: [UInt8], in bytes: [UInt8]) -> [UInt8] {
+        var out: [UInt8] = []
+        var i = 0
+        while i < bytes.count {
+            if bytes[i] == target[0], bytes[i...].starts(with: target) {
+                out += replacement
+                i += target.count
+            } else {
+                out.append(bytes[i])
+                i += 1
+            }
+        }
+        return out
     }
 
     public var doneRanges: Set<Int> { lock.withLock { Set(record.done) } }

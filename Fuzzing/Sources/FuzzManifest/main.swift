@@ -9,9 +9,8 @@ func same(_ a: RepoSnapshot, _ b: RepoSnapshot) -> Bool {
 
 fuzzMain { data in
     if let value = JSONValue.parse(data) {
-        // The quick reader is strict RFC 8259: Foundation's reader takes whatever it takes.
-        expect((try? JSONSerialization.jsonObject(with: data, options: [.fragmentsAllowed])) != nil,
-               "JSONValue took what JSONSerialization refuses")
+        // (Not compared with JSONSerialization on every input: the quick reader keeps a number's
+        // text, so it rightly takes `1e99999`, which Foundation refuses as out of range.)
         if let quick = RepoSnapshot(json: value) {
             // The quick reader and JSONDecoder, the fallback, read a manifest alike.
             guard let slow = try? JSONDecoder().decode(RepoSnapshot.self, from: data) else {
