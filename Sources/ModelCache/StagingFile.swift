@@ -24,9 +24,12 @@ public struct Sidecar: Codable, Sendable, Equatable {
     public var hashedBytes: Int64
     /// Saved SHA-256 state (base64), valid for `hashedBytes`.
     public var hashState: String?
+    /// Ranges not done whose first bytes are durable: range index (decimal) -> bytes from the
+    /// range's start. A resume asks only for the rest. Absent when no range is partly there.
+    public var partial: [String: Int64]?
 
     public init(path: String, size: Int64, rangeSize: Int64, commit: String, etag: String, sha256: String?,
-                done: [Int], hashedBytes: Int64, hashState: String?) {
+                done: [Int], hashedBytes: Int64, hashState: String?, partial: [String: Int64]? = nil) {
         self.path = path
         self.size = size
         self.rangeSize = rangeSize
@@ -36,6 +39,7 @@ public struct Sidecar: Codable, Sendable, Equatable {
         self.done = done
         self.hashedBytes = hashedBytes
         self.hashState = hashState
+        self.partial = partial
     }
 
     func matches(_ other: Sidecar) -> Bool {
@@ -111,6 +115,15 @@ public final class StagingFile: @unchecked Sendable {
         var record = kept ?? wanted
         let count = rangeCount
         record.done = record.done.filter { $0 >= 0 && $0 < count }
+        // Partly fetched ranges: only real, unfinished ranges; one whose every byte is durable is done.
+        var partial: [String: Int64] = [:]
+        for (key, bytes) in record.partial ?? [:] {
+            guard let i = Int(key), i >= 0, i < count, String(i) == key, bytes > 0, !record.done.contains(i) else { continue }
+            let start = Int64(i) * wanted.rangeSize
+            let length = min(file.size, start + wanted.rangeSize) - start
+            if bytes >= length { record.done.append(i) } else { partial[key] = bytes }
+        }
+        record.partial = partial.isEmpty ? nil : partial
         var hasher = SHA256()
         if let state = record.hashState, let data = Data(base64Encoded: state), let restored = SHA256(savedState: data),
            restored.count == record.hashedBytes,
@@ -197,18 +210,45 @@ public final class StagingFile: @unchecked Sendable {
     }
 
     public func markDone(_ index: Int) {
-        lock.withLock { if !record.done.contains(index) { record.done.append(index) } }
+        lock.withLock {
+            if !record.done.contains(index) { record.done.append(index) }
+            dropPartial(index)
+        }
     }
 
     /// Records every range as done (a whole-file stream finished).
     public func markAllDone() {
-        lock.withLock { record.done = Array(0..<rangeCount) }
+        lock.withLock {
+            record.done = Array(0..<rangeCount)
+            record.partial = nil
+        }
+    }
+
+    /// Bytes from range `index`'s start that a sidecar recorded as durable (0: none).
+    public func partialBytes(_ index: Int) -> Int64 { lock.withLock { record.partial?[String(index)] ?? 0 } }
+
+    /// Notes that range `index`'s first `bytes` are written (not yet durable: the next `persist`
+    /// syncs them before it records them). A done range is never partial.
+    public func notePartial(_ index: Int, bytes: Int64) {
+        lock.withLock {
+            guard !record.done.contains(index) else { return }
+            if bytes <= 0 { return dropPartial(index) }
+            var partial = record.partial ?? [:]
+            partial[String(index)] = bytes
+            record.partial = partial
+        }
+    }
+
+    private func dropPartial(_ index: Int) {
+        record.partial?.removeValue(forKey: String(index))
+        if record.partial?.isEmpty == true { record.partial = nil }
     }
 
     /// Forgets every range (the server ignored Range and the file restarts as one stream).
     public func resetProgress() {
         lock.withLock {
             record.done = []
+            record.partial = nil
             record.hashedBytes = 0
             record.hashState = nil
             hasher = SHA256()

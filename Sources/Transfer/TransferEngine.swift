@@ -55,6 +55,10 @@ final class TransferRun: @unchecked Sendable {
     var active: [ObjectIdentifier: (job: RangeJob, easy: CurlEasy)] = [:]
     var tasks: [FileTask] = []
     var fatal: Error?
+    /// When the loop last noted the ranges in flight (`notePartialRanges`).
+    var lastPartialNote = Date()
+    /// How often the bytes of ranges in flight are recorded (each time after a sync of the file).
+    static let partialNoteInterval: TimeInterval = 0.5
     lazy var durability = FileDurability(wake: { [multi] in multi.wakeup() })
 
     /// Staging locks this run holds (one per file it writes), and files another process holds.
@@ -123,6 +127,7 @@ final class TransferRun: @unchecked Sendable {
 
     /// Stops every transfer and makes the progress so far durable, for a resume.
     private func shutDown() {
+        notePartialRanges()
         for (_, entry) in active { multi.remove(entry.easy) }
         active.removeAll()
         durability.settle(tasks)

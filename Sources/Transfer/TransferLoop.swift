@@ -21,8 +21,14 @@ extension TransferRun {
                 idleHandles.append(easy)
                 handle(entry.job, result)
             }
-            // Done ranges become durable promptly: one sync at a time per file, so a crash
-            // loses little more than the ranges in flight.
+            // Ranges in flight are noted as they grow (at most every `partialNoteInterval`), so
+            // a killed process's successor asks only for the bytes after them.
+            if Date().timeIntervalSince(lastPartialNote) >= TransferRun.partialNoteInterval {
+                lastPartialNote = Date()
+                notePartialRanges()
+            }
+            // Done ranges (and the noted part of those in flight) become durable promptly: one
+            // sync at a time per file, so a crash loses at most the last interval's bytes.
             for task in tasks where task.dirty { durability.scheduleSync(task) }
             if locks.anyLost {
                 throw CacheError.io(path: directory.stagingDirectory.path,
@@ -30,6 +36,14 @@ extension TransferRun {
                                     errno: ESTALE)
             }
             meter.report(force: false)
+        }
+    }
+
+    /// Notes how far each unfinished range has come in its file's record; the file's next sync
+    /// makes those bytes durable before the sidecar claims them.
+    func notePartialRanges() {
+        for job in active.values.map(\.job) + ready where !job.task.finalizing && job.noteProgress() {
+            job.task.dirty = true
         }
     }
 
