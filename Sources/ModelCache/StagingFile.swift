@@ -167,16 +167,29 @@ public final class StagingFile: @unchecked Sendable {
     /// Copies a completed part (a file holding exactly range `index`) into place in the kernel
     /// (reflink where the filesystem shares blocks, else copy_file_range), without marking it done.
     public func splice(partAt partPath: String, index: Int) throws {
+        _ = try splice(partAt: partPath, index: index, wholeRange: true)
+    }
+
+    /// Copies the first bytes of range `index` from a part a worker did not finish (a file
+    /// holding a prefix of the range) into place; returns how many. Marks nothing: the caller
+    /// notes them (`notePartial`) for the next `persist`, which syncs them first.
+    public func splicePrefix(partAt partPath: String, index: Int) throws -> Int64 {
+        try splice(partAt: partPath, index: index, wholeRange: false)
+    }
+
+    private func splice(partAt partPath: String, index: Int, wholeRange: Bool) throws -> Int64 {
         let r = range(index)
-        let length = r.end - r.start + 1
+        let rangeLength = r.end - r.start + 1
         let part = open(partPath, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
         guard part >= 0 else { throw CacheError.io(path: partPath, operation: "open part", errno: errno) }
         defer { close(part) }
         var st = stat()
-        guard fstat(part, &st) == 0, Int64(st.st_size) == length else {
-            throw CacheError.sizeMismatch(path: partPath, expected: length, actual: Int64(st.st_size))
+        let size = fstat(part, &st) == 0 ? Int64(st.st_size) : -1
+        guard wholeRange ? size == rangeLength : (size >= 0 && size <= rangeLength) else {
+            throw CacheError.sizeMismatch(path: partPath, expected: rangeLength, actual: size)
         }
-        if sf_clone_range(part, 0, length, fd, r.start) == 0 { return }
+        let length = size
+        if length == 0 || sf_clone_range(part, 0, length, fd, r.start) == 0 { return length }
         var inOffset: Int64 = 0
         var outOffset: Int64 = r.start
         while inOffset < length {
@@ -185,12 +198,14 @@ public final class StagingFile: @unchecked Sendable {
                 if errno == EINTR { continue }
                 // Across filesystems (EXDEV) or where the kernel cannot: copy through memory.
                 if [EXDEV, EOPNOTSUPP, ENOSYS, EINVAL, EBADF].contains(errno) {
-                    return try copyThroughMemory(from: part, partPath: partPath, at: inOffset, to: outOffset, count: length - inOffset)
+                    try copyThroughMemory(from: part, partPath: partPath, at: inOffset, to: outOffset, count: length - inOffset)
+                    return length
                 }
                 throw CacheError.io(path: dataURL.path, operation: "splice a part into", errno: errno)
             }
             if n == 0 { throw CacheError.sizeMismatch(path: partPath, expected: length, actual: inOffset) }
         }
+        return length
     }
 
     private func copyThroughMemory(from part: Int32, partPath: String, at start: Int64, to destination: Int64, count: Int64) throws {

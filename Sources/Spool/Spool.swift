@@ -285,13 +285,20 @@ public final class Spool: @unchecked Sendable {
 
     /// Takes over the part file a gone claimant of `claim`'s job left in `tmp/` (partial-range
     /// resume): the longest such part is renamed to `temp` and the others are removed. Gone
-    /// means a dead pid on this node whose part was written since this boot (after a power loss
+    /// means a dead (or zombie) pid on this node whose part was written since this boot (after a power loss
     /// unsynced bytes may be garbage, so it is dropped), or another node's part untouched for a
     /// lease. Returns the bytes the part holds: the range's first bytes, written in order (0:
     /// nothing to adopt). The final digest check stays the last word on them.
     public func adoptPart(_ claim: ClaimedJob, as temp: String, rangeLength: Int64) -> Int64 {
-        let prefix = "part-\(claim.name)@"
-        let mine = (temp as NSString).lastPathComponent
+        guard let best = goneParts(of: claim.name, rangeLength: rangeLength, except: (temp as NSString).lastPathComponent),
+              best.size > 0, rename(best.path, temp) == 0 else { return 0 }
+        return best.size
+    }
+
+    /// The longest unfinished part of `job` in `tmp/` whose writer is gone (as `adoptPart`
+    /// judges), if any; the other such parts, and those not to be trusted, are removed.
+    public func goneParts(of job: String, rangeLength: Int64, except mine: String = "") -> (path: String, size: Int64)? {
+        let prefix = "part-\(job)@"
         var now: Double?
         var best: (path: String, size: Int64)?
         for name in SpoolFS.list(tmp) where name.hasPrefix(prefix) && name != mine {
@@ -302,7 +309,7 @@ public final class Spool: @unchecked Sendable {
             guard lstat(path, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG else { continue }
             let mtime = Double(st.st_mtim.tv_sec) + Double(st.st_mtim.tv_nsec) / 1e9
             if String(pieces[1]) == owner.node {
-                guard !SpoolFS.processAlive(pid) else { continue }
+                guard !SpoolFS.processRunning(pid) else { continue }
                 if mtime < Spool.bootTime { unlink(path); continue }
             } else {
                 if now == nil { now = serverNow() }
@@ -316,11 +323,7 @@ public final class Spool: @unchecked Sendable {
             }
             best = (path, size)
         }
-        guard let best, best.size > 0, rename(best.path, temp) == 0 else {
-            if let best { unlink(best.path) }
-            return 0
-        }
-        return best.size
+        return best
     }
 
     /// When this machine booted (seconds since 1970), from /proc/stat; 0 when unknown.
