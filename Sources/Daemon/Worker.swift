@@ -119,8 +119,13 @@ public final class Worker: @unchecked Sendable {
                 }
             }
         } catch is CancellationError {
-            unlink(temp)
-            if !revoked { spool.unclaim(claim) }
+            if revoked {
+                unlink(temp)  // another claimant has the range now
+            } else {
+                // Stopping (drained, or the supervisor is gone): the part stays for the next
+                // claimant, or a caller taking over, to adopt once this process has exited.
+                spool.unclaim(claim)
+            }
         } catch let error as CacheError {
             // A local problem (disk full, I/O): the range is not at fault. Give it back and pause.
             unlink(temp)
