@@ -19,6 +19,9 @@ final class FileTask: @unchecked Sendable {
     var pending: Int
     /// Bytes credited to progress for this file.
     var countedBytes: Int64 = 0
+    /// `countedBytes` and the time when this file's ranges in flight were last noted.
+    var notedBytes: Int64 = 0
+    var notedAt = Date()
     var finalizing = false
     var dirty = false
     var syncScheduled = false
@@ -38,6 +41,7 @@ final class FileTask: @unchecked Sendable {
         pending = staging.rangeCount - done.count
         countedBytes = done.reduce(0) { sum, i in let r = staging.range(i); return sum + r.end - r.start + 1 }
         for i in 0..<staging.rangeCount where !done.contains(i) { countedBytes += staging.partialBytes(i) }
+        notedBytes = countedBytes
         queue = DispatchQueue(label: "speech-fetch.file.\(file.path)")
         syncQueue = DispatchQueue(label: "speech-fetch.sync.\(file.path)")
     }

@@ -55,10 +55,10 @@ final class TransferRun: @unchecked Sendable {
     var active: [ObjectIdentifier: (job: RangeJob, easy: CurlEasy)] = [:]
     var tasks: [FileTask] = []
     var fatal: Error?
-    /// When the loop last noted the ranges in flight (`notePartialRanges`).
-    var lastPartialNote = Date()
-    /// How often the bytes of ranges in flight are recorded (each time after a sync of the file).
+    /// How often the bytes of a file's ranges in flight are recorded (each time after a sync of
+    /// the file): after this long, or after this many new bytes of the file, whichever is first.
     static let partialNoteInterval: TimeInterval = 0.5
+    static let partialNoteBytes: Int64 = 8 << 20
     lazy var durability = FileDurability(wake: { [multi] in multi.wakeup() })
 
     /// Staging locks this run holds (one per file it writes), and files another process holds.

@@ -21,12 +21,9 @@ extension TransferRun {
                 idleHandles.append(easy)
                 handle(entry.job, result)
             }
-            // Ranges in flight are noted as they grow (at most every `partialNoteInterval`), so
-            // a killed process's successor asks only for the bytes after them.
-            if Date().timeIntervalSince(lastPartialNote) >= TransferRun.partialNoteInterval {
-                lastPartialNote = Date()
-                notePartialRanges()
-            }
+            // Ranges in flight are noted as they grow (per file, every `partialNoteInterval` or
+            // `partialNoteBytes`), so a killed process's successor asks only for the rest.
+            notePartialRangesWhenDue()
             // Done ranges (and the noted part of those in flight) become durable promptly: one
             // sync at a time per file, so a crash loses at most the last interval's bytes.
             for task in tasks where task.dirty { durability.scheduleSync(task) }
@@ -40,11 +37,28 @@ extension TransferRun {
     }
 
     /// Notes how far each unfinished range has come in its file's record; the file's next sync
-    /// makes those bytes durable before the sidecar claims them.
-    func notePartialRanges() {
-        for job in active.values.map(\.job) + ready where !job.task.finalizing && job.noteProgress() {
-            job.task.dirty = true
+    /// makes those bytes durable before the sidecar claims them. `only`: just these files.
+    func notePartialRanges(only due: Set<ObjectIdentifier>? = nil) {
+        for job in active.values.map(\.job) + ready where !job.task.finalizing {
+            if let due, !due.contains(ObjectIdentifier(job.task)) { continue }
+            if job.noteProgress() { job.task.dirty = true }
         }
+    }
+
+    /// Notes the ranges of every file that got `partialNoteBytes` since its last note, or any
+    /// bytes and `partialNoteInterval` has passed.
+    private func notePartialRangesWhenDue() {
+        let now = Date()
+        var due = Set<ObjectIdentifier>()
+        for task in tasks where !task.finalizing && task.countedBytes != task.notedBytes {
+            if task.countedBytes - task.notedBytes >= TransferRun.partialNoteBytes
+                || now.timeIntervalSince(task.notedAt) >= TransferRun.partialNoteInterval {
+                due.insert(ObjectIdentifier(task))
+                task.notedBytes = task.countedBytes
+                task.notedAt = now
+            }
+        }
+        if !due.isEmpty { notePartialRanges(only: due) }
     }
 
     private func collectFinalized() {
