@@ -413,6 +413,13 @@ public final class Spool: @unchecked Sendable {
             unlink("\(readyDir)/\(file.jobName(index))")
             unlink(partPath(file, index))
         }
+        // Unfinished parts gone workers left for adoption (a live writer's stay: it removes its own).
+        for name in SpoolFS.list(tmp) where name.hasPrefix("part-\(file.key).") {
+            let pieces = name.split(separator: "@")
+            guard pieces.count == 4, let pid = Int32(pieces[2]), String(pieces[1]) == owner.node,
+                  !SpoolFS.processRunning(pid) else { continue }
+            unlink("\(tmp)/\(name)")
+        }
         unlink("\(plansDir)/\(file.key).json")
     }
 

@@ -273,6 +273,7 @@ final class DaemonTests: DaemonTestCase {
             XCTAssertGreaterThanOrEqual(resumed.lowerBound, range.lowerBound + held,
                                         "the caller asked only for the bytes after the \(held) the dead worker's part held")
         }
+        XCTAssertEqual(names("tmp").filter { $0.hasPrefix("part-") }, [], "the dead worker's part went with the plan")
     }
 
     /// A worker whose supervisor was killed stops, leaving its unfinished part; the caller that
