@@ -27,9 +27,14 @@ public struct Sidecar: Codable, Sendable, Equatable {
     /// Ranges not done whose first bytes are durable: range index (decimal) -> bytes from the
     /// range's start. A resume asks only for the rest. Absent when no range is partly there.
     public var partial: [String: Int64]?
+    /// The boot (`/proc/sys/kernel/random/boot_id`) in which `partial` was recorded without a
+    /// sync of the staging file: its bytes are in the page cache, which survives a process kill
+    /// but not a reboot, so another boot ignores it. Absent: `partial`'s bytes were synced.
+    public var partialBoot: String?
 
     public init(path: String, size: Int64, rangeSize: Int64, commit: String, etag: String, sha256: String?,
-                done: [Int], hashedBytes: Int64, hashState: String?, partial: [String: Int64]? = nil) {
+                done: [Int], hashedBytes: Int64, hashState: String?, partial: [String: Int64]? = nil,
+                partialBoot: String? = nil) {
         self.path = path
         self.size = size
         self.rangeSize = rangeSize
@@ -40,6 +45,7 @@ public struct Sidecar: Codable, Sendable, Equatable {
         self.hashedBytes = hashedBytes
         self.hashState = hashState
         self.partial = partial
+        self.partialBoot = partialBoot
     }
 
     func matches(_ other: Sidecar) -> Bool {
@@ -115,15 +121,18 @@ public final class StagingFile: @unchecked Sendable {
         var record = kept ?? wanted
         let count = rangeCount
         record.done = record.done.filter { $0 >= 0 && $0 < count }
-        // Partly fetched ranges: only real, unfinished ranges; one whose every byte is durable is done.
+        // Partly fetched ranges: only real, unfinished ranges; one whose every byte is durable is
+        // done. Unsynced ones only in the boot that wrote them (after a power loss they may be garbage).
         var partial: [String: Int64] = [:]
-        for (key, bytes) in record.partial ?? [:] {
+        let trusted = record.partialBoot == nil || record.partialBoot == StagingFile.bootID
+        for (key, bytes) in trusted ? record.partial ?? [:] : [:] {
             guard let i = Int(key), i >= 0, i < count, String(i) == key, bytes > 0, !record.done.contains(i) else { continue }
             let start = Int64(i) * wanted.rangeSize
             let length = min(file.size, start + wanted.rangeSize) - start
             if bytes >= length { record.done.append(i) } else { partial[key] = bytes }
         }
         record.partial = partial.isEmpty ? nil : partial
+        record.partialBoot = nil
         var hasher = SHA256()
         if let state = record.hashState, let data = Data(base64Encoded: state), let restored = SHA256(savedState: data),
            restored.count == record.hashedBytes,
@@ -135,7 +144,18 @@ public final class StagingFile: @unchecked Sendable {
         }
         self.record = record
         self.hasher = hasher
+        durableDone = record.done.sorted()
     }
+
+    /// The done ranges of the last record written after a sync of the staging file.
+    private var durableDone: [Int] = []
+
+    /// This boot's id (nil when unknown: every record then follows a sync).
+    static let bootID: String? = {
+        guard let text = try? String(contentsOfFile: "/proc/sys/kernel/random/boot_id", encoding: .utf8) else { return nil }
+        let id = text.trimmingCharacters(in: .whitespacesAndNewlines)
+        return id.isEmpty ? nil : id
+    }()
 
     deinit { close(fd) }
 
@@ -291,19 +311,28 @@ public final class StagingFile: @unchecked Sendable {
     }
 
     /// Makes the done ranges durable, then records them (fdatasync before the sidecar rename).
+    /// When only partial ranges moved since the last synced record, the staging file is not
+    /// synced: the record names this boot (`partialBoot`) and counts only until a reboot.
     public func persist() throws {
         // Take the record first: a range marked done after this point was not covered by the
         // sync below and must wait for the next one.
-        let snapshot: Sidecar = lock.withLock {
+        var snapshot: Sidecar = lock.withLock {
             var r = record
             r.done.sort()
             r.hashState = r.hashedBytes > 0 ? hasher.savedState.base64EncodedString() : nil
             return r
         }
-        guard fdatasync(fd) == 0 else { throw CacheError.io(path: dataURL.path, operation: "sync", errno: errno) }
+        let durable = lock.withLock { durableDone }
+        if snapshot.done != durable || snapshot.partial == nil || StagingFile.bootID == nil {
+            guard fdatasync(fd) == 0 else { throw CacheError.io(path: dataURL.path, operation: "sync", errno: errno) }
+            snapshot.partialBoot = nil
+        } else {
+            snapshot.partialBoot = StagingFile.bootID
+        }
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         try AtomicFile.write(try encoder.encode(snapshot), to: sidecarURL)
+        if snapshot.partialBoot == nil { lock.withLock { durableDone = snapshot.done } }
     }
 
     /// Checks size and content (SHA-256 for LFS files, the git blob id for the rest), then renames

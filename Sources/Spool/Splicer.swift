@@ -83,7 +83,7 @@ public struct Splicer: Sendable {
                     salvaged = true
                 }
             }
-            if salvaged && spliced.isEmpty { try staging.persist() }  // synced before recorded
+            if salvaged && spliced.isEmpty { try staging.persist() }  // recorded for this boot
             if !spliced.isEmpty {
                 try staging.advanceHash()
                 try staging.persist()  // durable before the parts go

@@ -57,8 +57,8 @@ final class TransferRun: @unchecked Sendable {
     var fatal: Error?
     /// How often the bytes of a file's ranges in flight are recorded (each time after a sync of
     /// the file): after this long, or after this many new bytes of the file, whichever is first.
-    static let partialNoteInterval: TimeInterval = 0.5
-    static let partialNoteBytes: Int64 = 8 << 20
+    static let partialNoteInterval: TimeInterval = 0.25
+    static let partialNoteBytes: Int64 = 4 << 20
     lazy var durability = FileDurability(wake: { [multi] in multi.wakeup() })
 
     /// Staging locks this run holds (one per file it writes), and files another process holds.
