@@ -45,13 +45,42 @@ public final class HubClient: Sendable {
 
     /// Resolves a revision (branch, tag or commit) to its commit id.
     public func commit(of repo: RepoID, revision: String) throws -> String {
+        try HubClient.validateRevision(revision)
         let url = apiURL(repo, "revision", revision)
         let response = try retry.run { try get(url, repo: repo, revision: revision) }
         guard let json = try? JSONSerialization.jsonObject(with: response.body) as? [String: Any],
               let sha = json["sha"] as? String, !sha.isEmpty else {
             throw HubError.badResponse(url: url, reason: "no commit id ('sha') in the revision answer")
         }
-        return sha
+        // Every later URL and every record names this commit: it must be one.
+        guard HubClient.isHex(sha, length: 40) else {
+            throw HubError.badTreeEntry(repo: repo, path: "", field: "sha",
+                                        reason: "'\(sha.prefix(80))' is not a 40-hex commit id")
+        }
+        return sha.lowercased()
+    }
+
+    /// Refuses a revision that cannot name a branch, tag or commit, before it is sent: empty,
+    /// `.` or `..` (which URL normalization would turn into another path, so `main` would be
+    /// used silently), a `.`/`..`/empty component (`refs/../x`), control characters or spaces.
+    /// Git's ref names cannot hold any of these. Everything else is percent-encoded as one
+    /// path segment (`refs/pr/1` → `refs%2Fpr%2F1`).
+    public static func validateRevision(_ revision: String) throws {
+        func refuse(_ reason: String) -> HubError { .invalidRevision(revision, reason: reason) }
+        if revision.isEmpty { throw refuse("it is empty") }
+        if revision.utf8.count > 256 { throw refuse("it is longer than 256 bytes") }
+        if revision.unicodeScalars.contains(where: { $0.value < 0x21 || $0.value == 0x7f }) {
+            throw refuse("it contains a space or a control character")
+        }
+        if revision.contains("..") { throw refuse("it contains '..'") }
+        for component in revision.split(separator: "/", omittingEmptySubsequences: false) {
+            if component.isEmpty { throw refuse("it has an empty component") }
+            if component.hasPrefix(".") { throw refuse("a component starts with '.'") }
+        }
+    }
+
+    static func isHex(_ s: String, length: Int) -> Bool {
+        s.utf8.count == length && s.utf8.allSatisfy { ($0 >= 48 && $0 <= 57) || ($0 >= 97 && $0 <= 102) || ($0 >= 65 && $0 <= 70) }
     }
 
     /// Lists every file of the repo at `commit` (recursive, all pages); directories are dropped
@@ -82,14 +111,54 @@ public final class HubClient: Sendable {
                 throw HubError.badResponse(url: url, reason: "a tree entry has no path")
             }
             try RepoPath.validate(path, in: repo)
-            let lfs = entry["lfs"] as? [String: Any]
-            let size = (entry["size"] as? NSNumber)?.int64Value ?? (lfs?["size"] as? NSNumber)?.int64Value ?? 0
-            var sha = (lfs?["oid"] as? String) ?? (lfs?["sha256"] as? String)
-            if let s = sha, s.hasPrefix("sha256:") { sha = String(s.dropFirst(7)) }
-            files.append(RepoFile(path: path, size: size, blobID: entry["oid"] as? String ?? "",
-                                  sha256: sha?.lowercased()))
+            files.append(try treeFile(entry, path: path, repo: repo))
         }
         return files
+    }
+
+    /// The largest file size taken from a listing: 2^53 bytes (8 PiB), the largest integer a
+    /// JSON number carries exactly. Anything above is a broken or hostile answer.
+    public static let maxFileSize: Int64 = 1 << 53
+
+    /// One file of a tree listing, with every field checked: `size` (an integer from 0 to
+    /// 2^53, not wrapped), `oid` (40 hex, the git blob id every git-stored file is verified
+    /// against), and for LFS files `lfs.oid` (64 hex, optionally `sha256:`) and `lfs.size`
+    /// equal to `size`. A missing or malformed field is an error naming repo, path and field:
+    /// a file is never fetched (or written empty) on a guess.
+    static func treeFile(_ entry: [String: Any], path: String, repo: RepoID) throws -> RepoFile {
+        func refuse(_ field: String, _ reason: String) -> HubError {
+            .badTreeEntry(repo: repo, path: path, field: field, reason: reason)
+        }
+        func size(_ value: Any?, field: String) throws -> Int64 {
+            guard let value else { throw refuse(field, "missing") }
+            // JSONSerialization gives big integers as NSNumber (wrapping them through int64Value)
+            // or Decimal; only an exact integer in range is a size.
+            // (`is Bool` holds for the NSNumbers 0 and 1 too: a JSON true is told by its class.)
+            guard let number = value as? NSNumber, String(describing: type(of: value)) != "__NSCFBoolean" else {
+                throw refuse(field, "'\(value)' is not a number")
+            }
+            let text = number.stringValue
+            guard let exact = Int64(text), exact >= 0, exact <= maxFileSize else {
+                throw refuse(field, "\(text) is not a byte count from 0 to 2^53")
+            }
+            return exact
+        }
+        let fileSize = try size(entry["size"], field: "size")
+        guard let oid = entry["oid"] as? String else { throw refuse("oid", "missing") }
+        guard isHex(oid, length: 40) else { throw refuse("oid", "'\(oid.prefix(80))' is not a 40-hex git blob id") }
+        var sha256: String?
+        if let raw = entry["lfs"], !(raw is NSNull) {
+            guard let lfs = raw as? [String: Any] else { throw refuse("lfs", "not an object") }
+            guard var hex = (lfs["oid"] as? String) ?? (lfs["sha256"] as? String) else { throw refuse("lfs.oid", "missing") }
+            if hex.hasPrefix("sha256:") { hex = String(hex.dropFirst(7)) }
+            guard isHex(hex, length: 64) else { throw refuse("lfs.oid", "'\(hex.prefix(80))' is not a 64-hex SHA-256") }
+            if lfs["size"] != nil {
+                let lfsSize = try size(lfs["size"], field: "lfs.size")
+                guard lfsSize == fileSize else { throw refuse("lfs.size", "\(lfsSize) differs from size \(fileSize)") }
+            }
+            sha256 = hex.lowercased()
+        }
+        return RepoFile(path: path, size: fileSize, blobID: oid.lowercased(), sha256: sha256)
     }
 
     /// Resolves the revision once and lists the tree at that commit.

@@ -5,6 +5,10 @@ import Foundation
 public enum HubError: Error, Sendable, CustomStringConvertible {
     case invalidRepoID(String, reason: String)
     case unsafePath(String, repo: RepoID, reason: String)
+    /// A revision that cannot name a branch, tag or commit (refused before it is sent).
+    case invalidRevision(String, reason: String)
+    /// A tree entry (or revision answer) field the client cannot trust: nothing is fetched for it.
+    case badTreeEntry(repo: RepoID, path: String, field: String, reason: String)
     case repoNotFound(RepoID)
     case gatedRepo(RepoID, message: String)
     case revisionNotFound(RepoID, revision: String)
@@ -42,6 +46,11 @@ public enum HubError: Error, Sendable, CustomStringConvertible {
             return "invalid repo id '\(raw)': \(reason)"
         case .unsafePath(let path, let repo, let reason):
             return "refusing file path '\(path)' listed by \(repo): \(reason); nothing was written for it"
+        case .invalidRevision(let raw, let reason):
+            return "invalid revision '\(raw)': \(reason); give a branch, a tag or a 40-hex commit id"
+        case .badTreeEntry(let repo, let path, let field, let reason):
+            return "the Hub's listing of \(repo) is unusable at \(path.isEmpty ? "the revision answer" : "'\(path)'"), "
+                + "field '\(field)': \(reason); nothing was fetched (a mirror or proxy may have altered the answer)"
         case .repoNotFound(let repo):
             return "repository \(repo) not found on the Hub (or it is private: set HF_TOKEN to a token that can read it)"
         case .gatedRepo(let repo, let message):

@@ -86,8 +86,10 @@ public final class HubBlobLock: @unchecked Sendable {
     }
 
     /// Waits until the lock is ours (polling with LOCK_NB, so a stop request is noticed), or
-    /// returns nil when the file cannot be opened or the filesystem has no flock.
-    public static func acquire(_ path: String, isCancelled: () -> Bool = { false }) -> HubBlobLock? {
+    /// returns nil when the file cannot be opened, the filesystem has no flock, or `timeout`
+    /// seconds passed.
+    public static func acquire(_ path: String, timeout: Double? = nil, isCancelled: () -> Bool = { false }) -> HubBlobLock? {
+        let deadline = timeout.map { Date().addingTimeInterval($0) }
         let folder = (path as NSString).deletingLastPathComponent
         try? FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         var pause: useconds_t = 5_000
@@ -111,6 +113,7 @@ public final class HubBlobLock: @unchecked Sendable {
             let code = errno
             close(fd)
             guard code == EWOULDBLOCK || code == EINTR else { return nil }  // ENOLCK, ENOSYS: no flock here
+            if let deadline, Date() >= deadline { return nil }
             usleep(pause)
             pause = min(pause * 2, 200_000)
         }

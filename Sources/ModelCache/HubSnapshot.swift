@@ -68,7 +68,9 @@ extension ModelDirectory {
     public func installBlob(from stagingPath: String, file: RepoFile) throws {
         let blob = blobPath(file)
         try ModelDirectory.makeDirectories(path + "/blobs")
-        let lock = HubBlobLock.acquire(blobLockPath(file))  // nil: no flock here; rename alone keeps it safe
+        // At most 10 s: a finalizing splicer must not hang behind a huggingface_hub download of the
+        // same blob (nil: no lock; renames alone keep the blob whole, the lock only saves work).
+        let lock = HubBlobLock.acquire(blobLockPath(file), timeout: 10)
         defer { lock?.release() }
         if blobVerifies(file) {
             unlink(stagingPath)
@@ -87,7 +89,7 @@ extension ModelDirectory {
             return
         }
         try ModelDirectory.makeDirectories(path + "/blobs")
-        let lock = HubBlobLock.acquire(blobLockPath(file))
+        let lock = HubBlobLock.acquire(blobLockPath(file), timeout: 10)
         defer { lock?.release() }
         if !blobVerifies(file) { try AtomicFile.write(Data(), to: URL(fileURLWithPath: blobPath(file))) }
         try linkPointer(file)

@@ -24,16 +24,17 @@ public struct Sidecar: Codable, Sendable, Equatable {
     public var hashedBytes: Int64
     /// Saved SHA-256 state (base64), valid for `hashedBytes`.
     public var hashState: String?
-    /// Ranges not done whose first bytes are durable: range index (decimal) -> bytes from the
-    /// range's start. A resume asks only for the rest. Absent when no range is partly there.
-    public var partial: [String: Int64]?
+    /// Ranges not done whose first `bytes` are durable (recorded when a transfer stops early,
+    /// e.g. the disk filled up), so a resume asks only for the rest of each. Absent in older
+    /// sidecars.
+    public var partial: [PartialRange]?
     /// The boot (`/proc/sys/kernel/random/boot_id`) in which `partial` was recorded without a
     /// sync of the staging file: its bytes are in the page cache, which survives a process kill
     /// but not a reboot, so another boot ignores it. Absent: `partial`'s bytes were synced.
     public var partialBoot: String?
 
     public init(path: String, size: Int64, rangeSize: Int64, commit: String, etag: String, sha256: String?,
-                done: [Int], hashedBytes: Int64, hashState: String?, partial: [String: Int64]? = nil,
+                done: [Int], hashedBytes: Int64, hashState: String?, partial: [PartialRange]? = nil,
                 partialBoot: String? = nil) {
         self.path = path
         self.size = size
@@ -51,6 +52,17 @@ public struct Sidecar: Codable, Sendable, Equatable {
     func matches(_ other: Sidecar) -> Bool {
         version == other.version && path == other.path && size == other.size && rangeSize == other.rangeSize
             && commit == other.commit && etag == other.etag && sha256 == other.sha256
+    }
+}
+
+/// The durable head of a range that is not done: its first `bytes` bytes are on disk.
+public struct PartialRange: Codable, Sendable, Equatable {
+    public let index: Int
+    public let bytes: Int64
+
+    public init(index: Int, bytes: Int64) {
+        self.index = index
+        self.bytes = bytes
     }
 }
 
@@ -121,17 +133,17 @@ public final class StagingFile: @unchecked Sendable {
         var record = kept ?? wanted
         let count = rangeCount
         record.done = record.done.filter { $0 >= 0 && $0 < count }
-        // Partly fetched ranges: only real, unfinished ranges; one whose every byte is durable is
-        // done. Unsynced ones only in the boot that wrote them (after a power loss they may be garbage).
-        var partial: [String: Int64] = [:]
+        let doneSet = Set(record.done)
+        let size = file.size
+        let ranges = wanted.rangeSize
+        // Heads recorded without a sync count only in the boot that wrote them: after a power
+        // loss those bytes may be garbage.
         let trusted = record.partialBoot == nil || record.partialBoot == StagingFile.bootID
-        for (key, bytes) in trusted ? record.partial ?? [:] : [:] {
-            guard let i = Int(key), i >= 0, i < count, String(i) == key, bytes > 0, !record.done.contains(i) else { continue }
-            let start = Int64(i) * wanted.rangeSize
-            let length = min(file.size, start + wanted.rangeSize) - start
-            if bytes >= length { record.done.append(i) } else { partial[key] = bytes }
-        }
-        record.partial = partial.isEmpty ? nil : partial
+        record.partial = trusted ? record.partial?.filter { p in
+            p.index >= 0 && p.index < count && !doneSet.contains(p.index) && p.bytes > 0
+                && p.bytes < min(size, Int64(p.index + 1) * ranges) - Int64(p.index) * ranges
+        } : nil
+        if record.partial?.isEmpty == true { record.partial = nil }
         record.partialBoot = nil
         var hasher = SHA256()
         if let state = record.hashState, let data = Data(base64Encoded: state), let restored = SHA256(savedState: data),
@@ -145,6 +157,11 @@ public final class StagingFile: @unchecked Sendable {
         self.record = record
         self.hasher = hasher
         durableDone = record.done.sorted()
+        if kept == nil && count > 1 {
+            // A sidecar from the start: whatever stops this transfer (a full disk before any
+            // range is done), the next call finds the staging file it belongs to and keeps it.
+            try persist()
+        }
     }
 
     /// The done ranges of the last record written after a sync of the staging file.
@@ -192,7 +209,7 @@ public final class StagingFile: @unchecked Sendable {
 
     /// Copies the first bytes of range `index` from a part a worker did not finish (a file
     /// holding a prefix of the range) into place; returns how many. Marks nothing: the caller
-    /// notes them (`notePartial`) for the next `persist`, which syncs them first.
+    /// records them (`recordPartial`) for the next `persist`, which syncs them first.
     public func splicePrefix(partAt partPath: String, index: Int) throws -> Int64 {
         try splice(partAt: partPath, index: index, wholeRange: false)
     }
@@ -247,36 +264,30 @@ public final class StagingFile: @unchecked Sendable {
     public func markDone(_ index: Int) {
         lock.withLock {
             if !record.done.contains(index) { record.done.append(index) }
-            dropPartial(index)
+            record.partial?.removeAll { $0.index == index }
+        }
+    }
+
+    /// Bytes of range `index` a previous transfer left durable (0 when none): a resume starts after them.
+    public func partialBytes(_ index: Int) -> Int64 {
+        lock.withLock { record.partial?.first { $0.index == index }?.bytes ?? 0 }
+    }
+
+    /// Records that the first `bytes` of range `index` are written; they count once the next
+    /// `persist` has synced them (it syncs before it writes the sidecar).
+    public func recordPartial(_ index: Int, bytes: Int64) {
+        lock.withLock {
+            guard !record.done.contains(index) else { return }
+            var list = record.partial ?? []
+            list.removeAll { $0.index == index }
+            if bytes > 0 { list.append(PartialRange(index: index, bytes: bytes)) }
+            record.partial = list.isEmpty ? nil : list.sorted { $0.index < $1.index }
         }
     }
 
     /// Records every range as done (a whole-file stream finished).
     public func markAllDone() {
-        lock.withLock {
-            record.done = Array(0..<rangeCount)
-            record.partial = nil
-        }
-    }
-
-    /// Bytes from range `index`'s start that a sidecar recorded as durable (0: none).
-    public func partialBytes(_ index: Int) -> Int64 { lock.withLock { record.partial?[String(index)] ?? 0 } }
-
-    /// Notes that range `index`'s first `bytes` are written (not yet durable: the next `persist`
-    /// syncs them before it records them). A done range is never partial.
-    public func notePartial(_ index: Int, bytes: Int64) {
-        lock.withLock {
-            guard !record.done.contains(index) else { return }
-            if bytes <= 0 { return dropPartial(index) }
-            var partial = record.partial ?? [:]
-            partial[String(index)] = bytes
-            record.partial = partial
-        }
-    }
-
-    private func dropPartial(_ index: Int) {
-        record.partial?.removeValue(forKey: String(index))
-        if record.partial?.isEmpty == true { record.partial = nil }
+        lock.withLock { record.done = Array(0..<rangeCount) }
     }
 
     /// Forgets every range (the server ignored Range and the file restarts as one stream).
@@ -311,9 +322,11 @@ public final class StagingFile: @unchecked Sendable {
     }
 
     /// Makes the done ranges durable, then records them (fdatasync before the sidecar rename).
-    /// When only partial ranges moved since the last synced record, the staging file is not
-    /// synced: the record names this boot (`partialBoot`) and counts only until a reboot.
-    public func persist() throws {
+    ///
+    /// `unsyncedHeads`: when only the heads of ranges in flight (`partial`) moved since the last
+    /// synced record, skip the data sync; the record then names this boot (`partialBoot`) and
+    /// its heads count only until a reboot (a process kill leaves them in the page cache).
+    public func persist(unsyncedHeads: Bool = false) throws {
         // Take the record first: a range marked done after this point was not covered by the
         // sync below and must wait for the next one.
         var snapshot: Sidecar = lock.withLock {
@@ -323,16 +336,44 @@ public final class StagingFile: @unchecked Sendable {
             return r
         }
         let durable = lock.withLock { durableDone }
-        if snapshot.done != durable || snapshot.partial == nil || StagingFile.bootID == nil {
+        if unsyncedHeads, snapshot.done == durable, snapshot.partial != nil, let boot = StagingFile.bootID {
+            snapshot.partialBoot = boot
+        } else {
             guard fdatasync(fd) == 0 else { throw CacheError.io(path: dataURL.path, operation: "sync", errno: errno) }
             snapshot.partialBoot = nil
-        } else {
-            snapshot.partialBoot = StagingFile.bootID
         }
+        defer { if snapshot.partialBoot == nil { lock.withLock { durableDone = snapshot.done } } }
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
-        try AtomicFile.write(try encoder.encode(snapshot), to: sidecarURL)
-        if snapshot.partialBoot == nil { lock.withLock { durableDone = snapshot.done } }
+        let data = try encoder.encode(snapshot)
+        do {
+            try AtomicFile.write(data, to: sidecarURL)
+        } catch CacheError.io(_, _, let code) where DiskSpace.isFull(code) {
+            // The disk is full: no room for the temp file. The sidecar's own block is already
+            // allocated, so it is rewritten in place; a torn write (a crash right now) only makes
+            // it unreadable, which restarts the file: never wrong bytes.
+            try rewriteInPlace(data, at: sidecarURL.path)
+        }
+    }
+
+    private func rewriteInPlace(_ data: Data, at path: String) throws {
+        let fd = open(path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC)
+        guard fd >= 0 else { throw CacheError.io(path: path, operation: "rewrite (disk full)", errno: errno) }
+        defer { close(fd) }
+        let written = data.withUnsafeBytes { pwrite(fd, $0.baseAddress, $0.count, 0) }
+        guard written == data.count, ftruncate(fd, off_t(data.count)) == 0, fsync(fd) == 0 else {
+            throw CacheError.io(path: path, operation: "rewrite (disk full)", errno: errno)
+        }
+    }
+
+    /// Bytes still to fetch: the file minus done ranges and the durable heads of the others.
+    public var remainingBytes: Int64 {
+        lock.withLock {
+            let done = record.done.reduce(Int64(0)) { sum, i in
+                sum + min(file.size, Int64(i + 1) * rangeSize) - Int64(i) * rangeSize
+            }
+            return max(0, file.size - done - (record.partial ?? []).reduce(0) { $0 + $1.bytes })
+        }
     }
 
     /// Checks size and content (SHA-256 for LFS files, the git blob id for the rest), then renames

@@ -90,7 +90,7 @@ public final class HuggingFaceDownloader: Sendable {
 
     /// The same call, blocking the calling thread (command-line tools, worker processes).
     /// `requestTimeout` bounds the wait for a request handed to speech-fetchd (then
-    /// `DownloadError.timedOut`; the transfer goes on).
+    /// `HandoffError.timedOut`; the transfer goes on).
     /// `huggingFaceCache` writes the repo into that huggingface_hub cache (`models--org--name`,
     /// blobs, snapshots, refs) instead of `<base>/models/org/name`; `cacheBaseDir` then names only
     /// the base whose spool a daemon serves.

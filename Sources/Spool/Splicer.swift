@@ -79,11 +79,11 @@ public struct Splicer: Sendable {
                     guard let gone = spool.goneParts(of: plan.jobName(index), rangeLength: r.end - r.start + 1),
                           gone.size > staging.partialBytes(index),
                           let copied = try? staging.splicePrefix(partAt: gone.path, index: index), copied > 0 else { continue }
-                    staging.notePartial(index, bytes: copied)
+                    staging.recordPartial(index, bytes: copied)
                     salvaged = true
                 }
             }
-            if salvaged && spliced.isEmpty { try staging.persist() }  // recorded for this boot
+            if salvaged && spliced.isEmpty { try staging.persist() }  // synced before recorded
             if !spliced.isEmpty {
                 try staging.advanceHash()
                 try staging.persist()  // durable before the parts go

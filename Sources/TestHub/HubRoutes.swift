@@ -65,7 +65,7 @@ struct HubRoutes {
             ("id", .string(repo)),
             ("modelId", .string(repo)),
             ("author", .string(String(repo.split(separator: "/")[0]))),
-            ("sha", .string(snapshot.commit)),
+            ("sha", .string(state.forgedCommit(repo) ?? snapshot.commit)),
             ("lastModified", .string(modified)),
             ("createdAt", .string(modified)),
             ("private", .bool(state.isPrivate(repo))),
@@ -110,6 +110,7 @@ struct HubRoutes {
                 page.append(.object([("type", .string("file")), ("oid", .string(String(repeating: "0", count: 40))),
                                      ("size", .int(forged.size)), ("path", .string(forged.path))]))
             }
+            for json in state.rawForgedEntries(snapshot.repo) { page.append(.raw(json)) }
         }
         var headers: [(name: String, value: String)] = [("X-Repo-Commit", snapshot.commit)]
         if end < listing.count {

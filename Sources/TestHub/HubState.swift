@@ -58,6 +58,15 @@ final class HubState: @unchecked Sendable {
 
     func forgedEntries(_ repo: String) -> [(path: String, size: Int)] { lock.withLock { forged[repo] ?? [] } }
 
+    /// Tree entries given as raw JSON text, and commit ids the revision answer claims, per repo.
+    private var rawForged: [String: [String]] = [:]
+    private var forgedCommits: [String: String] = [:]
+
+    func forgeRawTreeEntry(_ repo: String, json: String) { lock.withLock { rawForged[repo, default: []].append(json) } }
+    func rawForgedEntries(_ repo: String) -> [String] { lock.withLock { rawForged[repo] ?? [] } }
+    func forgeCommit(_ repo: String, sha: String) { lock.withLock { forgedCommits[repo] = sha } }
+    func forgedCommit(_ repo: String) -> String? { lock.withLock { forgedCommits[repo] } }
+
     func isGated(_ repo: String) -> Bool { lock.withLock { gatedTokens[repo] != nil } }
     func isPrivate(_ repo: String) -> Bool { lock.withLock { privateTokens[repo] != nil } }
 

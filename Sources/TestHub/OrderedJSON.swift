@@ -10,6 +10,8 @@ enum OrderedJSON {
     case null
     case array([OrderedJSON])
     case object([(String, OrderedJSON)])
+    /// JSON text written as given (a hostile server's entries: numbers past 2^64, missing fields).
+    case raw(String)
 
     /// The compact UTF-8 text of this value.
     var data: Data { Data(text.utf8) }
@@ -33,6 +35,7 @@ enum OrderedJSON {
         case .double(let d): out += d.isFinite ? String(d) : "null"
         case .bool(let b): out += b ? "true" : "false"
         case .null: out += "null"
+        case .raw(let text): out += text
         case .array(let items):
             out += "["
             for (i, item) in items.enumerated() {

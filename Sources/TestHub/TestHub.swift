@@ -74,6 +74,18 @@ public final class TestHub: @unchecked Sendable {
         state.forgeTreeEntry(repo, path: path, size: size)
     }
 
+    /// Makes the tree listing of `repo` also carry `json`, written as given (a size past 2^64,
+    /// an entry without `oid`, a non-hex LFS oid): a broken server, for testing that clients
+    /// refuse a bad entry at resolve time (from tests only).
+    public func forgeTreeEntry(_ repo: String, json: String) {
+        state.forgeRawTreeEntry(repo, json: json)
+    }
+
+    /// Makes the revision answer of `repo` claim `sha` as its commit (e.g. not hex), from tests only.
+    public func forgeCommit(_ repo: String, sha: String) {
+        state.forgeCommit(repo, sha: sha)
+    }
+
     // MARK: - Repos
 
     /// Writes files of deterministic pseudo-random bytes into `root/<repo>/`, each seeded

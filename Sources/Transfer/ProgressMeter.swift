@@ -5,7 +5,8 @@ import HubClient
 /// Counts a run's bytes and files and reports them at most every 0.1 s (or at once when forced).
 /// Used on the run's thread only.
 final class ProgressMeter {
-    private let progress: @Sendable (TransferProgress) -> Void
+    /// Where reports go (the caller's callback).
+    let progress: @Sendable (TransferProgress) -> Void
     private(set) var completedBytes: Int64 = 0
     private var totalBytes: Int64 = 0
     private var filesDone = 0

@@ -53,10 +53,12 @@ public final class RangeFetch: @unchecked Sendable {
                                       connectTimeout: settings.connectTimeout, stallTimeout: settings.stallTimeout)
             request.range = (writer.next, end)
             let isHubOrigin = client.endpoint.isSameOrigin(url)
-            session.prepare(request, onResponse: { [url] status, headers in
-                writer.accept(status: status, headers: headers, url: url, ranged: true, isHubOrigin: isHubOrigin)
-            }, onBody: { bytes in
-                writer.write(bytes) && !isCancelled()
+            // Weakly: the handle keeps its callbacks until its next request, and the part file
+            // must be closed when this fetch returns (it is published or deleted next).
+            session.prepare(request, onResponse: { [url, weak writer] status, headers in
+                writer?.accept(status: status, headers: headers, url: url, ranged: true, isHubOrigin: isHubOrigin) ?? .abort
+            }, onBody: { [weak writer] bytes in
+                (writer?.write(bytes) ?? false) && !isCancelled()
             })
             let decision = policy.decide(session.performBlocking(), writer: writer, count: &count,
                                          context: RangeContext(repo: repo, commit: commit, path: file.path, url: url))
@@ -75,8 +77,8 @@ public final class RangeFetch: @unchecked Sendable {
             case .locateAgain:
                 url = try locator.locate(file, repo: repo, commit: commit)
                 locations[key] = url
-            case .restartAsOneStream:
-                preconditionFailure("a worker's policy never restarts a file as one stream")
+            case .restartAsOneStream:  // not offered to a worker (`canRestartAsOneStream` is false)
+                throw HubError.badResponse(url: url, reason: "the server ignores Range requests")
             case .fail(let error):
                 throw error
             }

@@ -40,7 +40,6 @@ final class FileTask: @unchecked Sendable {
         let done = staging.doneRanges
         pending = staging.rangeCount - done.count
         countedBytes = done.reduce(0) { sum, i in let r = staging.range(i); return sum + r.end - r.start + 1 }
-        for i in 0..<staging.rangeCount where !done.contains(i) { countedBytes += staging.partialBytes(i) }
         notedBytes = countedBytes
         queue = DispatchQueue(label: "speech-fetch.file.\(file.path)")
         syncQueue = DispatchQueue(label: "speech-fetch.sync.\(file.path)")
@@ -55,27 +54,14 @@ final class RangeJob {
     var count = RangeAttemptCount()
     var notBefore = Date.distantPast
     var url: String
-    /// `writer.written` when last noted in the staging file's record (partial-range resume).
-    var noted: Int64
+    /// `writer.written` when its head was last recorded in the staging file's record.
+    var noted: Int64 = 0
 
-    /// A range resumes after the bytes its file's sidecar recorded as durable.
     init(task: FileTask, index: Int?, start: Int64, end: Int64) {
         self.task = task
         self.index = index
-        let resumed = index.map { task.staging.partialBytes($0) } ?? 0
-        self.writer = RangeWriter(start: start, end: end, fileSize: task.file.size, into: task.staging, pin: task.pin,
-                                  alreadyWritten: resumed)
+        self.writer = RangeWriter(start: start, end: end, fileSize: task.file.size, into: task.staging, pin: task.pin)
         self.url = task.url
-        noted = writer.written
-    }
-
-    /// Notes this range's new bytes in its file's record (made durable by the next sync);
-    /// true when there was something new.
-    func noteProgress() -> Bool {
-        guard let index, writer.written != noted, !writer.isComplete else { return false }
-        task.staging.notePartial(index, bytes: writer.written)
-        noted = writer.written
-        return true
     }
 
     /// A Range header is sent for ranged files and for any resume.

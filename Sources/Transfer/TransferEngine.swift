@@ -46,7 +46,6 @@ final class TransferRun: @unchecked Sendable {
     let policy: RangeAttemptPolicy
     let locator: FileLocator
     let meter: ProgressMeter
-    let progress: @Sendable (TransferProgress) -> Void
 
     // The loop's state (TransferLoop).
     let multi = CurlMulti()
@@ -55,10 +54,12 @@ final class TransferRun: @unchecked Sendable {
     var active: [ObjectIdentifier: (job: RangeJob, easy: CurlEasy)] = [:]
     var tasks: [FileTask] = []
     var fatal: Error?
-    /// How often the bytes of a file's ranges in flight are recorded (each time after a sync of
-    /// the file): after this long, or after this many new bytes of the file, whichever is first.
+    /// How often the heads of a file's ranges in flight are recorded (with its next sidecar
+    /// write): after this long, or after this many new bytes of the file, whichever is first.
     static let partialNoteInterval: TimeInterval = 0.25
     static let partialNoteBytes: Int64 = 4 << 20
+    /// Errors of single files (the first is thrown once the other files are done).
+    var failedFiles: [Error] = []
     lazy var durability = FileDurability(wake: { [multi] in multi.wakeup() })
 
     /// Staging locks this run holds (one per file it writes), and files another process holds.
@@ -71,7 +72,6 @@ final class TransferRun: @unchecked Sendable {
         self.repo = repo
         self.commit = commit
         self.directory = directory
-        self.progress = progress
         self.isCancelled = isCancelled
         policy = RangeAttemptPolicy(retry: engine.settings.retry, canRestartAsOneStream: true)
         locator = FileLocator(client: engine.client, rangeThreshold: engine.settings.rangeThreshold)
@@ -86,9 +86,15 @@ final class TransferRun: @unchecked Sendable {
             try loop()
             locks.releaseAll()
             try waitForOtherWriters()
+            for task in tasks { task.syncQueue.sync {} }  // failed files' progress is recorded
+            if let first = failedFiles.first { throw first }
         } catch {
             shutDown()
-            throw error
+            // A full disk: the staging files and sidecars stay (with the heads of unfinished
+            // ranges), and the error says how much more room the rest needs.
+            throw DiskSpace.explain(error, directory: directory,
+                                    needed: tasks.filter { !$0.finalizing }.reduce(0) { $0 + $1.staging.remainingBytes },
+                                    staged: tasks.filter { !$0.finalizing }.map(\.file.path))
         }
         meter.report(force: true)
     }
@@ -114,7 +120,7 @@ final class TransferRun: @unchecked Sendable {
             }
             if !takeOver.isEmpty {
                 let run = TransferRun(engine: engine, repo: repo, commit: commit, directory: directory,
-                                      progress: progress, isCancelled: isCancelled)
+                                      progress: meter.progress, isCancelled: isCancelled)
                 try run.execute(takeOver, alreadyComplete: [])
                 for file in takeOver { meter.fileDone(nil, bytes: file.size) }
             } else if !heldElsewhere.isEmpty {
@@ -125,10 +131,37 @@ final class TransferRun: @unchecked Sendable {
 
     var owner: LockOwner { LockOwner(node: settings.node) }
 
+    /// Records how far into its range `job` got (durable once the next persist has synced).
+    func recordHead(_ job: RangeJob) {
+        guard let index = job.index, job.task.ranged, !job.task.wholeFallback, !job.task.finalizing, !job.writer.isComplete else { return }
+        let head = job.writer.start + job.writer.written - job.task.staging.range(index).start
+        if head > 0 { job.task.staging.recordPartial(index, bytes: head) }
+    }
+
+    /// One file cannot be fetched (404, gated, changed on the server, retries used up, checksum):
+    /// its jobs stop and its progress is kept, the other files of the set go on to be finalized,
+    /// and the call fails at the end naming this file. Only what concerns every file (a full
+    /// disk, a lost lock, cancelling) stops the whole set.
+    func failFile(_ task: FileTask, _ error: Error) {
+        guard !task.finalizing else { return }
+        task.finalizing = true
+        ready.removeAll { $0.task === task }
+        for (key, entry) in active where entry.job.task === task {
+            multi.remove(entry.easy)
+            active.removeValue(forKey: key)
+            idleHandles.append(entry.easy)
+        }
+        task.syncQueue.async { try? task.staging.persist() }
+        failedFiles.append(error)
+        durability.countFailed()
+    }
+
     /// Stops every transfer and makes the progress so far durable, for a resume.
     private func shutDown() {
-        notePartialRanges()
         for (_, entry) in active { multi.remove(entry.easy) }
+        // The heads of unfinished ranges go into the sidecar (after the sync below), so the
+        // next call resumes each range where it stopped, not from its start.
+        for job in active.values.map(\.job) + ready { recordHead(job) }
         active.removeAll()
         durability.settle(tasks)
         locks.releaseAll()

@@ -24,8 +24,8 @@ extension TransferRun {
             // Ranges in flight are noted as they grow (per file, every `partialNoteInterval` or
             // `partialNoteBytes`), so a killed process's successor asks only for the rest.
             notePartialRangesWhenDue()
-            // Done ranges (and the noted part of those in flight) become durable promptly: one
-            // sync at a time per file, so a crash loses at most the last interval's bytes.
+            // Done ranges become durable promptly (and the heads of those in flight are recorded):
+            // one sidecar write at a time per file, so a kill loses at most the last interval's bytes.
             for task in tasks where task.dirty { durability.scheduleSync(task) }
             if locks.anyLost {
                 throw CacheError.io(path: directory.stagingDirectory.path,
@@ -36,12 +36,14 @@ extension TransferRun {
         }
     }
 
-    /// Notes how far each unfinished range has come in its file's record; the file's next sync
-    /// makes those bytes durable before the sidecar claims them. `only`: just these files.
+    /// Notes how far each unfinished range has come in its file's record; the file's next
+    /// sidecar write records it (`persist(unsyncedHeads:)`). `only`: just these files.
     func notePartialRanges(only due: Set<ObjectIdentifier>? = nil) {
-        for job in active.values.map(\.job) + ready where !job.task.finalizing {
+        for job in active.values.map(\.job) + ready where !job.task.finalizing && job.writer.written != job.noted {
             if let due, !due.contains(ObjectIdentifier(job.task)) { continue }
-            if job.noteProgress() { job.task.dirty = true }
+            recordHead(job)
+            job.noted = job.writer.written
+            job.task.dirty = true
         }
     }
 
@@ -64,7 +66,8 @@ extension TransferRun {
     private func collectFinalized() {
         for (task, error) in durability.takeFinalized() {
             if let error {
-                if fatal == nil { fatal = error }
+                // A file that did not verify was deleted; the others go on.
+                failedFiles.append(error)
                 continue
             }
             meter.fileDone(task.file.path)
@@ -88,10 +91,13 @@ extension TransferRun {
         let easy = idleHandles.popLast() ?? CurlEasy()
         let writer = job.writer
         writer.beginAttempt()
-        writer.onWritten = { [unowned self] bytes in
-            job.task.countedBytes += bytes
+        // The task, not the job: the job holds this writer, so capturing it would be a cycle
+        // that keeps the staging file (and its descriptor) open after the run.
+        let task = job.task
+        writer.onWritten = { [unowned meter] bytes in
+            task.countedBytes += bytes
             meter.add(bytes: bytes)
-            meter.currentFile = job.task.file.path
+            meter.currentFile = task.file.path
         }
         var request = HTTPRequest(url: job.url, headers: engine.client.headers(for: job.url),
                                   connectTimeout: settings.connectTimeout, stallTimeout: settings.stallTimeout)
@@ -129,12 +135,18 @@ extension TransferRun {
                 job.url = url
                 ready.insert(job, at: 0)
             } catch {
-                fail(error)
+                failFile(job.task, error)
             }
         case .restartAsOneStream:
             restartAsOneStream(job.task)
         case .fail(let error):
-            fail(error)
+            if case .write = job.writer.refusal {
+                // The disk (not this file) failed: keep what reached it, and stop the set.
+                recordHead(job)
+                fail(error)
+            } else {
+                failFile(job.task, error)
+            }
         }
     }
 
@@ -162,7 +174,7 @@ extension TransferRun {
     /// The server ignored Range: forget this file's ranges and fetch it as one stream from byte 0.
     private func restartAsOneStream(_ task: FileTask) {
         guard !task.wholeFallback else {
-            return fail(HubError.badResponse(url: task.url, reason: "the server ignores Range even for a whole-file request"))
+            return failFile(task, HubError.badResponse(url: task.url, reason: "the server ignores Range even for a whole-file request"))
         }
         task.wholeFallback = true
         ready.removeAll { $0.task === task }

@@ -28,7 +28,7 @@ extension TransferRun {
             if ranged { large.append(task) }
         }
         try locate(large)
-        for task in tasks {
+        for task in tasks where !task.finalizing {
             if task.pending == 0 {
                 durability.startFinalize(task)
                 continue
@@ -36,7 +36,13 @@ extension TransferRun {
             let done = task.staging.doneRanges
             for i in 0..<task.staging.rangeCount where !done.contains(i) {
                 let r = task.staging.range(i)
-                ready.append(RangeJob(task: task, index: i, start: r.start, end: r.end))
+                // The durable head an earlier run recorded (it stopped early): ask for the rest.
+                let head = task.ranged ? task.staging.partialBytes(i) : 0
+                if head > 0 {
+                    task.countedBytes += head
+                    meter.add(bytes: head)
+                }
+                ready.append(RangeJob(task: task, index: i, start: r.start + head, end: r.end))
             }
         }
     }
@@ -48,6 +54,11 @@ extension TransferRun {
         DispatchQueue.concurrentPerform(iterations: large.count) { i in
             results[i] = Result { try locator.source(of: large[i].file, repo: repo, commit: commit) }
         }
-        for (i, task) in large.enumerated() { task.url = try results[i]!.get() }
+        for (i, task) in large.enumerated() {
+            switch results[i]! {
+            case .success(let url): task.url = url
+            case .failure(let error): failFile(task, error)  // the other files go on
+            }
+        }
     }
 }

@@ -22,6 +22,19 @@ final class DownloadTests: HubTestCase {
         ])
     }
 
+    func testAFinishedDownloadKeepsNoFileOfTheCacheOpen() throws {
+        // An app calls download many times in one process: nothing of a finished run (a staging
+        // file, a sidecar) may stay open, even after a cut connection made a range try again.
+        try makeRepo()
+        hub.setFault(.dropConnection(afterBytes: 100_000, times: 2), for: "\(repo)/model.safetensors")
+        try download(repo)
+        let cache = cacheBase.resolvingSymlinksInPath().path
+        let open = ((try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []).compactMap {
+            try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\($0)")
+        }.filter { $0.hasPrefix(cache) }
+        XCTAssertEqual(open, [], "descriptors left open in the cache")
+    }
+
     func testDownloadPlacesVerifiedFilesAndRemovesStaging() throws {
         try makeRepo()
         let log = ProgressLog()

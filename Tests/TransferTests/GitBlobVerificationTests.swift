@@ -54,6 +54,8 @@ final class GitBlobVerificationTests: DaemonTestCase {
         }
         XCTAssertFalse(FileManager.default.fileExists(atPath: finalFile.path),
                        "the splicer never renames a corrupt git file into place; log:\n\(contents(daemon.log))")
+        waitUntil(timeout: 5) { self.stagingNames().isEmpty }
+        XCTAssertEqual(stagingNames(), [], "no staging, sidecar or lock is left after the failed check")
 
         hub.clearFaults()
         let result = try download(repo)

@@ -124,6 +124,31 @@ final class HubCacheTests: HubTestCase {
     }
 }
 
+final class HubBlobLockTests: XCTestCase {
+    func testTheLockIsFlockOnAFileThatStaysAndAWaitCanBeBounded() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("hub-lock-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let path = dir.path + "/.locks/models--org--m/abc.lock"
+        let first = try XCTUnwrap(HubBlobLock.acquire(path))
+        var st = stat()
+        XCTAssertEqual(stat(path, &st), 0)
+        XCTAssertEqual(st.st_mode & 0o777, 0o664, "group-writable, as huggingface_hub makes it")
+        // Another holder (its own open file description, as another process would have) waits.
+        let started = Date()
+        XCTAssertNil(HubBlobLock.acquire(path, timeout: 0.3), "held elsewhere")
+        XCTAssertGreaterThanOrEqual(Date().timeIntervalSince(started), 0.3)
+        let fd = open(path, O_RDWR)
+        defer { close(fd) }
+        XCTAssertEqual(flock(fd, LOCK_EX | LOCK_NB), -1, "an flock(2) holder, as Python's filelock sees it")
+        first.release()
+        XCTAssertEqual(access(path, F_OK), 0, "released, the file stays")
+        XCTAssertEqual(flock(fd, LOCK_EX | LOCK_NB), 0)
+        XCTAssertNil(HubBlobLock.acquire(path, timeout: 0.1), "now Python's side holds it")
+        flock(fd, LOCK_UN)
+        XCTAssertNotNil(HubBlobLock.acquire(path, timeout: 1))
+    }
+}
+
 /// A flag set once from any thread.
 final class StopFlag: @unchecked Sendable {
     private let lock = NSLock()

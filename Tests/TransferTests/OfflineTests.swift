@@ -191,7 +191,7 @@ final class OfflineTests: HubTestCase {
             let sha = SHA256.hex(of: data)
             let sidecar = Sidecar(path: path, size: Int64(data.count), rangeSize: 256 << 10, commit: commit,
                                   etag: sha, sha256: sha, done: [0], hashedBytes: 0, hashState: nil,
-                                  partial: ["1": Int64(kept)], partialBoot: boot)
+                                  partial: [PartialRange(index: 1, bytes: Int64(kept))], partialBoot: boot)
             try JSONEncoder().encode(sidecar).write(to: staging.appendingPathComponent(path + ".sidecar.json"))
             hub.resetCounters()
             try download(repo)

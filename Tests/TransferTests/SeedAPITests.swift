@@ -1,6 +1,7 @@
 // The seed library's names on Linux (docs/api.md): weightsExist's rules, downloadWeights offline
 // and online, the stall guard on a wedged and on a growing transfer, and backgroundTransfer
 // handing the bytes to speech-fetchd's workers, where a cancelled waiter only detaches.
+import Daemon
 import Foundation
 import ModelCache
 import SpeechFetch
@@ -156,6 +157,25 @@ final class SeedAPITests: DaemonTestCase {
         let answered = FractionLog()
         HuggingFaceDownloader.handleBackgroundSessionEvents(identifier: "com.example.models") { answered.add(1) }
         XCTAssertEqual(answered.all, [1], "answered at once")
+    }
+}
+
+extension SeedAPITests {
+    func testResourceTimeoutBoundsTheWaitForADaemonHostedRequest() async throws {
+        try TestHub.generateRepo(root: root, repo: repo, files: ["model.safetensors": 4 << 20])
+        hub.setFault(.rateLimit(bytesPerSecond: 64 << 10), for: "\(repo)/model.safetensors")  // several seconds
+        useSharedDownloader()
+        HuggingFaceDownloader.backgroundTransfer = BackgroundTransferConfiguration(sessionIdentifier: "t", resourceTimeout: 1)
+        let started = Date()
+        do {
+            try await HuggingFaceDownloader.downloadWeights(modelId: repo, to: target)
+            XCTFail("the request outlasts its resource timeout")
+        } catch HandoffError.timedOut(let repo) {
+            XCTAssertEqual(repo, self.repo)
+        }
+        if let daemon = supervisorPid() { adoptStranger(daemon) }
+        XCTAssertLessThan(Date().timeIntervalSince(started), 10)
+        XCTAssertFalse(names("requests").isEmpty, "the request stays for speech-fetchd")
     }
 }
 
