@@ -41,11 +41,12 @@ public struct Handoff: Sendable {
     }
 
     /// Splices parts a daemon (or a dead worker) left for these files before the embedded
-    /// engine starts, so no published byte is fetched again.
+    /// engine starts, so no published byte is fetched again; a gone worker's unfinished part
+    /// becomes its range's recorded partial bytes.
     public func adopt(_ files: [RepoFile], commit: String, directory: ModelDirectory) {
         for file in files {
             let key = PlannedFile.key(modelDir: directory.path, path: file.path, commit: commit)
-            if let plan = spool.plannedFile(key) { Splicer(spool: spool).splice(plan) }
+            if let plan = spool.plannedFile(key) { Splicer(spool: spool).splice(plan, salvagingTempParts: true) }
         }
     }
 

@@ -131,10 +131,13 @@ public final class Worker: @unchecked Sendable {
         let lease = settings.lease
         do {
             let repo = try RepoID(plan.repo)
+            // A part a killed claimant of this range left behind is adopted: only its tail is fetched.
+            let adopted = spool.adoptPart(claim, as: temp, rangeLength: range.end - range.start + 1)
+            if adopted > 0 { log("\(plan.file.path) part \(claim.index): adopted \(adopted) bytes a gone worker left") }
             // The lease is refreshed while bytes arrive; a claim that was revoked meanwhile
             // (this worker looked dead) makes the worker give the range up.
             try fetcher.fetch(plan.file, repo: repo, commit: plan.commit, start: range.start, end: range.end, into: temp,
-                              sync: false, onProgress: {
+                              resumeFrom: adopted, sync: false, onProgress: {
                                   if Date().timeIntervalSince(lastRefresh) >= lease / 4 {
                                       lastRefresh = Date()
                                       revoked = !spool.refresh(claim)
@@ -167,11 +170,15 @@ public final class Worker: @unchecked Sendable {
                 }
             }
         } catch is CancellationError {
-            unlink(temp)
             if claim.duplicateOf != nil {
+                unlink(temp)
                 unlink(claim.path)
                 if revoked { log("endgame: \(plan.file.path) part \(claim.index) published by its claimant first; the duplicate stopped") }
-            } else if !revoked {
+            } else if revoked {
+                unlink(temp)  // another claimant has the range now
+            } else {
+                // Stopping (drained, or the supervisor is gone): the part stays for the next
+                // claimant, or a caller taking over, to adopt once this process has exited.
                 spool.unclaim(claim)
             }
         } catch let error as CacheError {

@@ -28,9 +28,14 @@ public struct Sidecar: Codable, Sendable, Equatable {
     /// e.g. the disk filled up), so a resume asks only for the rest of each. Absent in older
     /// sidecars.
     public var partial: [PartialRange]?
+    /// The boot (`/proc/sys/kernel/random/boot_id`) in which `partial` was recorded without a
+    /// sync of the staging file: its bytes are in the page cache, which survives a process kill
+    /// but not a reboot, so another boot ignores it. Absent: `partial`'s bytes were synced.
+    public var partialBoot: String?
 
     public init(path: String, size: Int64, rangeSize: Int64, commit: String, etag: String, sha256: String?,
-                done: [Int], hashedBytes: Int64, hashState: String?, partial: [PartialRange]? = nil) {
+                done: [Int], hashedBytes: Int64, hashState: String?, partial: [PartialRange]? = nil,
+                partialBoot: String? = nil) {
         self.path = path
         self.size = size
         self.rangeSize = rangeSize
@@ -41,6 +46,7 @@ public struct Sidecar: Codable, Sendable, Equatable {
         self.hashedBytes = hashedBytes
         self.hashState = hashState
         self.partial = partial
+        self.partialBoot = partialBoot
     }
 
     func matches(_ other: Sidecar) -> Bool {
@@ -142,10 +148,15 @@ public final class StagingFile: @unchecked Sendable {
         let doneSet = Set(record.done)
         let size = file.size
         let ranges = wanted.rangeSize
-        record.partial = record.partial?.filter { p in
+        // Heads recorded without a sync count only in the boot that wrote them: after a power
+        // loss those bytes may be garbage.
+        let trusted = record.partialBoot == nil || record.partialBoot == StagingFile.bootID
+        record.partial = trusted ? record.partial?.filter { p in
             p.index >= 0 && p.index < count && !doneSet.contains(p.index) && p.bytes > 0
                 && p.bytes < min(size, Int64(p.index + 1) * ranges) - Int64(p.index) * ranges
-        }
+        } : nil
+        if record.partial?.isEmpty == true { record.partial = nil }
+        record.partialBoot = nil
         var hasher = SHA256()
         if let state = record.hashState, let data = Data(base64Encoded: state), let restored = SHA256(savedState: data),
            restored.count == record.hashedBytes,
@@ -157,12 +168,23 @@ public final class StagingFile: @unchecked Sendable {
         }
         self.record = record
         self.hasher = hasher
+        durableDone = record.done.sorted()
         if kept == nil && count > 1 {
             // A sidecar from the start: whatever stops this transfer (a full disk before any
             // range is done), the next call finds the staging file it belongs to and keeps it.
             try persist()
         }
     }
+
+    /// The done ranges of the last record written after a sync of the staging file.
+    private var durableDone: [Int] = []
+
+    /// This boot's id (nil when unknown: every record then follows a sync).
+    static let bootID: String? = {
+        guard let text = try? String(contentsOfFile: "/proc/sys/kernel/random/boot_id", encoding: .utf8) else { return nil }
+        let id = text.trimmingCharacters(in: .whitespacesAndNewlines)
+        return id.isEmpty ? nil : id
+    }()
 
     deinit { close(fd) }
 
@@ -225,8 +247,19 @@ public final class StagingFile: @unchecked Sendable {
     /// Copies a completed part (a file holding exactly range `index`) into place in the kernel
     /// (reflink where the filesystem shares blocks, else copy_file_range), without marking it done.
     public func splice(partAt partPath: String, index: Int) throws {
+        _ = try splice(partAt: partPath, index: index, wholeRange: true)
+    }
+
+    /// Copies the first bytes of range `index` from a part a worker did not finish (a file
+    /// holding a prefix of the range) into place; returns how many. Marks nothing: the caller
+    /// records them (`recordPartial`) for the next `persist`, which syncs them first.
+    public func splicePrefix(partAt partPath: String, index: Int) throws -> Int64 {
+        try splice(partAt: partPath, index: index, wholeRange: false)
+    }
+
+    private func splice(partAt partPath: String, index: Int, wholeRange: Bool) throws -> Int64 {
         let r = range(index)
-        let length = r.end - r.start + 1
+        let rangeLength = r.end - r.start + 1
         let part = SharedFS.retry { open(partPath, O_RDONLY | O_NOFOLLOW | O_CLOEXEC) }
         guard part >= 0 else { throw CacheError.io(path: partPath, operation: "open part", errno: errno) }
         defer { close(part) }
@@ -235,13 +268,17 @@ public final class StagingFile: @unchecked Sendable {
         guard SharedFS.retry({ fstat(part, &st) }) == 0 else {
             throw CacheError.io(path: partPath, operation: "read the size of part", errno: errno)
         }
-        guard Int64(st.st_size) == length else {
-            throw CacheError.sizeMismatch(path: partPath, expected: length, actual: Int64(st.st_size))
+        let size = Int64(st.st_size)
+        guard wholeRange ? size == rangeLength : size <= rangeLength else {
+            throw CacheError.sizeMismatch(path: partPath, expected: rangeLength, actual: size)
         }
-        // A part that continues the hashed prefix is copied through memory and hashed on the way:
-        // its bytes are read once, instead of copied in the kernel and read back for the hash
-        // (through a network filesystem's client, the read-back is most of a splice's cost).
-        if file.sha256 != nil, let prefix = lock.withLock({ record.hashedBytes == r.start ? hasher : nil }) {
+        let length = size
+        if length == 0 { return 0 }
+        // A whole part that continues the hashed prefix is copied through memory and hashed on the
+        // way: its bytes are read once, instead of copied in the kernel and read back for the hash
+        // (through a network filesystem's client, the read-back is most of a splice's cost). A
+        // prefix is never hashed: the hash covers done ranges only.
+        if wholeRange, file.sha256 != nil, let prefix = lock.withLock({ record.hashedBytes == r.start ? hasher : nil }) {
             var h = prefix
             try copyThroughMemory(from: part, partPath: partPath, at: 0, to: r.start, count: length) { h.update($0) }
             lock.withLock {
@@ -250,9 +287,9 @@ public final class StagingFile: @unchecked Sendable {
                     record.hashedBytes = r.start + length
                 }
             }
-            return
+            return length
         }
-        if sf_clone_range(part, 0, length, fd, r.start) == 0 { return }
+        if sf_clone_range(part, 0, length, fd, r.start) == 0 { return length }
         var inOffset: Int64 = 0
         var outOffset: Int64 = r.start
         while inOffset < length {
@@ -261,12 +298,14 @@ public final class StagingFile: @unchecked Sendable {
                 if errno == EINTR { continue }
                 // Across filesystems (EXDEV) or where the kernel cannot: copy through memory.
                 if [EXDEV, EOPNOTSUPP, ENOSYS, EINVAL, EBADF].contains(errno) {
-                    return try copyThroughMemory(from: part, partPath: partPath, at: inOffset, to: outOffset, count: length - inOffset)
+                    try copyThroughMemory(from: part, partPath: partPath, at: inOffset, to: outOffset, count: length - inOffset)
+                    return length
                 }
                 throw CacheError.io(path: dataURL.path, operation: "splice a part into", errno: errno)
             }
             if n == 0 { throw CacheError.sizeMismatch(path: partPath, expected: length, actual: inOffset) }
         }
+        return length
     }
 
     private func copyThroughMemory(from part: Int32, partPath: String, at start: Int64, to destination: Int64, count: Int64,
@@ -349,16 +388,27 @@ public final class StagingFile: @unchecked Sendable {
     }
 
     /// Makes the done ranges durable, then records them (fdatasync before the sidecar rename).
-    public func persist() throws {
+    ///
+    /// `unsyncedHeads`: when only the heads of ranges in flight (`partial`) moved since the last
+    /// synced record, skip the data sync; the record then names this boot (`partialBoot`) and
+    /// its heads count only until a reboot (a process kill leaves them in the page cache).
+    public func persist(unsyncedHeads: Bool = false) throws {
         // Take the record first: a range marked done after this point was not covered by the
         // sync below and must wait for the next one.
-        let snapshot: Sidecar = lock.withLock {
+        var snapshot: Sidecar = lock.withLock {
             var r = record
             r.done.sort()
             r.hashState = r.hashedBytes > 0 ? hasher.savedState.base64EncodedString() : nil
             return r
         }
-        guard fdatasync(fd) == 0 else { throw CacheError.io(path: dataURL.path, operation: "sync", errno: errno) }
+        let durable = lock.withLock { durableDone }
+        if unsyncedHeads, snapshot.done == durable, snapshot.partial != nil, let boot = StagingFile.bootID {
+            snapshot.partialBoot = boot
+        } else {
+            guard fdatasync(fd) == 0 else { throw CacheError.io(path: dataURL.path, operation: "sync", errno: errno) }
+            snapshot.partialBoot = nil
+        }
+        defer { if snapshot.partialBoot == nil { lock.withLock { durableDone = snapshot.done } } }
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         let data = try encoder.encode(snapshot)

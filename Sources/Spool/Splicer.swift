@@ -40,8 +40,11 @@ public struct Splicer: Sendable {
     }
 
     /// Splices the parts of one file, records them in its sidecar, and finalizes it when whole.
+    /// With `salvagingTempParts` (a caller about to fetch the file itself), the unfinished part of
+    /// a range whose worker is gone is copied in too and recorded as that range's `partial`, so
+    /// the embedded engine asks only for its tail (the part stays for a worker to adopt).
     @discardableResult
-    public func splice(_ plan: PlannedFile) -> SpliceOutcome {
+    public func splice(_ plan: PlannedFile, salvagingTempParts: Bool = false) -> SpliceOutcome {
         let directory = plan.directory
         if directory.isComplete(plan.file) {
             spool.dropPlan(plan)
@@ -94,6 +97,19 @@ public struct Splicer: Sendable {
                     }
                 }
             }
+            var salvaged = false
+            if salvagingTempParts {
+                let finished = staging.doneRanges
+                for index in 0..<plan.rangeCount where !finished.contains(index) && spool.hasPart(plan, index) == false {
+                    let r = staging.range(index)
+                    guard let gone = spool.goneParts(of: plan.jobName(index), rangeLength: r.end - r.start + 1),
+                          gone.size > staging.partialBytes(index),
+                          let copied = try? staging.splicePrefix(partAt: gone.path, index: index), copied > 0 else { continue }
+                    staging.recordPartial(index, bytes: copied)
+                    salvaged = true
+                }
+            }
+            if salvaged && spliced == 0 { try staging.persist() }  // synced before recorded
             if spliced > 0 {
                 try staging.advanceHash()
                 try staging.persist()  // durable before the parts go (at the next pass)

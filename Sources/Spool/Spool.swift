@@ -322,6 +322,58 @@ public final class Spool: @unchecked Sendable {
     /// Where a worker writes a part before publishing it.
     public func partTempPath(_ claim: ClaimedJob) -> String { tempPath("part-\(claim.name)") }
 
+    /// Takes over the part file a gone claimant of `claim`'s job left in `tmp/` (partial-range
+    /// resume): the longest such part is renamed to `temp` and the others are removed. Gone
+    /// means a dead (or zombie) pid on this node whose part was written since this boot (after a power loss
+    /// unsynced bytes may be garbage, so it is dropped), or another node's part untouched for a
+    /// lease. Returns the bytes the part holds: the range's first bytes, written in order (0:
+    /// nothing to adopt). The final digest check stays the last word on them.
+    public func adoptPart(_ claim: ClaimedJob, as temp: String, rangeLength: Int64) -> Int64 {
+        guard let best = goneParts(of: claim.name, rangeLength: rangeLength, except: (temp as NSString).lastPathComponent),
+              best.size > 0, rename(best.path, temp) == 0 else { return 0 }
+        return best.size
+    }
+
+    /// The longest unfinished part of `job` in `tmp/` whose writer is gone (as `adoptPart`
+    /// judges), if any; the other such parts, and those not to be trusted, are removed.
+    public func goneParts(of job: String, rangeLength: Int64, except mine: String = "") -> (path: String, size: Int64)? {
+        let prefix = "part-\(job)@"
+        var now: Double??
+        var best: (path: String, size: Int64)?
+        for name in SpoolFS.list(tmp) where name.hasPrefix(prefix) && name != mine {
+            let pieces = name.split(separator: "@")
+            guard pieces.count == 4, let pid = Int32(pieces[2]) else { continue }
+            let path = "\(tmp)/\(name)"
+            var st = stat()
+            guard lstat(path, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG else { continue }
+            let mtime = Double(st.st_mtim.tv_sec) + Double(st.st_mtim.tv_nsec) / 1e9
+            if String(pieces[1]) == owner.node {
+                guard !SpoolFS.processRunning(pid) else { continue }
+                if mtime < Spool.bootTime { unlink(path); continue }
+            } else {
+                if now == nil { now = serverNow() }
+                // No reading of the server's clock: no lease can be judged, so nothing is taken.
+                guard let serverTime = now ?? nil, serverTime - mtime > lease else { continue }
+            }
+            let size = Int64(st.st_size)
+            if size > rangeLength { unlink(path); continue }  // not this range's bytes
+            if let kept = best {
+                if size <= kept.size { unlink(path); continue }
+                unlink(kept.path)
+            }
+            best = (path, size)
+        }
+        return best
+    }
+
+    /// When this machine booted (seconds since 1970), from /proc/stat; 0 when unknown.
+    static let bootTime: Double = {
+        guard let stat = try? String(contentsOfFile: "/proc/stat", encoding: .utf8),
+              let line = stat.split(separator: "\n").first(where: { $0.hasPrefix("btime ") }),
+              let value = Double(line.dropFirst(6).trimmingCharacters(in: .whitespaces)) else { return 0 }
+        return value
+    }()
+
     /// Publishes a finished, synced part and drops the claim. The first part of a range wins
     /// (link(2)): false when one was there already (an endgame duplicate, or the claimant it
     /// raced, published first), and this one is discarded. A winning duplicate also removes the
@@ -485,6 +537,13 @@ public final class Spool: @unchecked Sendable {
             unlink(partPath(file, index))
             unlink("\(endgameDir)/\(file.jobName(index))")
         }
+        // Unfinished parts gone workers left for adoption (a live writer's stay: it removes its own).
+        for name in SpoolFS.list(tmp) where name.hasPrefix("part-\(file.key).") {
+            let pieces = name.split(separator: "@")
+            guard pieces.count == 4, let pid = Int32(pieces[2]), String(pieces[1]) == owner.node,
+                  !SpoolFS.processRunning(pid) else { continue }
+            unlink("\(tmp)/\(name)")
+        }
         unlink("\(plansDir)/\(file.key).json")
     }
 
@@ -499,13 +558,18 @@ public final class Spool: @unchecked Sendable {
             guard pieces.count == 4, let pid = Int32(pieces[2]) else { continue }
             let node = String(pieces[1])
             let path = "\(tmp)/\(name)"
-            let stale: Bool
+            var stale: Bool
             if node == owner.node {
                 stale = !SpoolFS.processAlive(pid)
             } else if let now, let mtime = SpoolFS.mtime(path) {
                 stale = now - mtime > 36 * 3600
             } else {
                 stale = false
+            }
+            // A dead worker's part waits for the next claimant of its range to adopt it.
+            if stale, pieces[0].hasPrefix("part-"), node == owner.node,
+               access("\(readyDir)/\(pieces[0].dropFirst(5))", F_OK) == 0 {
+                if let now, let mtime = SpoolFS.mtime(path) { stale = now - mtime > 36 * 3600 } else { stale = false }
             }
             if stale, unlink(path) == 0 { removed += 1 }
         }

@@ -134,4 +134,14 @@ public enum SpoolFS {
 
     /// True when `pid` is a live process on this machine.
     public static func processAlive(_ pid: Int32) -> Bool { LockOwner.isAlive(pid) }
+
+    /// Alive and not a zombie: a killed process whose parent has not reaped it yet writes
+    /// nothing more, so what it left may be taken over.
+    public static func processRunning(_ pid: Int32) -> Bool {
+        guard processAlive(pid) else { return false }
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+              let close = stat.lastIndex(of: ")") else { return true }
+        let state = stat[stat.index(after: close)...].drop { $0 == " " }.first
+        return state != "Z" && state != "X"
+    }
 }

@@ -24,7 +24,8 @@ final class FileDurability: @unchecked Sendable {
         task.syncQueue.async {
             // The record (done ranges, hash state) is taken before the sync, so it never claims
             // bytes the sync did not cover; the hash goes on meanwhile on the file's queue.
-            try? task.staging.persist()
+            // Heads of ranges in flight alone need no data sync (`persist`: this boot only).
+            try? task.staging.persist(unsyncedHeads: true)
             self.lock.withLock { task.syncScheduled = false }
         }
     }

@@ -29,11 +29,18 @@ public final class RangeFetch: @unchecked Sendable {
     /// (a caller that publishes the part later may sync it on its own time).
     /// `onProgress` is called as bytes arrive (a lease refresh); `isCancelled` stops the fetch.
     /// - Throws: `HubError` when the range cannot be had (non-retryable answer, retries exhausted).
+    /// `resumeFrom`: bytes of the range an adopted part at `partPath` already holds; only the
+    /// rest is asked for.
     public func fetch(_ file: RepoFile, repo: RepoID, commit: String, start: Int64, end: Int64, into partPath: String,
-                      sync: Bool = true, onProgress: @escaping () -> Void = {},
+                      resumeFrom: Int64 = 0, sync: Bool = true, onProgress: @escaping () -> Void = {},
                       isCancelled: @escaping () -> Bool = { false }) throws {
-        let part = try PartFile(path: partPath, origin: start)
-        let writer = RangeWriter(start: start, end: end, fileSize: file.size, into: part, pin: EtagPin())
+        let part = try PartFile(path: partPath, origin: start, keep: resumeFrom > 0)
+        let writer = RangeWriter(start: start, end: end, fileSize: file.size, into: part, pin: EtagPin(),
+                                 alreadyWritten: resumeFrom)
+        if writer.isComplete {
+            if sync { try part.sync() }
+            return
+        }
         writer.onWritten = { _ in onProgress() }
         let key = "\(repo)@\(commit)/\(file.path)"
         var url = try locations[key] ?? locator.source(of: file, repo: repo, commit: commit)

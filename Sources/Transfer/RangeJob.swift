@@ -19,6 +19,9 @@ final class FileTask: @unchecked Sendable {
     var pending: Int
     /// Bytes credited to progress for this file.
     var countedBytes: Int64 = 0
+    /// `countedBytes` and the time when this file's ranges in flight were last noted.
+    var notedBytes: Int64 = 0
+    var notedAt = Date()
     var finalizing = false
     var dirty = false
     var syncScheduled = false
@@ -37,6 +40,7 @@ final class FileTask: @unchecked Sendable {
         let done = staging.doneRanges
         pending = staging.rangeCount - done.count
         countedBytes = done.reduce(0) { sum, i in let r = staging.range(i); return sum + r.end - r.start + 1 }
+        notedBytes = countedBytes
         queue = DispatchQueue(label: "speech-fetch.file.\(file.path)")
         syncQueue = DispatchQueue(label: "speech-fetch.sync.\(file.path)")
     }
@@ -50,6 +54,8 @@ final class RangeJob {
     var count = RangeAttemptCount()
     var notBefore = Date.distantPast
     var url: String
+    /// `writer.written` when its head was last recorded in the staging file's record.
+    var noted: Int64 = 0
 
     init(task: FileTask, index: Int?, start: Int64, end: Int64) {
         self.task = task

@@ -21,9 +21,10 @@ final class PartFile: RangeSink {
     let fd: Int32
     let origin: Int64
 
-    /// Creates (or truncates) the part file at `path` for a range starting at `origin`.
-    init(path: String, origin: Int64) throws {
-        fd = SharedFS.retry { open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0o600) }
+    /// Creates (or truncates) the part file at `path` for a range starting at `origin`; with
+    /// `keep`, opens an adopted part as it is (its bytes are the range's first ones).
+    init(path: String, origin: Int64, keep: Bool = false) throws {
+        fd = SharedFS.retry { open(path, O_WRONLY | O_CREAT | (keep ? 0 : O_TRUNC) | O_NOFOLLOW | O_CLOEXEC, 0o600) }
         guard fd >= 0 else { throw CacheError.io(path: path, operation: "create part", errno: errno) }
         self.path = path
         self.origin = origin
@@ -79,12 +80,15 @@ final class RangeWriter {
     /// Called with the count of each chunk written (progress, lease refresh).
     var onWritten: (Int64) -> Void = { _ in }
 
-    init(start: Int64, end: Int64, fileSize: Int64, into sink: RangeSink, pin: EtagPin) {
+    /// - Parameter alreadyWritten: bytes from `start` already on disk (a resumed range): the
+    ///   first attempt asks for the rest.
+    init(start: Int64, end: Int64, fileSize: Int64, into sink: RangeSink, pin: EtagPin, alreadyWritten: Int64 = 0) {
         self.start = start
         self.end = end
         self.fileSize = fileSize
         self.sink = sink
         self.pin = pin
+        written = min(max(0, alreadyWritten), end - start + 1)
     }
 
     var length: Int64 { end - start + 1 }

@@ -54,6 +54,10 @@ final class TransferRun: @unchecked Sendable {
     var active: [ObjectIdentifier: (job: RangeJob, easy: CurlEasy)] = [:]
     var tasks: [FileTask] = []
     var fatal: Error?
+    /// How often the heads of a file's ranges in flight are recorded (with its next sidecar
+    /// write): after this long, or after this many new bytes of the file, whichever is first.
+    static let partialNoteInterval: TimeInterval = 0.25
+    static let partialNoteBytes: Int64 = 4 << 20
     /// Errors of single files (the first is thrown once the other files are done).
     var failedFiles: [Error] = []
     lazy var durability = FileDurability(wake: { [multi] in multi.wakeup() })

@@ -21,8 +21,11 @@ extension TransferRun {
                 idleHandles.append(easy)
                 handle(entry.job, result)
             }
-            // Done ranges become durable promptly: one sync at a time per file, so a crash
-            // loses little more than the ranges in flight.
+            // Ranges in flight are noted as they grow (per file, every `partialNoteInterval` or
+            // `partialNoteBytes`), so a killed process's successor asks only for the rest.
+            notePartialRangesWhenDue()
+            // Done ranges become durable promptly (and the heads of those in flight are recorded):
+            // one sidecar write at a time per file, so a kill loses at most the last interval's bytes.
             for task in tasks where task.dirty { durability.scheduleSync(task) }
             if locks.anyLost {
                 throw CacheError.io(path: directory.stagingDirectory.path,
@@ -31,6 +34,33 @@ extension TransferRun {
             }
             meter.report(force: false)
         }
+    }
+
+    /// Notes how far each unfinished range has come in its file's record; the file's next
+    /// sidecar write records it (`persist(unsyncedHeads:)`). `only`: just these files.
+    func notePartialRanges(only due: Set<ObjectIdentifier>? = nil) {
+        for job in active.values.map(\.job) + ready where !job.task.finalizing && job.writer.written != job.noted {
+            if let due, !due.contains(ObjectIdentifier(job.task)) { continue }
+            recordHead(job)
+            job.noted = job.writer.written
+            job.task.dirty = true
+        }
+    }
+
+    /// Notes the ranges of every file that got `partialNoteBytes` since its last note, or any
+    /// bytes and `partialNoteInterval` has passed.
+    private func notePartialRangesWhenDue() {
+        let now = Date()
+        var due = Set<ObjectIdentifier>()
+        for task in tasks where !task.finalizing && task.countedBytes != task.notedBytes {
+            if task.countedBytes - task.notedBytes >= TransferRun.partialNoteBytes
+                || now.timeIntervalSince(task.notedAt) >= TransferRun.partialNoteInterval {
+                due.insert(ObjectIdentifier(task))
+                task.notedBytes = task.countedBytes
+                task.notedAt = now
+            }
+        }
+        if !due.isEmpty { notePartialRanges(only: due) }
     }
 
     private func collectFinalized() {

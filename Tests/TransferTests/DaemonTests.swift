@@ -83,6 +83,50 @@ final class DaemonTests: DaemonTestCase {
                       "the supervisor replaced the dead worker")
     }
 
+    /// Zero refetch after SIGKILL (issue 14): the next claimant of a killed worker's range adopts
+    /// the part file it left in tmp/ and asks only for the missing tail.
+    func testNextClaimantAdoptsAKilledWorkersPartAndFetchesOnlyTheTail() throws {
+        let size = 2 << 20
+        let bigRange = 1 << 20
+        try TestHub.generateRepo(root: root, repo: repo, files: [path: size])
+        hub.setFault(.rateLimit(bytesPerSecond: 256 << 10), for: file)  // 4 s per range
+        let extra = ["HF_DOWNLOAD_RANGE_CHUNK": "\(bigRange)"]
+        let daemon = try startDaemon(workers: 1, extra: extra)
+        let workers = Set(descendants(of: daemon.process.processIdentifier))
+
+        let client = try speech(["download", repo, "--cache-base", base], extra: extra, hint: "download")
+        guard let (victim, job) = firstClaim(by: workers), let index = PlannedFile.parseJob(job)?.index else {
+            return XCTFail("no worker claimed a job; daemon log:\n\(contents(daemon.log))")
+        }
+        // Kill once a quarter of its range is in its part file.
+        var held = 0
+        let partPrefix = "part-\(job)@"
+        waitUntil(timeout: 20) {
+            for name in self.names("tmp") where name.hasPrefix(partPrefix) && name.contains("@\(victim)@") {
+                let attributes = try? FileManager.default.attributesOfItem(atPath: self.spoolPath("tmp/\(name)"))
+                held = (attributes?[.size] as? Int) ?? 0
+            }
+            return held >= bigRange / 4
+        }
+        XCTAssertEqual(kill(victim, SIGKILL), 0)
+        XCTAssertGreaterThanOrEqual(held, bigRange / 4, "the worker wrote part of its range before it was killed")
+        hub.clearFaults()
+
+        XCTAssertTrue(waitForExit(client.process, timeout: 30), "the download finished")
+        XCTAssertEqual(client.process.terminationStatus, 0, contents(client.stderr))
+        try assertSameBytes(repo, path)
+        let range = index * bigRange ..< min(size, (index + 1) * bigRange)
+        let bodies = hub.servedRanges(for: file).filter { $0.overlaps(range) }
+        print("killed worker \(victim) on range \(index) holding \(held) bytes; bodies of the range: \(bodies)")
+        XCTAssertEqual(bodies.count, 2, "the range was asked for twice: \(bodies)")
+        if let resumed = bodies.last {
+            XCTAssertGreaterThanOrEqual(resumed.lowerBound, range.lowerBound + held,
+                                        "the next claimant asked only for the bytes after the \(held) the part held")
+            XCTAssertEqual(resumed.upperBound, range.upperBound)
+        }
+        XCTAssertTrue(contents(daemon.log).contains("adopted"), "the part was adopted:\n\(contents(daemon.log))")
+    }
+
     func testSilentWorkerLosesItsClaimWhenTheLeaseExpires() throws {
         let size = 4 << 20
         let lease = ["SPEECH_FETCH_LEASE_SECONDS": "2"]
@@ -186,6 +230,93 @@ final class DaemonTests: DaemonTestCase {
         XCTAssertEqual(client.process.terminationStatus, 0, contents(client.stderr))
         try assertSameBytes(repo, path)
         XCTAssertLessThanOrEqual(hub.bodyBytes(for: file), size + 3 * rangeSize, "at most the ranges in flight twice")
+    }
+
+    /// Zero refetch after SIGKILL (issue 14): when the daemon and its worker are killed mid-range,
+    /// the caller that takes the transfer over copies the dead worker's unfinished part into its
+    /// staging file (the range's recorded `partial`) and asks only for the rest of the range.
+    func testCallerTakingOverFetchesOnlyTheTailOfADeadWorkersRange() throws {
+        let size = 2 << 20
+        let bigRange = 1 << 20
+        try TestHub.generateRepo(root: root, repo: repo, files: [path: size])
+        hub.setFault(.rateLimit(bytesPerSecond: 256 << 10), for: file)  // 4 s per range
+        let extra = ["HF_DOWNLOAD_RANGE_CHUNK": "\(bigRange)", "SPEECH_FETCH_LEASE_SECONDS": "60"]
+        let daemon = try startDaemon(workers: 1, extra: extra)
+        let client = try speech(["download", repo, "--cache-base", base], extra: extra, hint: "download")
+        let workers = Set(descendants(of: daemon.process.processIdentifier))
+        guard let (victim, job) = firstClaim(by: workers), let index = PlannedFile.parseJob(job)?.index else {
+            return XCTFail("no worker claimed a job; daemon log:\n\(contents(daemon.log))")
+        }
+        var held = 0
+        waitUntil(timeout: 20) {
+            for name in self.names("tmp") where name.hasPrefix("part-\(job)@") && name.contains("@\(victim)@") {
+                let attributes = try? FileManager.default.attributesOfItem(atPath: self.spoolPath("tmp/\(name)"))
+                held = (attributes?[.size] as? Int) ?? 0
+            }
+            return held >= bigRange / 4
+        }
+        for w in workers { adoptStranger(w) }
+        kill(daemon.process.processIdentifier, SIGKILL)
+        for w in workers { kill(w, SIGKILL) }
+        daemon.process.waitUntilExit()
+        XCTAssertTrue(waitUntil(timeout: 5) { workers.allSatisfy { !self.isAlive($0) } })
+        XCTAssertGreaterThanOrEqual(held, bigRange / 4, "the worker wrote part of its range before it was killed")
+        hub.clearFaults()
+
+        XCTAssertTrue(waitForExit(client.process, timeout: 30), "the caller took the transfer over: \(contents(client.stderr))")
+        XCTAssertEqual(client.process.terminationStatus, 0, contents(client.stderr))
+        try assertSameBytes(repo, path)
+        let range = index * bigRange ..< min(size, (index + 1) * bigRange)
+        let bodies = hub.servedRanges(for: file).filter { $0.overlaps(range) }
+        print("killed worker \(victim) on range \(index) holding \(held) bytes; bodies of the range: \(bodies)")
+        XCTAssertEqual(bodies.count, 2, "the range was asked for twice: \(bodies)")
+        if let resumed = bodies.last {
+            XCTAssertGreaterThanOrEqual(resumed.lowerBound, range.lowerBound + held,
+                                        "the caller asked only for the bytes after the \(held) the dead worker's part held")
+        }
+        XCTAssertEqual(names("tmp").filter { $0.hasPrefix("part-") }, [], "the dead worker's part went with the plan")
+    }
+
+    /// A worker whose supervisor was killed stops, leaving its unfinished part; the caller that
+    /// takes the transfer over asks only for the rest of that range.
+    func testWorkerOfAKilledSupervisorLeavesItsPartForTheCallerTakingOver() throws {
+        let size = 2 << 20
+        let bigRange = 1 << 20
+        try TestHub.generateRepo(root: root, repo: repo, files: [path: size])
+        hub.setFault(.rateLimit(bytesPerSecond: 256 << 10), for: file)  // 4 s per range
+        let extra = ["HF_DOWNLOAD_RANGE_CHUNK": "\(bigRange)", "SPEECH_FETCH_LEASE_SECONDS": "60"]
+        let daemon = try startDaemon(workers: 1, extra: extra)
+        let client = try speech(["download", repo, "--cache-base", base], extra: extra, hint: "download")
+        let workers = Set(descendants(of: daemon.process.processIdentifier))
+        guard let (worker, job) = firstClaim(by: workers), let index = PlannedFile.parseJob(job)?.index else {
+            return XCTFail("no worker claimed a job; daemon log:\n\(contents(daemon.log))")
+        }
+        var held = 0
+        waitUntil(timeout: 20) {
+            for name in self.names("tmp") where name.hasPrefix("part-\(job)@") && name.contains("@\(worker)@") {
+                let attributes = try? FileManager.default.attributesOfItem(atPath: self.spoolPath("tmp/\(name)"))
+                held = (attributes?[.size] as? Int) ?? 0
+            }
+            return held >= bigRange / 4
+        }
+        for w in workers { adoptStranger(w) }
+        kill(daemon.process.processIdentifier, SIGKILL)  // the worker sees its parent gone and stops
+        daemon.process.waitUntilExit()
+        XCTAssertTrue(waitUntil(timeout: 10) { workers.allSatisfy { !self.isAlive($0) } }, "the worker stopped")
+        XCTAssertGreaterThanOrEqual(held, bigRange / 4, "the worker wrote part of its range before it stopped")
+        hub.clearFaults()
+
+        XCTAssertTrue(waitForExit(client.process, timeout: 30), "the caller took the transfer over: \(contents(client.stderr))")
+        XCTAssertEqual(client.process.terminationStatus, 0, contents(client.stderr))
+        try assertSameBytes(repo, path)
+        let range = index * bigRange ..< min(size, (index + 1) * bigRange)
+        let bodies = hub.servedRanges(for: file).filter { $0.overlaps(range) }
+        print("stopped worker \(worker) on range \(index) holding \(held) bytes; bodies of the range: \(bodies)")
+        XCTAssertEqual(bodies.count, 2, "the range was asked for twice: \(bodies)")
+        if let resumed = bodies.last {
+            XCTAssertGreaterThanOrEqual(resumed.lowerBound, range.lowerBound + held,
+                                        "the caller asked only for the bytes after the \(held) the stopped worker's part held")
+        }
     }
 
     /// Range indices of `parts/<key>.<index>.part` names.
