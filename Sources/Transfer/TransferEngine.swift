@@ -145,12 +145,7 @@ final class TransferRun: @unchecked Sendable {
     func failFile(_ task: FileTask, _ error: Error) {
         guard !task.finalizing else { return }
         task.finalizing = true
-        ready.removeAll { $0.task === task }
-        for (key, entry) in active where entry.job.task === task {
-            multi.remove(entry.easy)
-            active.removeValue(forKey: key)
-            idleHandles.append(entry.easy)
-        }
+        dropTransfers(of: task)
         task.syncQueue.async { try? task.staging.persist() }
         failedFiles.append(error)
         durability.countFailed()

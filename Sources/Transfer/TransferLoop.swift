@@ -179,16 +179,22 @@ extension TransferRun {
             return failFile(task, HubError.badResponse(url: task.url, reason: "the server ignores Range even for a whole-file request"))
         }
         task.wholeFallback = true
+        dropTransfers(of: task)
+        task.queue.sync { task.staging.resetProgress() }
+        meter.add(bytes: -task.countedBytes)
+        task.countedBytes = 0
+        task.pending = 1
+        ready.insert(RangeJob(task: task, index: nil, start: 0, end: task.file.size - 1), at: 0)
+    }
+
+    /// Forgets a file's queued ranges and takes its transfers off the loop (their handles go
+    /// back to the idle pool): the file failed, or starts over as one stream.
+    func dropTransfers(of task: FileTask) {
         ready.removeAll { $0.task === task }
         for (key, entry) in active where entry.job.task === task {
             multi.remove(entry.easy)
             active.removeValue(forKey: key)
             idleHandles.append(entry.easy)
         }
-        task.queue.sync { task.staging.resetProgress() }
-        meter.add(bytes: -task.countedBytes)
-        task.countedBytes = 0
-        task.pending = 1
-        ready.insert(RangeJob(task: task, index: nil, start: 0, end: task.file.size - 1), at: 0)
     }
 }
