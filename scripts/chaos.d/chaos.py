@@ -10,7 +10,8 @@ be visible there, not even for an instant. At the end of each round every file i
 the Hub's copy and `speech cache verify` must pass.
 
 Prints kills by kind, faults by kind, and the ratio of file-body bytes the proxy carried to the
-bytes of the files (1.0 = each byte once). Exit 0 when every check held.
+bytes of the files (1.0 = each byte once), with where the bytes beyond each byte once went
+(`ByteLedger`). Exit 0 when every check held.
 """
 import argparse
 import hashlib
@@ -95,6 +96,60 @@ class Watcher(threading.Thread):
             time.sleep(0.02)
 
 
+class ByteLedger:
+    """Where the served bytes went. Per round and file, each body's bytes are either served the
+    first time that round (`first`, at most the file) or again (`again`): again after a body of
+    that file with a flipped byte had been served that round (`againAfterFlip`: the client's
+    digest check failed and it fetched again: the cost of a flip) or with no flip before
+    (`againOther`: kills, cut bodies). Across both, `unacked` counts bytes written to a client's
+    socket that its kernel never acknowledged (a reset threw them away, or the client was killed
+    before its kernel took them); `flipped` the bytes of the flipped bodies themselves."""
+
+    KEYS = ("first", "againAfterFlip", "againOther", "unacked", "flipped")
+
+    def __init__(self):
+        self.totals = dict.fromkeys(self.KEYS, 0)
+        self.flips = {}  # file -> flipped bodies
+
+    def add_round(self, entries):
+        row = dict.fromkeys(self.KEYS, 0)
+        by_file = {}
+        for e in sorted(entries, key=lambda e: e["began"]):
+            by_file.setdefault(e["file"], []).append(e)
+        for path, bodies in by_file.items():
+            covered = []  # sorted, disjoint [a, b)
+            flips_ended = []
+            for e in bodies:
+                a, b = e["start"], e["start"] + e["sent"]
+                new = b - a - overlap(covered, a, b)
+                covered = merge(covered, a, b)
+                row["first"] += new
+                row["againAfterFlip" if any(t <= e["began"] for t in flips_ended) else "againOther"] += e["sent"] - new
+                row["unacked"] += e["sent"] - e["acked"]
+                if e["fault"] == "flip":
+                    row["flipped"] += e["sent"]
+                    flips_ended.append(e["ended"])
+                    self.flips[path] = self.flips.get(path, 0) + 1
+        for k in self.KEYS:
+            self.totals[k] += row[k]
+        return row
+
+
+def overlap(intervals, a, b):
+    return sum(max(0, min(b, y) - max(a, x)) for x, y in intervals)
+
+
+def merge(intervals, a, b):
+    out = []
+    for x, y in intervals:
+        if y < a or x > b:
+            out.append((x, y))
+        else:
+            a, b = min(a, x), max(b, y)
+    out.append((a, b))
+    return sorted(out)
+
+
 def processes_under(base):
     """(pid, kind) of every live process whose command line names this cache base."""
     found = []
@@ -167,6 +222,7 @@ def main():
 
     watcher = Watcher(expected)
     watcher.start()
+    ledger = ByteLedger()
     kills = {"caller": 0, "waiter": 0, "supervisor": 0, "worker": 0}
     restarts = 0
     failures = []   # non-zero exits that were not our kills: (round, what, stderr tail)
@@ -281,8 +337,12 @@ def main():
                                 f"{(verify.stdout + verify.stderr).strip()[-300:]}")
             needed_bytes += sum(FILES.values())
             stats = proxy.stats()
+            row = ledger.add_round(proxy.take_log())
+            mib = 1 << 20
             say(f"round {r + 1} ({'daemon' if daemon else 'embedded'}): {round_kills} kills ({sum(kills.values())} in all), "
-                f"served {stats['bodyBytes'] / needed_bytes:.2f}x so far, {len(problems)} problems")
+                f"served {stats['bodyBytes'] / needed_bytes:.2f}x so far; this round again {row['againOther'] / mib:.1f} MiB, "
+                f"again after a flip {row['againAfterFlip'] / mib:.1f} MiB, unacknowledged {row['unacked'] / mib:.1f} MiB; "
+                f"{len(problems)} problems")
     finally:
         watcher.stop = True
         hub.terminate()
@@ -291,13 +351,21 @@ def main():
         except subprocess.TimeoutExpired:
             hub.kill()
 
+    time.sleep(2.5)  # bodies still draining are logged (`FaultProxy._settle` waits up to 2 s)
     stats = proxy.stats()
+    ledger.add_round(proxy.take_log())
     ratio = stats["bodyBytes"] / max(1, needed_bytes)
+    needed = max(1, needed_bytes)
     summary = {
         "seed": a.seed, "rounds": r, "seconds": round(time.time() - started, 1),
         "kills": kills, "killsTotal": sum(kills.values()), "restarts": restarts,
         "faults": stats["faults"], "faultsTotal": sum(stats["faults"].values()), "requests": stats["requests"],
         "servedBytes": stats["bodyBytes"], "neededBytes": needed_bytes, "servedRatio": round(ratio, 3),
+        "ackedRatio": round(stats["ackedBytes"] / needed, 3),
+        # served = first + againAfterFlip + againOther, each as a share of the needed bytes
+        "servedBy": {k: round(v / needed, 3) for k, v in ledger.totals.items()},
+        "flippedBodies": ledger.flips,
+        "checksumFailureExits": sum(1 for f in failures if "checksum mismatch" in f[3] or "does not verify" in f[3]),
         "finalFilesHashedWhileRunning": watcher.checked, "corruptVisible": len(watcher.corrupt),
         "unexpectedExits": len(failures), "problems": problems,
     }

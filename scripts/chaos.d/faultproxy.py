@@ -13,11 +13,17 @@ port, so every body the client reads crosses the proxy. Each response may get on
   expired   (CDN only) 403 "Request has expired", as a CDN says of a signed URL past its time
 
 One request per client connection (the proxy answers `Connection: close`). It counts the body
-bytes it sent to clients, which is what the Hub and CDN served, and the faults per kind.
+bytes it sent to clients, which is what the Hub and CDN served, and the faults per kind. It also
+keeps a log of every file body (`take_log`): which file, from which offset, how many bytes were
+written to the client's socket and how many of them the client's kernel acknowledged (TCP_INFO's
+bytes_acked), and which fault it carried, so a soak can tell where the bytes beyond each byte once
+went.
 """
+import fcntl
 import random
 import socket
 import struct
+import termios
 import threading
 import time
 
@@ -34,7 +40,9 @@ class FaultProxy:
         self.kinds = kinds
         self.lock = threading.Lock()
         self.body_bytes = 0
+        self.acked_bytes = 0
         self.requests = 0
+        self.log = []  # one dict per file body, appended when the response ends
         self.faults = {k: 0 for k in FAULT_KINDS}
         self.enabled = True
         self.listeners = []
@@ -51,7 +59,15 @@ class FaultProxy:
 
     def stats(self):
         with self.lock:
-            return {"requests": self.requests, "bodyBytes": self.body_bytes, "faults": dict(self.faults)}
+            return {"requests": self.requests, "bodyBytes": self.body_bytes, "ackedBytes": self.acked_bytes,
+                    "faults": dict(self.faults)}
+
+    def take_log(self):
+        """The file bodies logged since the last call: dicts with file, start, sent, acked, fault,
+        began, ended (monotonic seconds)."""
+        with self.lock:
+            taken, self.log = self.log, []
+            return taken
 
     def _accept(self, listener, is_cdn):
         while True:
@@ -77,14 +93,17 @@ class FaultProxy:
             self.faults[kind] += 1
             return kind, self.random.random()
 
-    def _count(self, n, counting):
+    def _count(self, n, counting, entry=None):
         if not counting:
             return
         with self.lock:
             self.body_bytes += n
+            if entry is not None:
+                entry["sent"] += n
 
     def _serve(self, conn, is_cdn):
         counting = False
+        entry = None
         try:
             conn.settimeout(120)
             head = read_head(conn)
@@ -132,10 +151,14 @@ class FaultProxy:
                                   .replace(f"127.0.0.1:{self.hub_port}", f"127.0.0.1:{self.port}"))
                 out.append(f"{name}: {value}")
             out.append("Connection: close")
-            conn.sendall(("\r\n".join(out) + "\r\n\r\n").encode("latin-1"))
+            head = ("\r\n".join(out) + "\r\n\r\n").encode("latin-1")
+            conn.sendall(head)
             if method == "HEAD" or not length:
                 upstream.close()
                 return
+            if counting:
+                entry = {"file": file_of(target), "start": range_start(headers), "sent": 0, "acked": None,
+                         "fault": kind, "began": time.monotonic(), "ended": None, "head": len(head)}
             cut = int(length * share) if kind in ("drop", "truncate", "stall", "flip") else None
             sent = 0
             while sent < length:
@@ -148,7 +171,7 @@ class FaultProxy:
                         chunk = chunk[:i] + bytes([chunk[i] ^ 0xFF]) + chunk[i + 1:]
                     elif kind == "stall":
                         conn.sendall(chunk[:cut - sent])
-                        self._count(cut - sent, counting)
+                        self._count(cut - sent, counting, entry)
                         time.sleep(self.stall_seconds)
                         chunk = chunk[cut - sent:]
                         sent = cut
@@ -156,22 +179,65 @@ class FaultProxy:
                     else:
                         part = chunk[:cut - sent]
                         conn.sendall(part)
-                        self._count(len(part), counting)
+                        self._count(len(part), counting, entry)
                         if kind == "drop":
+                            # A reset throws away what the socket has not sent yet: count what arrived.
+                            self._settle(entry, conn, wait=False)
                             conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
                         upstream.close()
                         return
                 conn.sendall(chunk)
-                self._count(len(chunk), counting)
+                self._count(len(chunk), counting, entry)
                 sent += len(chunk)
             upstream.close()
         except OSError:
             pass
         finally:
+            self._settle(entry, conn, wait=True)
             try:
                 conn.close()
             except OSError:
                 pass
+
+    def _settle(self, entry, conn, wait):
+        """Logs a file body once: how many of its bytes the client's kernel acknowledged. With
+        `wait`, first lets the socket drain (up to 2 s): a live client acknowledges at once, a
+        killed one's kernel resets the connection, and either way the count is then final."""
+        if entry is None or entry["acked"] is not None:
+            return
+        acked = None
+        try:
+            deadline = time.monotonic() + 2.0
+            while True:
+                info = conn.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 256)
+                unsent = struct.unpack("i", fcntl.ioctl(conn.fileno(), termios.TIOCOUTQ, b"\0\0\0\0"))[0]
+                if not wait or unsent == 0 or info[0] not in (1, 8) or time.monotonic() > deadline:
+                    break  # 1 ESTABLISHED, 8 CLOSE_WAIT: the peer may still acknowledge
+                time.sleep(0.005)
+            if len(info) >= 128:
+                acked = max(0, min(entry["sent"], struct.unpack_from("Q", info, 120)[0] - entry["head"]))
+        except OSError:
+            pass
+        entry["acked"] = entry["sent"] if acked is None else acked
+        entry["ended"] = time.monotonic()
+        with self.lock:
+            self.acked_bytes += entry["acked"]
+            self.log.append(entry)
+
+
+def file_of(target):
+    """The repo path of a file body's URL: /cdn/org/name/commit/PATH or /org/name/resolve/rev/PATH."""
+    return "/".join(target.split("?", 1)[0].split("/")[5:])
+
+
+def range_start(headers):
+    """The first byte a request's `Range: bytes=a-b` asks for (0 without one)."""
+    for name, value in headers:
+        if name.lower() == "range" and value.strip().lower().startswith("bytes="):
+            first = value.strip()[6:].split("-", 1)[0].strip()
+            if first.isdigit():
+                return int(first)
+    return 0
 
 
 def read_head(sock):
