@@ -102,6 +102,13 @@ public struct Planner: Sendable {
             }
             // A sidecar of another commit or range size says nothing about this plan's ranges.
             let done = record.map { $0.commit == plan.commit && $0.rangeSize == plan.rangeSize ? Set($0.done) : [] } ?? []
+            if candidates.count == plan.rangeCount && done.count == plan.rangeCount {
+                // Every range done and none queued, claimed or in a part: a splicer stopped between
+                // its sidecar write and the file's check (killed, or a repair's last range was
+                // judged). Finish it: the splice checks the file under its staging lock.
+                Splicer(spool: spool).splice(plan)
+                continue
+            }
             // Lost only when two looks a repair interval apart both found nothing: a look can read
             // a sidecar older than the part's removal on a network filesystem's client.
             let lost = Set(candidates.filter { !done.contains($0) })

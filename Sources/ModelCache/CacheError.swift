@@ -8,6 +8,9 @@ public enum CacheError: Error, Sendable, CustomStringConvertible {
     /// A file git stores itself (not LFS) whose bytes do not hash to the blob id the tree listed.
     case blobMismatch(path: String, expected: String, actual: String)
     case sizeMismatch(path: String, expected: Int64, actual: Int64)
+    /// A file of several ranges did not verify and is kept for repair: `ranges` are to be
+    /// fetched again and compared with the staged bytes (StagingRepair.swift). Not a failure.
+    case repairing(path: String, ranges: [Int])
     case badShardIndex(path: String, reason: String)
     case io(path: String, operation: String, errno: Int32)
     case notInRepo(repo: String, paths: [String])
@@ -27,6 +30,8 @@ public enum CacheError: Error, Sendable, CustomStringConvertible {
             return "checksum mismatch for \(path): expected git blob id \(expected), got \(actual); the corrupt file was deleted, run the download again"
         case .sizeMismatch(let path, let expected, let actual):
             return "size mismatch for \(path): expected \(expected) bytes, got \(actual); the file was deleted, run the download again"
+        case .repairing(let path, let ranges):
+            return "\(path) did not verify; fetching range\(ranges.count == 1 ? "" : "s") \(ranges.map(String.init).joined(separator: ", ")) again to find the bad bytes"
         case .badShardIndex(let path, let reason):
             return "shard index \(path) is unusable: \(reason)"
         case .io(let path, let operation, let code):

@@ -32,10 +32,15 @@ public struct Sidecar: Codable, Sendable, Equatable {
     /// sync of the staging file: its bytes are in the page cache, which survives a process kill
     /// but not a reboot, so another boot ignores it. Absent: `partial`'s bytes were synced.
     public var partialBoot: String?
+    /// Present while the file is under repair (StagingRepair.swift): every range was fetched
+    /// but the file did not verify, so ranges are fetched again and compared with the staged
+    /// bytes. The ranges being fetched again are the ones missing from `done`. Absent in older
+    /// sidecars (an older reader fetches those ranges plainly; the digest still decides).
+    public var repair: RepairRecord?
 
     public init(path: String, size: Int64, rangeSize: Int64, commit: String, etag: String, sha256: String?,
                 done: [Int], hashedBytes: Int64, hashState: String?, partial: [PartialRange]? = nil,
-                partialBoot: String? = nil) {
+                partialBoot: String? = nil, repair: RepairRecord? = nil) {
         self.path = path
         self.size = size
         self.rangeSize = rangeSize
@@ -47,6 +52,7 @@ public struct Sidecar: Codable, Sendable, Equatable {
         self.hashState = hashState
         self.partial = partial
         self.partialBoot = partialBoot
+        self.repair = repair
     }
 
     func matches(_ other: Sidecar) -> Bool {
@@ -74,13 +80,16 @@ public final class StagingFile: @unchecked Sendable {
     public let rangeCount: Int
     public let dataURL: URL
     public let sidecarURL: URL
-    private let fd: Int32
+    let fd: Int32
     /// The staging file's inode when opened: finalize renames only this file, never one that
     /// replaced it at the same path.
     private let inode: UInt64
-    private let lock = NSLock()
-    private var record: Sidecar
-    private var hasher: SHA256
+    let lock = NSLock()
+    var record: Sidecar
+    var hasher: SHA256
+    /// One sidecar write at a time, each from a record taken inside it: a later write never
+    /// lands an older record.
+    private let persistLock = NSLock()
 
     /// Opens (or creates) the staging file for `file`, keeping prior progress only when its sidecar
     /// matches this transfer. Returns with the ranges already done.
@@ -257,30 +266,40 @@ public final class StagingFile: @unchecked Sendable {
         try splice(partAt: partPath, index: index, wholeRange: false)
     }
 
-    private func splice(partAt partPath: String, index: Int, wholeRange: Bool) throws -> Int64 {
+    /// Opens a part of range `index` and checks its size: the whole range, or (not `wholeRange`)
+    /// at most it. The caller closes the descriptor.
+    func openPart(_ partPath: String, index: Int, wholeRange: Bool) throws -> (fd: Int32, size: Int64) {
         let r = range(index)
         let rangeLength = r.end - r.start + 1
         let part = SharedFS.retry { open(partPath, O_RDONLY | O_NOFOLLOW | O_CLOEXEC) }
         guard part >= 0 else { throw CacheError.io(path: partPath, operation: "open part", errno: errno) }
-        defer { close(part) }
         var st = stat()
         // A part whose size cannot be read is not one of the wrong size (which is dropped).
         guard SharedFS.retry({ fstat(part, &st) }) == 0 else {
-            throw CacheError.io(path: partPath, operation: "read the size of part", errno: errno)
+            let code = errno
+            close(part)
+            throw CacheError.io(path: partPath, operation: "read the size of part", errno: code)
         }
         let size = Int64(st.st_size)
         guard wholeRange ? size == rangeLength : size <= rangeLength else {
+            close(part)
             throw CacheError.sizeMismatch(path: partPath, expected: rangeLength, actual: size)
         }
-        let length = size
+        return (part, size)
+    }
+
+    private func splice(partAt partPath: String, index: Int, wholeRange: Bool) throws -> Int64 {
+        let r = range(index)
+        let (part, length) = try openPart(partPath, index: index, wholeRange: wholeRange)
+        defer { close(part) }
         if length == 0 { return 0 }
         // A whole part that continues the hashed prefix is copied through memory and hashed on the
         // way: its bytes are read once, instead of copied in the kernel and read back for the hash
         // (through a network filesystem's client, the read-back is most of a splice's cost). A
         // prefix is never hashed: the hash covers done ranges only.
-        if wholeRange, file.sha256 != nil, let prefix = lock.withLock({ record.hashedBytes == r.start ? hasher : nil }) {
+        if wholeRange, file.sha256 != nil, let prefix = lock.withLock({ record.hashedBytes == r.start && record.repair == nil ? hasher : nil }) {
             var h = prefix
-            try copyThroughMemory(from: part, partPath: partPath, at: 0, to: r.start, count: length) { h.update($0) }
+            try copyThroughMemory(from: part, partPath: partPath, at: 0, to: r.start, count: length, each: { h.update($0) })
             lock.withLock {
                 if record.hashedBytes == r.start {  // nobody reset or advanced us meanwhile
                     hasher = h
@@ -308,8 +327,11 @@ public final class StagingFile: @unchecked Sendable {
         return length
     }
 
-    private func copyThroughMemory(from part: Int32, partPath: String, at start: Int64, to destination: Int64, count: Int64,
-                                   each: (UnsafeRawBufferPointer) -> Void = { _ in }) throws {
+    /// Copies `count` bytes of a part from `start` to file offset `destination` through a
+    /// buffer, handing each chunk to `store` (default: `write`) and then to `each`.
+    func copyThroughMemory(from part: Int32, partPath: String, at start: Int64, to destination: Int64, count: Int64,
+                           store: ((UnsafeRawBufferPointer, Int64) throws -> Void)? = nil,
+                           each: (UnsafeRawBufferPointer) -> Void = { _ in }) throws {
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 16)
         defer { buffer.deallocate() }
         var done: Int64 = 0
@@ -321,7 +343,7 @@ public final class StagingFile: @unchecked Sendable {
             }
             if n == 0 { throw CacheError.sizeMismatch(path: partPath, expected: start + count, actual: start + done) }
             let chunk = UnsafeRawBufferPointer(rebasing: buffer[0..<n])
-            try write(chunk, at: destination + done)
+            if let store { try store(chunk, destination + done) } else { try write(chunk, at: destination + done) }
             each(chunk)
             done += Int64(n)
         }
@@ -343,7 +365,8 @@ public final class StagingFile: @unchecked Sendable {
     /// `persist` has synced them (it syncs before it writes the sidecar).
     public func recordPartial(_ index: Int, bytes: Int64) {
         lock.withLock {
-            guard !record.done.contains(index) else { return }
+            // A range under repair has no durable head: its bytes are compared, not counted.
+            guard !record.done.contains(index), record.repair == nil else { return }
             var list = record.partial ?? []
             list.removeAll { $0.index == index }
             if bytes > 0 { list.append(PartialRange(index: index, bytes: bytes)) }
@@ -361,6 +384,7 @@ public final class StagingFile: @unchecked Sendable {
         lock.withLock {
             record.done = []
             record.partial = nil
+            record.repair = nil
             record.hashedBytes = 0
             record.hashState = nil
             hasher = SHA256()
@@ -374,7 +398,8 @@ public final class StagingFile: @unchecked Sendable {
     public func advanceHash() throws {
         guard file.sha256 != nil else { return }
         let (from, to, current) = lock.withLock {
-            (record.hashedBytes, StagingFile.contiguousEnd(Set(record.done), rangeSize: rangeSize, size: file.size), hasher)
+            (record.hashedBytes,
+             min(StagingFile.contiguousEnd(Set(record.done), rangeSize: rangeSize, size: file.size), repairCheckpoint), hasher)
         }
         guard to > from else { return }
         var h = current
@@ -393,6 +418,8 @@ public final class StagingFile: @unchecked Sendable {
     /// synced record, skip the data sync; the record then names this boot (`partialBoot`) and
     /// its heads count only until a reboot (a process kill leaves them in the page cache).
     public func persist(unsyncedHeads: Bool = false) throws {
+        persistLock.lock()
+        defer { persistLock.unlock() }
         // Take the record first: a range marked done after this point was not covered by the
         // sync below and must wait for the next one.
         var snapshot: Sidecar = lock.withLock {
@@ -443,8 +470,10 @@ public final class StagingFile: @unchecked Sendable {
     }
 
     /// Checks size and content (SHA-256 for LFS files, the git blob id for the rest), then renames
-    /// the file into place. A file that does not verify is deleted with its sidecar and the error
-    /// says so: a corrupt file is never cached.
+    /// the file into place. A file of several ranges that does not verify is kept and repaired:
+    /// `CacheError.repairing` names the ranges to fetch again (StagingRepair.swift); a file that
+    /// cannot be repaired (one range, or every range fetched again) is deleted with its sidecar
+    /// and the error says so: a corrupt file is never cached.
     public func finalize() throws {
         var st = stat()
         // An unreadable size is not a wrong size: nothing is discarded on a stale handle.
@@ -455,21 +484,18 @@ public final class StagingFile: @unchecked Sendable {
             discard()
             throw CacheError.sizeMismatch(path: file.path, expected: file.size, actual: Int64(st.st_size))
         }
+        if let repair = lock.withLock({ record.repair }), !repair.unverified {
+            // Under repair and no byte changed since the digest last failed: look further.
+            try continueRepair(digest: repair.digest)
+        }
         if let expected = file.sha256 {
-            try advanceHash()
-            let actual = lock.withLock { hasher.finalizeHex() }
-            if actual != expected {
-                discard()
-                throw CacheError.checksumMismatch(path: file.path, expected: expected, actual: actual)
-            }
+            let actual = try wholeFileDigest()
+            if actual != expected { try continueRepair(digest: actual) }
         } else {
             // A file git stores itself (config, tokenizer): its blob id is the check. These are
             // small on the Hub, so they are hashed here in one pass from the page cache.
             let actual = try SHA1.gitBlobID(fileDescriptor: fd, path: dataURL.path, size: file.size)
-            if actual != file.blobID.lowercased() {
-                discard()
-                throw CacheError.blobMismatch(path: file.path, expected: file.blobID, actual: actual)
-            }
+            if actual != file.blobID.lowercased() { try continueRepair(digest: actual) }
         }
         ModelDirectory.recordContentID(file, fd: fd)
         guard fsync(fd) == 0 else { throw CacheError.io(path: dataURL.path, operation: "sync", errno: errno) }

@@ -67,6 +67,12 @@ public struct Splicer: Sendable {
             // done nor fetched.
             var listed: [String] = []
             var spliced = 0
+            // A file under repair (it did not verify): a part is compared with the staged bytes
+            // instead of copied, and judged at once; its part goes after the sidecar write below
+            // (a range may be opened again later, and must then get a new part), and the ranges
+            // the judgement opens get jobs after it.
+            var judged: [String] = []
+            var reopened: [Int] = []
             // Parts that arrive while the pass runs (behind the index it looks at) are spliced in
             // the same pass: it looks again until a look finds nothing new, so the last part of a
             // file does not wait for the next pass to be spliced and the file finalized.
@@ -80,8 +86,14 @@ public struct Splicer: Sendable {
                     let part = spool.partPath(plan, index)
                     if done.contains(index) { listed.append(part); continue }
                     do {
-                        try staging.splice(partAt: part, index: index)
-                        staging.markDone(index)
+                        if staging.isRepairing {
+                            let changed = try staging.spliceComparing(partAt: part, index: index)
+                            reopened += staging.markRepaired(index, changed: changed)
+                            judged.append(part)
+                        } else {
+                            try staging.splice(partAt: part, index: index)
+                            staging.markDone(index)
+                        }
                         spliced += 1
                         looking = true
                         // The hash follows the contiguous prefix part by part, while later ranges still
@@ -98,7 +110,8 @@ public struct Splicer: Sendable {
                 }
             }
             var salvaged = false
-            if salvagingTempParts {
+            // Under repair a range's bytes are compared whole, never taken in as a prefix.
+            if salvagingTempParts && !staging.isRepairing {
                 let finished = staging.doneRanges
                 for index in 0..<plan.rangeCount where !finished.contains(index) && spool.hasPart(plan, index) == false {
                     let r = staging.range(index)
@@ -114,10 +127,15 @@ public struct Splicer: Sendable {
                 try staging.advanceHash()
                 try staging.persist()  // durable before the parts go (at the next pass)
             }
-            for part in listed { unlink(part) }
+            for part in listed + judged { unlink(part) }
+            fetchAgain(plan, reopened)
             guard staging.isFullyDone else { return spliced == 0 && listed.isEmpty ? .nothing : .progressed }
             do {
                 try staging.finalize()
+            } catch CacheError.repairing(_, let ranges) {
+                // It did not verify: kept, and these ranges are fetched again and compared.
+                fetchAgain(plan, ranges)
+                return .progressed
             } catch let error as CacheError where error.isTransient {
                 // Could not look (a stale handle, EIO): the file is not bad; finish it next pass.
                 return .failed("\(error)")
@@ -131,6 +149,15 @@ public struct Splicer: Sendable {
         } catch {
             return .failed("\(error)")
         }
+    }
+
+    /// Makes ready jobs for ranges a repair took out of `done` (the sidecar saying so is
+    /// written). A part such a range still has is its first fetch, already in the staging file
+    /// (parts are dropped a pass after the sidecar lists them): it goes, or it would be judged
+    /// as the new fetch.
+    private func fetchAgain(_ plan: PlannedFile, _ ranges: [Int]) {
+        for index in ranges { unlink(spool.partPath(plan, index)) }
+        spool.addJobs(plan, indices: ranges)
     }
 
     /// Marks requests done when every file is final, failed when one of their files failed.

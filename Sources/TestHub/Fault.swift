@@ -6,7 +6,7 @@ import Foundation
 /// A misbehaviour applied when the test Hub serves a file's body.
 ///
 /// Faults with `times` apply to the next `times` responses of that file and are then used up;
-/// `flipByte`, `ignoreRange` and `rateLimit` stay until `TestHub.clearFaults()`.
+/// `flipByte` without `times`, `ignoreRange` and `rateLimit` stay until `TestHub.clearFaults()`.
 public enum Fault: Sendable, Codable, Equatable {
     /// Close the socket after sending `afterBytes` body bytes of the response (the whole body
     /// when it is shorter), for the next `times` responses that carry a body.
@@ -17,8 +17,9 @@ public enum Fault: Sendable, Codable, Equatable {
     case truncateBody(missingBytes: Int, times: Int)
     /// Stop sending for `seconds` after `afterBytes` body bytes, then go on, for the next `times` body responses.
     case stall(afterBytes: Int, seconds: Double, times: Int)
-    /// Every response covering file offset `offset` carries that byte XORed with 0xFF.
-    case flipByte(offset: Int)
+    /// Every response covering file offset `offset` carries that byte XORed with 0xFF; with
+    /// `times`, only the next `times` responses that cover it (a flip on the way, not on disk).
+    case flipByte(offset: Int, times: Int? = nil)
     /// Answer `code` (500, 503, 429, 408, ...) instead of the file for the next `times` requests,
     /// with `Retry-After: retryAfter` when given.
     case status(code: Int, times: Int, retryAfter: Int?)
@@ -50,7 +51,7 @@ public enum Fault: Sendable, Codable, Equatable {
             self = .stall(afterBytes: try c.decodeIfPresent(Int.self, forKey: .afterBytes) ?? 0,
                           seconds: try c.decode(Double.self, forKey: .seconds), times: times)
         case .flipByte:
-            self = .flipByte(offset: try c.decode(Int.self, forKey: .offset))
+            self = .flipByte(offset: try c.decode(Int.self, forKey: .offset), times: try c.decodeIfPresent(Int.self, forKey: .times))
         case .status:
             self = .status(code: try c.decode(Int.self, forKey: .code), times: times,
                            retryAfter: try c.decodeIfPresent(Int.self, forKey: .retryAfter))
@@ -79,9 +80,10 @@ public enum Fault: Sendable, Codable, Equatable {
             try c.encode(afterBytes, forKey: .afterBytes)
             try c.encode(seconds, forKey: .seconds)
             try c.encode(times, forKey: .times)
-        case .flipByte(let offset):
+        case .flipByte(let offset, let times):
             try c.encode(Kind.flipByte, forKey: .type)
             try c.encode(offset, forKey: .offset)
+            try c.encodeIfPresent(times, forKey: .times)
         case .status(let code, let times, let retryAfter):
             try c.encode(Kind.status, forKey: .type)
             try c.encode(code, forKey: .code)

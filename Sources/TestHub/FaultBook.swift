@@ -37,6 +37,8 @@ final class FaultBook: @unchecked Sendable {
         switch fault {
         case .dropConnection(_, let times), .truncateBody(_, let times), .stall(_, _, let times), .status(_, let times, _), .cdnExpired(let times):
             remaining = times
+        case .flipByte(_, let times?):
+            remaining = times
         case .flipByte, .ignoreRange, .rateLimit:
             remaining = Int.max
         }
@@ -68,17 +70,18 @@ final class FaultBook: @unchecked Sendable {
         }
     }
 
-    /// The faults for one body about to be sent; uses up one `dropConnection`, one
-    /// `truncateBody` and one `stall`.
-    func bodyFaults(for file: String) -> BodyFaults {
+    /// The faults for one body about to be sent (file bytes `covering`); uses up one
+    /// `dropConnection`, one `truncateBody`, one `stall` and one of each counted `flipByte` it covers.
+    func bodyFaults(for file: String, covering: Range<Int>) -> BodyFaults {
         lock.withLock {
             var result = BodyFaults()
             guard var list = entries[file], !list.isEmpty else { return result }
             defer { entries[file] = list.filter { $0.remaining > 0 } }
             for i in list.indices where list[i].remaining > 0 {
                 switch list[i].fault {
-                case .flipByte(let offset):
+                case .flipByte(let offset, let times) where covering.contains(offset):
                     result.flipOffsets.append(offset)
+                    if times != nil { list[i].remaining -= 1 }
                 case .rateLimit(let bps) where bps > 0:
                     result.bytesPerSecond = min(result.bytesPerSecond ?? Int.max, bps)
                 case .dropConnection(let after, _) where result.dropAfter == nil:

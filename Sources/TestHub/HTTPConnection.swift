@@ -61,7 +61,7 @@ struct HTTPConnection {
         // A file body's faults are taken before the head: one may change its Content-Length.
         var faults: BodyFaults?
         if request.method != "HEAD", case .file(let file) = response.body, file.length > 0 {
-            faults = state.faults.bodyFaults(for: file.fileKey)
+            faults = state.faults.bodyFaults(for: file.fileKey, covering: file.offset ..< file.offset + file.length)
             if let missing = faults?.missingBytes {
                 response.headers.removeAll { $0.name.caseInsensitiveCompare("Content-Length") == .orderedSame }
                 response.headers.append(("Content-Length", "\(file.length + missing)"))

@@ -5,6 +5,7 @@
 // a crash loses little more than the ranges in flight; a file whose last range landed is hashed
 // to the end, verified and renamed into place; the loop collects the outcomes.
 import Foundation
+import ModelCache
 
 final class FileDurability: @unchecked Sendable {
     private let lock = NSLock()
@@ -48,7 +49,11 @@ final class FileDurability: @unchecked Sendable {
             defer { finalized.removeAll() }
             return finalized
         }
-        finalizedCount += taken.count
+        // A file kept for repair is not done with: it is finalized again later.
+        finalizedCount += taken.filter { outcome in
+            if case CacheError.repairing? = outcome.1 { return false }
+            return true
+        }.count
         return taken
     }
 

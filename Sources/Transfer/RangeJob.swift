@@ -51,6 +51,8 @@ final class RangeJob {
     let task: FileTask
     let index: Int?
     let writer: RangeWriter
+    /// Set for a range of a file under repair: its bytes are compared, not just written.
+    let repair: RepairSink?
     var count = RangeAttemptCount()
     var notBefore = Date.distantPast
     var url: String
@@ -60,7 +62,9 @@ final class RangeJob {
     init(task: FileTask, index: Int?, start: Int64, end: Int64) {
         self.task = task
         self.index = index
-        self.writer = RangeWriter(start: start, end: end, fileSize: task.file.size, into: task.staging, pin: task.pin)
+        let repair = index != nil && task.staging.isRepairing ? RepairSink(task.staging) : nil
+        self.repair = repair
+        self.writer = RangeWriter(start: start, end: end, fileSize: task.file.size, into: repair ?? task.staging, pin: task.pin)
         self.url = task.url
     }
 

@@ -48,6 +48,19 @@ final class PartFile: RangeSink {
     }
 }
 
+/// A range of a file under repair (StagingRepair.swift): its bytes are compared with the staged
+/// ones and written only where they differ; `changed` says whether any did.
+final class RepairSink: RangeSink {
+    let staging: StagingFile
+    private(set) var changed = false
+
+    init(_ staging: StagingFile) { self.staging = staging }
+
+    func write(_ bytes: UnsafeRawBufferPointer, at fileOffset: Int64) throws {
+        if try staging.writeComparing(bytes, at: fileOffset) { changed = true }
+    }
+}
+
 /// The ETag every range of one file must carry: the first range's, unless known before.
 final class EtagPin: @unchecked Sendable {
     private let lock = NSLock()

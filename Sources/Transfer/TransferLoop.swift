@@ -65,6 +65,14 @@ extension TransferRun {
 
     private func collectFinalized() {
         for (task, error) in durability.takeFinalized() {
+            if case CacheError.repairing? = error {
+                // It did not verify: its bytes stay, and the ranges the repair took out of `done`
+                // (nothing of this file is in flight here) are fetched again and compared.
+                task.finalizing = false
+                let done = task.staging.doneRanges
+                fetchAgain(task, (0..<task.staging.rangeCount).filter { !done.contains($0) })
+                continue
+            }
             if let error {
                 // A file that did not verify was deleted; the others go on.
                 failedFiles.append(error)
@@ -158,7 +166,10 @@ extension TransferRun {
 
     private func complete(_ job: RangeJob) {
         let task = job.task
-        if let index = job.index {
+        if let index = job.index, let repair = job.repair {
+            task.pending -= 1
+            fetchAgain(task, task.staging.markRepaired(index, changed: repair.changed))
+        } else if let index = job.index {
             task.staging.markDone(index)
             task.pending -= 1
         } else {
@@ -171,6 +182,19 @@ extension TransferRun {
         } else if task.file.isLFS {
             task.queue.async { try? task.staging.advanceHash() }
         }
+    }
+
+    /// Queues ranges of a file under repair to be fetched again; their bytes leave the progress
+    /// count until they are in again.
+    private func fetchAgain(_ task: FileTask, _ ranges: [Int]) {
+        for index in ranges {
+            let r = task.staging.range(index)
+            task.countedBytes -= r.end - r.start + 1
+            meter.add(bytes: -(r.end - r.start + 1))
+            task.pending += 1
+            ready.append(RangeJob(task: task, index: index, start: r.start, end: r.end))
+        }
+        task.dirty = true
     }
 
     /// The server ignored Range: forget this file's ranges and fetch it as one stream from byte 0.

@@ -56,6 +56,18 @@ final class FaultTests: HubTestCase {
         XCTAssertEqual(other, data.prefix(100))
     }
 
+    func testCountedFlipByteIsUsedOnlyByResponsesCoveringItsOffset() throws {
+        hub.setFault(.flipByte(offset: 12345, times: 1), for: Self.lfsKey)
+        let data = try bytes("model.safetensors")
+        let location = try cdnLocation()
+        let other = try RawHTTPClient.fetch(location, headers: ["Range": "bytes=0-99"]).body
+        XCTAssertEqual(other, data.prefix(100), "a body without the offset is clean and uses nothing")
+        let flipped = try RawHTTPClient.fetch(location, headers: ["Range": "bytes=12340-12349"]).body
+        XCTAssertEqual(flipped[5], data[12345] ^ 0xFF)
+        let again = try RawHTTPClient.fetch(location, headers: ["Range": "bytes=12340-12349"]).body
+        XCTAssertEqual(again, data.subdata(in: 12340 ..< 12350), "used up by the one body that covered it")
+    }
+
     func testStatusFaultAnswersTheCodeWithRetryAfterThenRecovers() throws {
         hub.setFault(.status(code: 503, times: 2, retryAfter: 7), for: Self.lfsKey)
         let location = try cdnLocation()

@@ -12,18 +12,24 @@ final class CrashResumeTests: HubTestCase {
     let rangeSize = 256 << 10
     let concurrency = 4
 
+    /// Starts `speech download` of the repo in a child process, for the test to kill.
+    private func startDownload(extra: [String: String] = [:]) throws -> Process {
+        let child = Process()
+        child.executableURL = speechBinary
+        child.arguments = ["download", repo, "--cache-base", cacheBase.path]
+        child.environment = environment(extra: extra)
+        child.standardOutput = FileHandle.nullDevice
+        child.standardError = FileHandle.nullDevice
+        try child.run()
+        return child
+    }
+
     func testKillNineMidDownloadThenResumeRefetchesOnlyInFlightRanges() throws {
         try TestHub.generateRepo(root: root, repo: repo, files: ["model.safetensors": size])
         let file = "\(repo)/model.safetensors"
         hub.setFault(.rateLimit(bytesPerSecond: 1 << 20), for: file)  // 4 MiB/s in all: ~2 s for the file
 
-        let child = Process()
-        child.executableURL = speechBinary
-        child.arguments = ["download", repo, "--cache-base", cacheBase.path]
-        child.environment = environment()
-        child.standardOutput = FileHandle.nullDevice
-        child.standardError = FileHandle.nullDevice
-        try child.run()
+        let child = try startDownload()
         defer { if child.isRunning { kill(child.processIdentifier, SIGKILL); child.waitUntilExit() } }
 
         // Wait until the sidecar records a third of the ranges, then kill without warning.
@@ -58,6 +64,53 @@ final class CrashResumeTests: HubTestCase {
         XCTAssertLessThanOrEqual(resumeBytes, size - recorded * rangeSize, "recorded ranges were not fetched again")
     }
 
+    /// Issue 14: a repair after a checksum mismatch is in the sidecar, so a caller killed while
+    /// it fetches ranges again is followed by one that goes on with the repair: the ranges
+    /// found equal before the kill are not fetched a third time, and the file verifies.
+    func testKillNineDuringARepairThenTheNextCallGoesOnWithTheRepair() throws {
+        let size = 2 << 20  // 8 ranges of 256 KiB
+        try TestHub.generateRepo(root: root, repo: repo, files: ["model.safetensors": size])
+        let file = "\(repo)/model.safetensors"
+        let bad = 7 * rangeSize + 12_345  // in the last range: the repair goes through all the others first
+        hub.setFault(.flipByte(offset: bad, times: 1), for: file)
+        hub.setFault(.rateLimit(bytesPerSecond: 1 << 20), for: file)  // 0.25 s per range
+
+        let child = try startDownload()
+        defer { if child.isRunning { kill(child.processIdentifier, SIGKILL); child.waitUntilExit() } }
+
+        // Kill once the sidecar shows a repair that found two ranges equal.
+        let sidecarURL = ModelDirectory(modelDir(repo)).stagingDirectory.appendingPathComponent("model.safetensors.sidecar.json")
+        var repair: RepairRecord?
+        let deadline = Date().addingTimeInterval(30)
+        while Date() < deadline && child.isRunning {
+            if let data = FileManager.default.contents(atPath: sidecarURL.path),
+               let record = try? JSONDecoder().decode(Sidecar.self, from: data), let r = record.repair, r.confirmed.count >= 2 {
+                repair = r
+                break
+            }
+            usleep(10_000)
+        }
+        kill(child.processIdentifier, SIGKILL)
+        child.waitUntilExit()
+        guard let repair else { return XCTFail("no repair was recorded before the child ended (\(child.terminationReason))") }
+        XCTAssertFalse(FileManager.default.fileExists(atPath: modelDir(repo).appendingPathComponent("model.safetensors").path))
+
+        hub.clearFaults()
+        hub.resetCounters()
+        let result = try download(repo)
+        XCTAssertEqual(result.fetched, ["model.safetensors"])
+        try assertSameBytes(repo, "model.safetensors")
+        let served = hub.servedRanges(for: file)
+        print("repair at the kill: \(repair); served after it: \(served)")
+        for index in repair.confirmed {
+            let r = index * rangeSize ..< (index + 1) * rangeSize
+            XCTAssertFalse(served.contains { $0.overlaps(r) }, "range \(index), found equal before the kill, was not fetched again")
+        }
+        XCTAssertTrue(served.contains { $0.contains(bad) }, "the bad range was fetched again")
+        XCTAssertLessThanOrEqual(hub.bodyBytes(for: file), size - repair.confirmed.count * rangeSize,
+                                 "the repair went on (the file was not fetched again)")
+    }
+
     /// Zero refetch after SIGKILL (issue 14): a caller killed in the middle of its ranges leaves
     /// their durable bytes in the sidecar (`partial`), and the next call asks only for the rest.
     func testKillNineMidRangeThenResumeAsksOnlyForTheMissingTails() throws {
@@ -68,13 +121,7 @@ final class CrashResumeTests: HubTestCase {
         hub.setFault(.rateLimit(bytesPerSecond: 256 << 10), for: file)  // 4 s per range: none finishes
         let extra = ["HF_DOWNLOAD_RANGE_CHUNK": "\(bigRange)"]
 
-        let child = Process()
-        child.executableURL = speechBinary
-        child.arguments = ["download", repo, "--cache-base", cacheBase.path]
-        child.environment = environment(extra: extra)
-        child.standardOutput = FileHandle.nullDevice
-        child.standardError = FileHandle.nullDevice
-        try child.run()
+        let child = try startDownload(extra: extra)
         defer { if child.isRunning { kill(child.processIdentifier, SIGKILL); child.waitUntilExit() } }
 
         // Kill once half the file has been served, each range a part of the way.
