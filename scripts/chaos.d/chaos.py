@@ -223,6 +223,7 @@ def main():
     watcher = Watcher(expected)
     watcher.start()
     ledger = ByteLedger()
+    events = []  # kills of the current round, with their time (monotonic, as the proxy's log)
     kills = {"caller": 0, "waiter": 0, "supervisor": 0, "worker": 0}
     restarts = 0
     failures = []   # non-zero exits that were not our kills: (round, what, stderr tail)
@@ -285,6 +286,7 @@ def main():
                             killed_pids.add(pid)
                             kills[kind] += 1
                             round_kills += 1
+                            events.append({"round": r, "kill": kind, "at": time.monotonic()})
                         except ProcessLookupError:
                             pass
                     next_kill = time.time() + rng.uniform(0.2, 1.2)
@@ -300,6 +302,7 @@ def main():
                         with open(log) as f:
                             tail = f.read()[-400:].strip().replace("\n", " | ")
                         failures.append((r, name, rc, tail))
+                        events.append({"round": r, "exit": name, "rc": rc, "at": time.monotonic(), "tail": tail[-160:]})
                     if name == "waiter" and rc == 1 and "nothing is requested" in tail:
                         # The request was already settled and cleaned up: ask the cache instead.
                         pass
@@ -337,7 +340,12 @@ def main():
                                 f"{(verify.stdout + verify.stderr).strip()[-300:]}")
             needed_bytes += sum(FILES.values())
             stats = proxy.stats()
-            row = ledger.add_round(proxy.take_log())
+            bodies = proxy.take_log()
+            row = ledger.add_round(bodies)
+            with open(os.path.join(work, "bodies.jsonl"), "a") as f:  # for a closer look (--keep)
+                for e in events + [dict(b, round=r) for b in bodies]:
+                    f.write(json.dumps(e) + "\n")
+            events.clear()
             mib = 1 << 20
             say(f"round {r + 1} ({'daemon' if daemon else 'embedded'}): {round_kills} kills ({sum(kills.values())} in all), "
                 f"served {stats['bodyBytes'] / needed_bytes:.2f}x so far; this round again {row['againOther'] / mib:.1f} MiB, "
