@@ -160,6 +160,14 @@ public final class StagingFile: @unchecked Sendable {
         // Heads recorded without a sync count only in the boot that wrote them: after a power
         // loss those bytes may be garbage.
         let trusted = record.partialBoot == nil || record.partialBoot == StagingFile.bootID
+        // A head as long as its range is a range a killed process finished but had not yet
+        // recorded after a sync (`persist`): done here, though not durable until the next sync.
+        let finished = trusted ? Set((record.partial ?? []).filter { p in
+            p.index >= 0 && p.index < count && !doneSet.contains(p.index)
+                && p.bytes == min(size, Int64(p.index + 1) * ranges) - Int64(p.index) * ranges
+        }.map(\.index)) : []
+        let synced = record.done.sorted()
+        record.done += finished.sorted()
         record.partial = trusted ? record.partial?.filter { p in
             p.index >= 0 && p.index < count && !doneSet.contains(p.index) && p.bytes > 0
                 && p.bytes < min(size, Int64(p.index + 1) * ranges) - Int64(p.index) * ranges
@@ -177,7 +185,7 @@ public final class StagingFile: @unchecked Sendable {
         }
         self.record = record
         self.hasher = hasher
-        durableDone = record.done.sorted()
+        durableDone = synced
         if kept == nil && count > 1 {
             // A sidecar from the start: whatever stops this transfer (a full disk before any
             // range is done), the next call finds the staging file it belongs to and keeps it.
@@ -416,7 +424,9 @@ public final class StagingFile: @unchecked Sendable {
     ///
     /// `unsyncedHeads`: when only the heads of ranges in flight (`partial`) moved since the last
     /// synced record, skip the data sync; the record then names this boot (`partialBoot`) and
-    /// its heads count only until a reboot (a process kill leaves them in the page cache).
+    /// its heads count only until a reboot (a process kill leaves them in the page cache). When
+    /// ranges were done since, they are first recorded that way too, as heads as long as their
+    /// range, then synced and recorded as done.
     public func persist(unsyncedHeads: Bool = false) throws {
         persistLock.lock()
         defer { persistLock.unlock() }
@@ -429,13 +439,33 @@ public final class StagingFile: @unchecked Sendable {
             return r
         }
         let durable = lock.withLock { durableDone }
-        if unsyncedHeads, snapshot.done == durable, snapshot.partial != nil, let boot = StagingFile.bootID {
+        let boot = unsyncedHeads ? StagingFile.bootID : nil
+        if let boot, snapshot.done == durable, snapshot.partial != nil {
             snapshot.partialBoot = boot
-        } else {
-            guard fdatasync(fd) == 0 else { throw CacheError.io(path: dataURL.path, operation: "sync", errno: errno) }
-            snapshot.partialBoot = nil
+            return try writeRecord(snapshot)
         }
-        defer { if snapshot.partialBoot == nil { lock.withLock { durableDone = snapshot.done } } }
+        if let boot, snapshot.done != durable {
+            // Ranges done since the last synced record are recorded first as heads as long as
+            // their range, for this boot only (their bytes are in the page cache, which a kill
+            // leaves): a process killed during the sync below loses none of them. After a power
+            // loss they count for nothing, like any head.
+            var early = snapshot
+            let synced = Set(durable)
+            early.done = snapshot.done.filter { synced.contains($0) }
+            early.partial = ((snapshot.partial ?? []) + snapshot.done.filter { !synced.contains($0) }.map { index in
+                PartialRange(index: index, bytes: range(index).end - range(index).start + 1)
+            }).sorted { $0.index < $1.index }
+            early.partialBoot = boot
+            try writeRecord(early)
+        }
+        guard fdatasync(fd) == 0 else { throw CacheError.io(path: dataURL.path, operation: "sync", errno: errno) }
+        snapshot.partialBoot = nil
+        try writeRecord(snapshot)
+        lock.withLock { durableDone = snapshot.done }
+    }
+
+    /// Writes a record as the sidecar (temp file, fsync, rename; in place when the disk is full).
+    private func writeRecord(_ snapshot: Sidecar) throws {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         let data = try encoder.encode(snapshot)

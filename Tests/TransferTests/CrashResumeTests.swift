@@ -1,6 +1,7 @@
 // kill -9 of a real `speech download` process mid-transfer, then a resume that refetches at
 // most the ranges that were in flight.
 import Foundation
+import HubClient
 import ModelCache
 import SpeechFetch
 import TestHub
@@ -62,6 +63,43 @@ final class CrashResumeTests: HubTestCase {
                                  "served \(total) bytes in all (\(servedBeforeKill) before the kill): at most the in-flight ranges twice")
         let resumeBytes = total - servedBeforeKill
         XCTAssertLessThanOrEqual(resumeBytes, size - recorded * rangeSize, "recorded ranges were not fetched again")
+    }
+
+    /// A range finished just before a kill -9, while the sync that would record it as done was
+    /// still running, is not fetched again: it was recorded first as a head as long as its range,
+    /// for this boot (`persist`), and a successor in the same boot takes it as done; a successor
+    /// in another boot (after a power loss) does not.
+    func testARangeFinishedBeforeItsSyncCountsAsDoneInTheSameBootOnly() throws {
+        let rangeSize: Int64 = 256 << 10
+        let file = RepoFile(path: "model.safetensors", size: 4 * rangeSize, blobID: String(repeating: "a", count: 40),
+                            sha256: String(repeating: "b", count: 64))
+        let directory = ModelDirectory(modelDir(repo))
+        let commit = String(repeating: "c", count: 40)
+        _ = try StagingFile(file: file, in: directory, commit: commit, rangeSize: rangeSize)  // its first sidecar
+        let sidecarURL = StagingFile.sidecarURL(file.path, in: directory)
+        let boot = try String(contentsOfFile: "/proc/sys/kernel/random/boot_id", encoding: .utf8)
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+        func reopen(recordedIn bootID: String) throws -> StagingFile {
+            var record = try JSONDecoder().decode(Sidecar.self, from: Data(contentsOf: sidecarURL))
+            // What a process killed during its sync leaves: range 0 synced, 1 and 2 finished
+            // since, 3 half way.
+            record.done = [0]
+            record.partial = [PartialRange(index: 1, bytes: rangeSize), PartialRange(index: 2, bytes: rangeSize),
+                              PartialRange(index: 3, bytes: rangeSize / 2)]
+            record.partialBoot = bootID
+            try JSONEncoder().encode(record).write(to: sidecarURL)
+            return try StagingFile(file: file, in: directory, commit: commit, rangeSize: rangeSize)
+        }
+        let sameBoot = try reopen(recordedIn: boot)
+        XCTAssertEqual(sameBoot.doneRanges, [0, 1, 2], "finished ranges count in the boot that wrote them")
+        XCTAssertEqual(sameBoot.partialBytes(3), rangeSize / 2)
+        try sameBoot.persist(unsyncedHeads: true)  // not durable yet: this write syncs first
+        let written = try JSONDecoder().decode(Sidecar.self, from: Data(contentsOf: sidecarURL))
+        XCTAssertEqual(written.done, [0, 1, 2])
+        XCTAssertNil(written.partialBoot, "recorded as done only after a sync")
+        let otherBoot = try reopen(recordedIn: "another-boot")
+        XCTAssertEqual(otherBoot.doneRanges, [0], "after a reboot only synced ranges count")
+        XCTAssertEqual(otherBoot.partialBytes(3), 0)
     }
 
     /// Issue 14: a repair after a checksum mismatch is in the sidecar, so a caller killed while
