@@ -35,9 +35,11 @@ public struct RepairRecord: Codable, Sendable, Equatable {
 }
 
 extension StagingFile {
-    /// Ranges of a file under repair fetched again at a time (per file, on either host): each
-    /// one in flight when the bad one is found costs its bytes for nothing.
-    public static let repairWindow = 2
+    /// Ranges of this file fetched again at a time under repair (on either host): one per 16
+    /// ranges of the file, 1 to 4. Each range in flight beside the bad one when it is found
+    /// costs its bytes for nothing, so this keeps that waste within 1/16 of the file, while a
+    /// large file is not repaired one range at a time.
+    public var repairWindow: Int { min(4, max(1, rangeCount / 16)) }
 
     /// The file did not verify and its ranges are being fetched again (`Sidecar.repair`).
     public var isRepairing: Bool { lock.withLock { record.repair != nil } }
@@ -153,7 +155,7 @@ extension StagingFile {
     /// fetched again out of `done`, those never fetched again first, in file order.
     func openRepairRanges() -> [Int] {
         guard let repair = record.repair else { return [] }
-        let want = StagingFile.repairWindow - (rangeCount - record.done.count)
+        let want = repairWindow - (rangeCount - record.done.count)
         guard want > 0 else { return [] }
         let done = Set(record.done)
         let chosen = (0..<rangeCount).filter { done.contains($0) && repair.mayFetchAgain($0) }
