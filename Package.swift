@@ -41,7 +41,7 @@ let package = Package(
 
         // The layers of docs/architecture.md, lowest first.
         .target(name: "HubClient", dependencies: ["Curl"]),
-        .target(name: "ModelCache", dependencies: ["HubClient", "Digest", "CFileOps"]),
+        .target(name: "ModelCache", dependencies: ["HubClient", "Digest", "CFileOps", "FileEvents"]),
         .target(name: "Transfer", dependencies: ["Curl", "HubClient", "ModelCache"]),
         .target(name: "Spool", dependencies: ["CFileOps", "Digest", "HubClient", "ModelCache"]),
         .target(name: "Daemon", dependencies: ["FileEvents", "HubClient", "ModelCache", "Spool", "Transfer"]),

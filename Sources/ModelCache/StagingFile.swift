@@ -5,6 +5,7 @@
 // (size, range size, commit, etag) is discarded together with the staging file.
 import CFileOps
 import Digest
+import FileEvents
 import Foundation
 import HubClient
 
@@ -81,6 +82,8 @@ public final class StagingFile: @unchecked Sendable {
     private let lock = NSLock()
     private var record: Sidecar
     private var hasher: SHA256
+    /// Whether the staging file is on a network or FUSE filesystem (how parts are spliced in).
+    private let isRemote: Bool
 
     /// Opens (or creates) the staging file for `file`, keeping prior progress only when its sidecar
     /// matches this transfer. Returns with the ranges already done.
@@ -142,6 +145,7 @@ public final class StagingFile: @unchecked Sendable {
         }
         self.fd = fd
         self.inode = UInt64(st.st_ino)
+        isRemote = FilesystemKind.isRemote(fileDescriptor: fd)
         var record = kept ?? wanted
         let count = rangeCount
         record.done = record.done.filter { $0 >= 0 && $0 < count }
@@ -274,11 +278,13 @@ public final class StagingFile: @unchecked Sendable {
         }
         let length = size
         if length == 0 { return 0 }
-        // A whole part that continues the hashed prefix is copied through memory and hashed on the
-        // way: its bytes are read once, instead of copied in the kernel and read back for the hash
-        // (through a network filesystem's client, the read-back is most of a splice's cost). A
-        // prefix is never hashed: the hash covers done ranges only.
-        if wholeRange, file.sha256 != nil, let prefix = lock.withLock({ record.hashedBytes == r.start ? hasher : nil }) {
+        // On a network filesystem, a whole part that continues the hashed prefix is copied through
+        // memory and hashed on the way: its bytes are read once, instead of copied in the kernel and
+        // read back for the hash (through a network filesystem's client, the read-back is most of a
+        // splice's cost). On a local disk the kernel's copy and a read-back from the page cache cost
+        // a third of that (docs/benchmarks.md, scenario 4). A prefix is never hashed: the hash
+        // covers done ranges only.
+        if wholeRange, isRemote, file.sha256 != nil, let prefix = lock.withLock({ record.hashedBytes == r.start ? hasher : nil }) {
             var h = prefix
             try copyThroughMemory(from: part, partPath: partPath, at: 0, to: r.start, count: length) { h.update($0) }
             lock.withLock {
