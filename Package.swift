@@ -14,7 +14,6 @@ let package = Package(
         .library(name: "ModelCache", targets: ["ModelCache"]),
         .library(name: "Transfer", targets: ["Transfer"]),
         .library(name: "Spool", targets: ["Spool"]),
-        .library(name: "CacheAdmin", targets: ["CacheAdmin"]),
         .library(name: "Digest", targets: ["Digest"]),
         .executable(name: "speech", targets: ["speech"]),
         .executable(name: "speech-fetchd", targets: ["speech-fetchd"]),

@@ -364,7 +364,7 @@ final class DaemonTests: DaemonTestCase {
     /// What a worker leaves when it dies right after publishing: the job gone from ready, the
     /// range's real bytes in `parts/<job>.part`.
     private func orphanPart(_ plan: PlannedFile, _ index: Int, _ bytes: Data, _ spool: Spool) throws {
-        unlink("\(spool.readyDir)/\(plan.jobName(index))")
+        unlink(spool.layout.ready(plan.jobName(index)))
         let r = plan.range(index)
         let temp = spool.tempPath("part-\(plan.jobName(index))")
         try SpoolFS.writeNew(temp, bytes.subdata(in: Int(r.start) ..< Int(r.end) + 1))
