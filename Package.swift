@@ -60,6 +60,7 @@ let package = Package(
         .executableTarget(name: "speech-testhub", dependencies: ["CommandLineKit", "TestHub"]),
 
         .testTarget(name: "HubClientTests", dependencies: ["HubClient", "TestHub"]),
+        .testTarget(name: "ModelCacheTests", dependencies: ["HubClient", "ModelCache"]),
         .testTarget(name: "TransferTests", dependencies: ["SpeechFetch", "CacheAdmin", "Curl", "Daemon", "TestHub", "Digest", "HubClient", "ModelCache", "Spool", "Transfer"]),
         .testTarget(name: "TestHubTests", dependencies: ["TestHub", "Digest"]),
         .testTarget(name: "CommandLineKitTests", dependencies: ["CommandLineKit"]),
