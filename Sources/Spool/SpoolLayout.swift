@@ -72,6 +72,8 @@ public struct SpoolLayout: Sendable {
     public func daemonLog(_ node: String) -> String { root + "/fetchd-\(node).log" }
     /// `clock`: touched to read the file server's "now".
     public var clockProbe: String { root + "/clock" }
+    /// `wake`: one page whose first 32-bit word is the wake word (`WakeWord`).
+    public var wakeWord: String { root + "/wake" }
 
     // MARK: Parsers
 
