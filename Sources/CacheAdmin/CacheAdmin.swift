@@ -59,7 +59,10 @@ public struct CacheAdmin: Sendable {
         lease = settings.lease
     }
 
-    var modelsRoot: String { base.path + "/models" }
+    var modelsRoot: String { CacheLocation.modelsRoot(base: base).path }
+
+    /// The base's spool folder (`<base>/spool`), whether or not it exists yet.
+    public var spoolDirectory: String { SpoolLayout(base: base.path).root }
     var owner: LockOwner { LockOwner(node: node) }
 
     func directory(for repo: RepoID) -> ModelDirectory {
