@@ -14,7 +14,6 @@ let package = Package(
         .library(name: "ModelCache", targets: ["ModelCache"]),
         .library(name: "Transfer", targets: ["Transfer"]),
         .library(name: "Spool", targets: ["Spool"]),
-        .library(name: "CacheAdmin", targets: ["CacheAdmin"]),
         .library(name: "Digest", targets: ["Digest"]),
         .executable(name: "speech", targets: ["speech"]),
         .executable(name: "speech-fetchd", targets: ["speech-fetchd"]),
@@ -61,6 +60,7 @@ let package = Package(
         .executableTarget(name: "speech-testhub", dependencies: ["CommandLineKit", "TestHub"]),
 
         .testTarget(name: "HubClientTests", dependencies: ["HubClient", "TestHub"]),
+        .testTarget(name: "ModelCacheTests", dependencies: ["HubClient", "ModelCache"]),
         .testTarget(name: "TransferTests", dependencies: ["SpeechFetch", "CacheAdmin", "Curl", "Daemon", "TestHub", "Digest", "HubClient", "ModelCache", "Spool", "Transfer"]),
         .testTarget(name: "TestHubTests", dependencies: ["TestHub", "Digest"]),
         .testTarget(name: "CommandLineKitTests", dependencies: ["CommandLineKit"]),
