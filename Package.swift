@@ -56,7 +56,7 @@ let package = Package(
         .target(name: "CommandLineKit", dependencies: ["Curl"]),
 
         // Thin executables: argument parsing and printing only.
-        .executableTarget(name: "speech", dependencies: ["CommandLineKit", "SpeechFetch", "Daemon", "CacheAdmin", "HubClient", "ModelCache", "FileEvents", "TestHub"]),
+        .executableTarget(name: "speech", dependencies: ["CommandLineKit", "SpeechFetch", "Daemon", "CacheAdmin", "HubClient", "ModelCache", "FileEvents"]),
         .executableTarget(name: "speech-fetchd", dependencies: ["CommandLineKit", "SpeechFetch"]),
         .executableTarget(name: "speech-testhub", dependencies: ["CommandLineKit", "TestHub"]),
 
