@@ -289,7 +289,7 @@ enum DownloadCommand {
         do {
             hub = try DemoHub.start(testhub, root: root, size: size, log: log)
         } catch {
-            try? FileManager.default.removeItem(at: root)
+            removeScratch(root: root, log: log)
             speechProgram.fail("demo failed: \(error)")
         }
         if !parsed.flag("quiet") && !parsed.flag("json") {
@@ -304,9 +304,16 @@ enum DownloadCommand {
         request.quiet = parsed.flag("quiet")
         let code = download(request, environment: env)
         hub.stop()
+        removeScratch(root: root, log: log)
+        exit(code)
+    }
+
+    /// Removes the demo's Hub root and log, and the scratch folder holding them unless the cache
+    /// is in it too.
+    private static func removeScratch(root: URL, log: URL) {
         try? FileManager.default.removeItem(at: root)
         try? FileManager.default.removeItem(at: log)
-        exit(code)
+        rmdir(root.deletingLastPathComponent().path)
     }
 
     /// "3M" → 3 MiB; K, M, G are binary; a plain number is bytes.
