@@ -62,8 +62,9 @@ let package = Package(
 
         // The tests' shared fixtures (docs/architecture.md, "Tests"): a test Hub and a temp cache per
         // test (HubTestCase), real speech-fetchd and speech processes (DaemonTestCase), a tmpfs.
-        // A plain target that no product lists: it ships in no library or executable.
-        .target(name: "TestSupport", dependencies: ["Digest", "ModelCache", "SpeechFetch", "TestHub"], path: "Tests/TestSupport"),
+        // A test target without tests that the others depend on: built only with the tests (it
+        // imports XCTest, which `swift build -c release --static-swift-stdlib` cannot), in no product.
+        .testTarget(name: "TestSupport", dependencies: ["Digest", "ModelCache", "SpeechFetch", "TestHub"]),
 
         // One test target per module it tests; SpeechCLITests drives the executables.
         .testTarget(name: "DigestTests", dependencies: ["Digest"]),
