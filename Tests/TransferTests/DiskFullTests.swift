@@ -5,6 +5,7 @@ import Foundation
 import ModelCache
 import SpeechFetch
 import TestHub
+@testable import TestSupport
 import XCTest
 
 final class DiskFullTests: DaemonTestCase {
