@@ -43,8 +43,8 @@ public final class Worker: @unchecked Sendable {
         // jobs): watch both folders.
         let watcher = Thread { [spool] in
             let watcher = DirectoryWatcher.shared
-            watcher?.watch(spool.readyDir)
-            watcher?.watch(spool.plansDir)
+            watcher?.watch(spool.layout.path(.ready))
+            watcher?.watch(spool.layout.path(.plans))
             while !done() {
                 if watcher?.wait(seconds: 1) ?? { sleep(1); return false }() { wakeup.broadcast() }
             }
@@ -112,9 +112,8 @@ public final class Worker: @unchecked Sendable {
 
     /// True while this node's claims are fewer than its share, ceil((ready + claimed) / live nodes).
     private func withinShare(ready: Int) -> Bool {
-        guard let claims = SpoolFS.listing(spool.claimedDir) else { return true }
-        let tag = "@\(settings.node)@"
-        let mine = claims.filter { $0.contains(tag) }.count
+        guard let claims = spool.claims() else { return true }
+        let mine = claims.filter { $0.holder.node == settings.node }.count
         let nodes = liveNodes()
         let share = (ready + claims.count + nodes - 1) / nodes
         return mine < max(1, share)

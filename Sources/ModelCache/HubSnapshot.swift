@@ -146,7 +146,7 @@ extension ModelDirectory {
         if ModelDirectory.readLink(pointer) == target { return }
         try ModelDirectory.makeDirectories((pointer as NSString).deletingLastPathComponent)
         try ModelDirectory.makeDirectories(stagingDirectory.path)
-        let temp = stagingDirectory.path + "/pointer.\(getpid()).\(UInt32.random(in: 0...UInt32.max))"
+        let temp = stagingPath(ModelLayout.pointerTempName(pid: getpid(), n: UInt32.random(in: 0...UInt32.max)))
         guard symlink(target, temp) == 0 else { throw CacheError.io(path: temp, operation: "create symlink", errno: errno) }
         guard rename(temp, pointer) == 0 else {
             let code = errno
