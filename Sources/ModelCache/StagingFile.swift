@@ -81,6 +81,11 @@ public final class StagingFile: @unchecked Sendable {
     private let lock = NSLock()
     private var record: Sidecar
     private var hasher: SHA256
+    /// True when the progress came from a sidecar that was there (false: this object started the
+    /// file, or found a sidecar of another transfer). Only then does `persist` fold in what the
+    /// sidecar on disk lists (`mergeRecorded`), and only until `resetProgress`.
+    public let openedFromRecord: Bool
+    private var merging: Bool
 
     /// Opens (or creates) the staging file for `file`, keeping prior progress only when its sidecar
     /// matches this transfer. Returns with the ranges already done.
@@ -168,6 +173,8 @@ public final class StagingFile: @unchecked Sendable {
         }
         self.record = record
         self.hasher = hasher
+        openedFromRecord = kept != nil
+        merging = kept != nil
         durableDone = record.done.sorted()
         if kept == nil && count > 1 {
             // A sidecar from the start: whatever stops this transfer (a full disk before any
@@ -260,18 +267,9 @@ public final class StagingFile: @unchecked Sendable {
     private func splice(partAt partPath: String, index: Int, wholeRange: Bool) throws -> Int64 {
         let r = range(index)
         let rangeLength = r.end - r.start + 1
-        let part = SharedFS.retry { open(partPath, O_RDONLY | O_NOFOLLOW | O_CLOEXEC) }
-        guard part >= 0 else { throw CacheError.io(path: partPath, operation: "open part", errno: errno) }
+        let fits: (Int64) -> Bool = { wholeRange ? $0 == rangeLength : $0 <= rangeLength }
+        let (part, size) = try StagingFile.openPart(partPath, fits: fits, expected: rangeLength)
         defer { close(part) }
-        var st = stat()
-        // A part whose size cannot be read is not one of the wrong size (which is dropped).
-        guard SharedFS.retry({ fstat(part, &st) }) == 0 else {
-            throw CacheError.io(path: partPath, operation: "read the size of part", errno: errno)
-        }
-        let size = Int64(st.st_size)
-        guard wholeRange ? size == rangeLength : size <= rangeLength else {
-            throw CacheError.sizeMismatch(path: partPath, expected: rangeLength, actual: size)
-        }
         let length = size
         if length == 0 { return 0 }
         // A whole part that continues the hashed prefix is copied through memory and hashed on the
@@ -303,9 +301,44 @@ public final class StagingFile: @unchecked Sendable {
                 }
                 throw CacheError.io(path: dataURL.path, operation: "splice a part into", errno: errno)
             }
-            if n == 0 { throw CacheError.sizeMismatch(path: partPath, expected: length, actual: inOffset) }
+            // Shorter than the size just read: the client contradicts itself; keep the part for a later look.
+            if n == 0 { throw CacheError.io(path: partPath, operation: "read all \(length) bytes of part", errno: EAGAIN) }
         }
         return length
+    }
+
+    /// Opens a part and reads its size, judged only on what was read consistently. A size that
+    /// does not fit may be a client's cached attribute: a node that looked at the part while its
+    /// writer was still writing it (as endgame and adoption do, under its temp name) can be
+    /// served that size for about a second after the part was published. Such a part is opened
+    /// again by path, a few times over a little more than two seconds; it is of the wrong size
+    /// (`CacheError.sizeMismatch`, and dropped by the caller) only when every look read the same
+    /// size, and unknown (`CacheError.io`, EAGAIN: kept) when the looks disagree. A size that
+    /// cannot be read is not a wrong one either.
+    static func openPart(_ path: String, fits: (Int64) -> Bool, expected: Int64) throws -> (fd: Int32, size: Int64) {
+        var sizes: [Int64] = []
+        var delay = 0.05
+        while true {
+            let fd = SharedFS.retry { open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC) }
+            guard fd >= 0 else { throw CacheError.io(path: path, operation: "open part", errno: errno) }
+            var st = stat()
+            guard SharedFS.retry({ fstat(fd, &st) }) == 0 else {
+                let code = errno
+                close(fd)
+                throw CacheError.io(path: path, operation: "read the size of part", errno: code)
+            }
+            let size = Int64(st.st_size)
+            if fits(size) { return (fd, size) }
+            close(fd)
+            sizes.append(size)
+            guard sizes.count < 7 else { break }
+            Thread.sleep(forTimeInterval: delay)
+            delay = min(delay * 2, 0.5)
+        }
+        guard Set(sizes).count == 1 else {
+            throw CacheError.io(path: path, operation: "read a steady size (\(sizes.map { String($0) }.joined(separator: ", ")) bytes) of part", errno: EAGAIN)
+        }
+        throw CacheError.sizeMismatch(path: path, expected: expected, actual: sizes[0])
     }
 
     private func copyThroughMemory(from part: Int32, partPath: String, at start: Int64, to destination: Int64, count: Int64,
@@ -319,7 +352,7 @@ public final class StagingFile: @unchecked Sendable {
                 if errno == EINTR { continue }
                 throw CacheError.io(path: partPath, operation: "read part", errno: errno)
             }
-            if n == 0 { throw CacheError.sizeMismatch(path: partPath, expected: start + count, actual: start + done) }
+            if n == 0 { throw CacheError.io(path: partPath, operation: "read all \(start + count) bytes of part", errno: EAGAIN) }
             let chunk = UnsafeRawBufferPointer(rebasing: buffer[0..<n])
             try write(chunk, at: destination + done)
             each(chunk)
@@ -359,6 +392,7 @@ public final class StagingFile: @unchecked Sendable {
     /// Forgets every range (the server ignored Range and the file restarts as one stream).
     public func resetProgress() {
         lock.withLock {
+            merging = false  // what the old sidecar lists is being overwritten
             record.done = []
             record.partial = nil
             record.hashedBytes = 0
@@ -408,6 +442,7 @@ public final class StagingFile: @unchecked Sendable {
             guard fdatasync(fd) == 0 else { throw CacheError.io(path: dataURL.path, operation: "sync", errno: errno) }
             snapshot.partialBoot = nil
         }
+        mergeRecorded(into: &snapshot)
         defer { if snapshot.partialBoot == nil { lock.withLock { durableDone = snapshot.done } } }
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
@@ -420,6 +455,29 @@ public final class StagingFile: @unchecked Sendable {
             // it unreadable, which restarts the file: never wrong bytes.
             try rewriteInPlace(data, at: sidecarURL.path)
         }
+    }
+
+    /// Folds into `snapshot` (and this object's record) the done ranges the sidecar on disk lists
+    /// and the record lacks. Every writer of the sidecar holds the staging lock, so the one on
+    /// disk is the last holder's; but a network filesystem's client can serve a renamed-over
+    /// file's old content for about a second, so the record this object opened with may be
+    /// older than it. Writing that record back would drop the ranges the last holder added, whose
+    /// parts may already be gone: neither done nor fetched, they would be fetched again. The
+    /// ranges listed on disk were synced by their writer before it listed them. A read that
+    /// fails, or a sidecar of another transfer, adds nothing.
+    private func mergeRecorded(into snapshot: inout Sidecar) {
+        guard lock.withLock({ merging }), let data = SharedFS.read(sidecarURL.path).value,
+              let disk = try? JSONDecoder().decode(Sidecar.self, from: data), disk.matches(snapshot) else { return }
+        let count = rangeCount
+        let extra = Set(disk.done.filter { $0 >= 0 && $0 < count }).subtracting(snapshot.done)
+        guard !extra.isEmpty else { return }
+        func folding(_ r: inout Sidecar) {
+            r.done = Array(Set(r.done).union(extra)).sorted()
+            r.partial = r.partial?.filter { !extra.contains($0.index) }
+            if r.partial?.isEmpty == true { r.partial = nil }
+        }
+        folding(&snapshot)
+        lock.withLock { if merging { folding(&record) } }
     }
 
     private func rewriteInPlace(_ data: Data, at path: String) throws {

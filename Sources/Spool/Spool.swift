@@ -35,6 +35,11 @@ public final class Spool: @unchecked Sendable {
     public let owner: LockOwner
     /// Seconds after which a claim or lock that was not refreshed may be revoked.
     public let lease: Double
+    /// Seconds a network filesystem's client may serve a renamed-over file's old content (its
+    /// entry and attribute caches; 0 where every reader sees every rename at once). A splicer
+    /// writes a sidecar only this long after it took the file's lock, so that its last look at
+    /// the sidecar (`StagingFile.persist`) reads what the previous holder wrote.
+    public let settle: Double
     private var counter = 0
     private let lock = NSLock()
 
@@ -53,10 +58,11 @@ public final class Spool: @unchecked Sendable {
     public var corruptDir: String { root + "/corrupt" }
 
     /// Opens (creating when needed) the spool of the cache base `base`.
-    public init(base: URL, node: String, lease: Double = 30) throws {
+    public init(base: URL, node: String, lease: Double = 30, settle: Double = 0) throws {
         root = base.standardizedFileURL.path + "/spool"
         owner = LockOwner(node: node)
         self.lease = lease
+        self.settle = settle
         for dir in [root, tmp, requestsDir, doneDir, failedDir, plansDir, root + "/jobs", readyDir, claimedDir,
                     endgameDir, partsDir, failuresDir, supervisorsDir, corruptDir] {
             try SpoolFS.makeDirectory(dir)
@@ -409,17 +415,63 @@ public final class Spool: @unchecked Sendable {
             guard let (key, index) = PlannedFile.parseJob(claim.job), let plan = plannedFile(key) else { continue }
             let range = plan.range(index)
             let length = range.end - range.start + 1
-            // The claimant's temp part (tmp/part-<job>@<node>@<pid>@n) grows as its bytes arrive.
-            let prefix = "part-\(claim.entry)@"
-            var written: Int64 = 0
-            for name in temps where name.hasPrefix(prefix) {
-                if case .found(let st) = SharedFS.lstat("\(tmp)/\(name)") { written = max(written, Int64(st.st_size)) }
-            }
-            let remaining = length - written
+            let remaining = length - written(claim.entry, temps: temps)
             guard remaining * 2 > length, remaining > best?.remaining ?? 0 else { continue }
             best = LaggingClaim(job: claim.job, claimPath: "\(claimedDir)/\(claim.entry)", node: claim.node, remaining: remaining)
         }
         return best
+    }
+
+    /// Bytes a claim's holder has written so far: its temp part (`tmp/part-<job>@<node>@<pid>@n`)
+    /// grows as they arrive. 0 when it cannot be seen.
+    private func written(_ claimEntry: String, temps: [String]) -> Int64 {
+        let prefix = "part-\(claimEntry)@"
+        var written: Int64 = 0
+        for name in temps where name.hasPrefix(prefix) {
+            if case .found(let st) = SharedFS.lstat("\(tmp)/\(name)") { written = max(written, Int64(st.st_size)) }
+        }
+        return written
+    }
+
+    /// Every node's claims, each as the share of its range still to come (1: nothing written
+    /// yet), by node; nil when the claims cannot be listed. `rangeLength` gives a job's length
+    /// (nil: unknown, counted as a whole range).
+    public func claimLoads(rangeLength: (String) -> Int64?) -> [String: [Double]]? {
+        guard let claims = SpoolFS.listing(claimedDir) else { return nil }
+        let temps = SpoolFS.list(tmp)
+        var loads: [String: [Double]] = [:]
+        for entry in claims {
+            let pieces = entry.split(separator: "@")
+            guard pieces.count == 3 else { continue }
+            var left = 1.0
+            if let length = rangeLength(String(pieces[0])), length > 0 {
+                left = max(0, 1 - Double(written(entry, temps: temps)) / Double(length))
+            }
+            loads[String(pieces[1]), default: []].append(left)
+        }
+        return loads
+    }
+
+    /// Whether a slot of `node` may claim one more of `ready` ranges, given every node's claims
+    /// (`claimLoads`) and the live nodes (docs/cluster.md, "Size each node's share"):
+    /// - its claims are fewer than ceil((ready + claimed) / nodes), its share by count; and
+    /// - its outstanding work (the ranges it holds, each by the share still to come) exceeds the
+    ///   even share of all outstanding work (ready ranges and every claim's rest) by at most half
+    ///   a range once it takes a whole one, or it is the least loaded live node.
+    /// The second rule is for the end of a file: a node whose ranges are nearly done takes the
+    /// last ones, not one that has just started four, so the nodes finish together.
+    public static func mayClaim(node: String, ready: Int, loads: [String: [Double]], liveNodes: Int) -> Bool {
+        let nodes = max(1, liveNodes)
+        let mine = loads[node] ?? []
+        let claimed = loads.values.reduce(0) { $0 + $1.count }
+        guard mine.count < max(1, (ready + claimed + nodes - 1) / nodes) else { return false }
+        guard nodes > 1 else { return true }
+        let others = loads.filter { $0.key != node }.map { $0.value.reduce(0, +) }
+        let myLoad = mine.reduce(0, +)
+        // A live node without claims is the least loaded (0).
+        if myLoad <= (others.count < nodes - 1 ? 0 : others.min() ?? 0) { return true }
+        let total = Double(ready) + myLoad + others.reduce(0, +)
+        return myLoad + 0.5 <= total / Double(nodes)
     }
 
     /// Takes the one endgame duplicate of a lagging claim (`jobs/endgame/<job>`, created once with
