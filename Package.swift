@@ -14,7 +14,6 @@ let package = Package(
         .library(name: "ModelCache", targets: ["ModelCache"]),
         .library(name: "Transfer", targets: ["Transfer"]),
         .library(name: "Spool", targets: ["Spool"]),
-        .library(name: "CacheAdmin", targets: ["CacheAdmin"]),
         .library(name: "Digest", targets: ["Digest"]),
         .executable(name: "speech", targets: ["speech"]),
         .executable(name: "speech-fetchd", targets: ["speech-fetchd"]),
@@ -41,7 +40,7 @@ let package = Package(
 
         // The layers of docs/architecture.md, lowest first.
         .target(name: "HubClient", dependencies: ["Curl"]),
-        .target(name: "ModelCache", dependencies: ["HubClient", "Digest", "CFileOps"]),
+        .target(name: "ModelCache", dependencies: ["HubClient", "Digest", "CFileOps", "FileEvents"]),
         .target(name: "Transfer", dependencies: ["Curl", "HubClient", "ModelCache"]),
         .target(name: "Spool", dependencies: ["CFileOps", "Digest", "HubClient", "ModelCache"]),
         .target(name: "Daemon", dependencies: ["FileEvents", "HubClient", "ModelCache", "Spool", "Transfer"]),
@@ -56,16 +55,28 @@ let package = Package(
         .target(name: "CommandLineKit", dependencies: ["Curl"]),
 
         // Thin executables: argument parsing and printing only.
-        .executableTarget(name: "speech", dependencies: ["CommandLineKit", "SpeechFetch", "Daemon", "CacheAdmin", "HubClient", "ModelCache", "FileEvents", "TestHub"]),
+        .executableTarget(name: "speech", dependencies: ["CommandLineKit", "SpeechFetch", "Daemon", "CacheAdmin", "HubClient", "ModelCache", "FileEvents"]),
         .executableTarget(name: "speech-fetchd", dependencies: ["CommandLineKit", "SpeechFetch"]),
         .executableTarget(name: "speech-testhub", dependencies: ["CommandLineKit", "TestHub"]),
 
-        .testTarget(name: "HubClientTests", dependencies: ["HubClient", "TestHub"]),
-        .testTarget(name: "TransferTests", dependencies: ["SpeechFetch", "CacheAdmin", "Curl", "Daemon", "TestHub", "Digest", "HubClient", "ModelCache", "Spool", "Transfer"]),
-        .testTarget(name: "TestHubTests", dependencies: ["TestHub", "Digest"]),
-        .testTarget(name: "CommandLineKitTests", dependencies: ["CommandLineKit"]),
+        // The tests' shared fixtures (docs/architecture.md, "Tests"): a test Hub and a temp cache per
+        // test (HubTestCase), real speech-fetchd and speech processes (DaemonTestCase), a tmpfs.
+        // A test target without tests that the others depend on: built only with the tests (it
+        // imports XCTest, which `swift build -c release --static-swift-stdlib` cannot), in no product.
+        .testTarget(name: "TestSupport", dependencies: ["Digest", "ModelCache", "SpeechFetch", "TestHub"]),
+
+        // One test target per module it tests; SpeechCLITests drives the executables.
         .testTarget(name: "DigestTests", dependencies: ["Digest"]),
-        .testTarget(name: "SpoolTests", dependencies: ["Spool"]),
+        .testTarget(name: "HubClientTests", dependencies: ["HubClient", "TestHub"]),
+        .testTarget(name: "ModelCacheTests", dependencies: ["CacheAdmin", "Digest", "HubClient", "ModelCache", "SpeechFetch", "TestHub", "TestSupport"]),
+        .testTarget(name: "TransferTests", dependencies: ["CacheAdmin", "Curl", "Daemon", "Digest", "HubClient", "ModelCache", "SpeechFetch", "Spool", "TestHub", "TestSupport", "Transfer"]),
+        .testTarget(name: "SpoolTests", dependencies: ["CacheAdmin", "Daemon", "ModelCache", "SpeechFetch", "Spool", "TestHub", "TestSupport"]),
+        .testTarget(name: "DaemonTests", dependencies: ["Daemon", "Digest", "HubClient", "ModelCache", "SpeechFetch", "Spool", "TestHub", "TestSupport"]),
+        .testTarget(name: "CacheAdminTests", dependencies: ["CacheAdmin", "Digest", "HubClient", "ModelCache", "SpeechFetch", "Spool", "TestHub", "TestSupport"]),
+        .testTarget(name: "SpeechFetchTests", dependencies: ["Daemon", "Digest", "HubClient", "ModelCache", "SpeechFetch", "TestHub", "TestSupport"]),
+        .testTarget(name: "TestHubTests", dependencies: ["Digest", "TestHub"]),
+        .testTarget(name: "CommandLineKitTests", dependencies: ["CommandLineKit"]),
+        .testTarget(name: "SpeechCLITests", dependencies: ["ModelCache", "SpeechFetch", "TestHub", "TestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

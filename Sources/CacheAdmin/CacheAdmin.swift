@@ -59,7 +59,10 @@ public struct CacheAdmin: Sendable {
         lease = settings.lease
     }
 
-    var modelsRoot: String { base.path + "/models" }
+    var modelsRoot: String { CacheLocation.modelsRoot(base: base).path }
+
+    /// The base's spool folder (`<base>/spool`), whether or not it exists yet.
+    public var spoolDirectory: String { SpoolLayout(base: base.path).root }
     var owner: LockOwner { LockOwner(node: node) }
 
     func directory(for repo: RepoID) -> ModelDirectory {
@@ -69,8 +72,8 @@ public struct CacheAdmin: Sendable {
     /// Every `<base>/models/<org>/<name>/` whose names form a valid repo id, sorted.
     func modelDirectories() -> [(repo: RepoID, directory: ModelDirectory)] {
         var result: [(RepoID, ModelDirectory)] = []
-        for org in DiskScan.names(modelsRoot) where DiskScan.isDirectory(modelsRoot + "/" + org) {
-            for name in DiskScan.names(modelsRoot + "/" + org) where DiskScan.isDirectory("\(modelsRoot)/\(org)/\(name)") {
+        for org in FileTree.names(modelsRoot) where FileTree.isDirectory(modelsRoot + "/" + org) {
+            for name in FileTree.names(modelsRoot + "/" + org) where FileTree.isDirectory("\(modelsRoot)/\(org)/\(name)") {
                 guard let repo = try? RepoID("\(org)/\(name)") else { continue }
                 result.append((repo, directory(for: repo)))
             }
@@ -80,8 +83,7 @@ public struct CacheAdmin: Sendable {
 
     /// The base's spool when it has one; never creates it.
     func existingSpool() -> Spool? {
-        guard DiskScan.isDirectory(base.path + "/spool") else { return nil }
-        return try? Spool(base: base, node: node, lease: lease)
+        Spool.existing(base: base, node: node, lease: lease)
     }
 
     /// True when a live `speech-fetchd` serves this base.
@@ -142,11 +144,12 @@ extension CacheAdmin {
     func liveLocks(_ directory: ModelDirectory) -> [String: String] {
         let staging = directory.stagingDirectory.path
         var result: [String: String] = [:]
-        for entry in DiskScan.names(staging) where entry.hasSuffix(".lock") {
-            let path = staging + "/" + entry
+        for entry in FileTree.names(staging) {
+            guard let repoPath = ModelLayout.lockedRepoPath(entry) else { continue }
+            let path = directory.stagingPath(entry)
             guard !StagingLock.isStale(path, localNode: node, lease: lease, probe: staging) else { continue }
             let holder = FileManager.default.contents(atPath: path).map { String(decoding: $0, as: UTF8.self) } ?? "?"
-            result[StagingEntries.repoPath(String(entry.dropLast(5)))] = holder
+            result[repoPath] = holder
         }
         return result
     }

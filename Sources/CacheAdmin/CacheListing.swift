@@ -59,14 +59,22 @@ extension CacheAdmin {
     public func model(_ repo: String) throws -> CachedModel {
         let id = try RepoID(repo)
         let directory = directory(for: id)
-        guard DiskScan.isDirectory(directory.path) else {
+        guard FileTree.isDirectory(directory.path) else {
             throw CacheAdminError.notCached(repo: id.description, directory: directory.path)
         }
         return describe(id, directory, SpoolView(existingSpool()))
     }
 
     func describe(_ repo: RepoID, _ directory: ModelDirectory, _ view: SpoolView) -> CachedModel {
-        let files = DiskScan.regularFiles(under: directory.path, skipTopLevel: DiskScan.isBookkeeping)
+        let files = DiskScan.regularFiles(under: directory.path, skipTopLevel: ModelLayout.isBookkeeping)
+        return describe(repo, directory, view, counting: files, shownAs: directory.url, fileCount: files.count,
+                        missing: missingFiles(repo, directory), commit: directory.readManifest()?.commit)
+    }
+
+    /// A model described from `files`, the files whose bytes it holds (each inode counted once),
+    /// its staging and what of it is in flight.
+    func describe(_ repo: RepoID, _ directory: ModelDirectory, _ view: SpoolView, counting files: [(path: String, facts: FileFacts)],
+                  shownAs shown: URL, fileCount: Int, missing: [String], commit: String?) -> CachedModel {
         var seen = Set<[UInt64]>()
         var size: Int64 = 0
         var shared: Int64 = 0
@@ -79,20 +87,18 @@ extension CacheAdmin {
             size += f.allocated
             if f.links > 1 { shared += f.allocated }
         }
-        let stagingPath = directory.stagingDirectory.path
-        let staged = StagingEntries.groups(stagingPath).compactMap { name, entries -> String? in
-            entries.contains { $0 == name || $0 == name + ".sidecar.json" } ? StagingEntries.repoPath(name) : nil
+        let staged = DiskScan.stagingGroups(directory).compactMap { name, entries -> String? in
+            ModelLayout.holdsStagedFile(name, entries: entries) ? ModelLayout.repoPath(stagingName: name) : nil
         }.sorted()
-        let missing = missingFiles(repo, directory)
         let flight = inFlight(directory, view)
         let state: CachedModelState = !flight.isEmpty ? .inFlight : (missing.isEmpty && staged.isEmpty ? .complete : .incomplete)
         let used: (Date, LastUseKind)? = files.isEmpty ? nil
             : newestAccess > newestChange ? (Date(timeIntervalSince1970: newestAccess), .accessed)
             : (Date(timeIntervalSince1970: newestChange), .modified)
-        return CachedModel(repo: repo.description, directory: directory.url, state: state, sizeOnDisk: size,
-                           sharedBytes: shared, stagedBytes: DiskScan.allocatedBytes(stagingPath),
-                           fileCount: files.count, missing: missing, staged: staged, inFlight: flight.reasons,
-                           commit: directory.readManifest()?.commit, lastUsed: used?.0, lastUsedKind: used?.1)
+        return CachedModel(repo: repo.description, directory: shown, state: state, sizeOnDisk: size,
+                           sharedBytes: shared, stagedBytes: FileTree.allocatedBytes(directory.stagingDirectory.path),
+                           fileCount: fileCount, missing: missing, staged: staged, inFlight: flight.reasons,
+                           commit: commit, lastUsed: used?.0, lastUsedKind: used?.1)
     }
 
     /// What the model lacks. A catalog download fetches only the files its entry loads, so for a
@@ -120,16 +126,16 @@ extension CacheAdmin {
     /// newest snapshot). Nil when the folder does not exist.
     public func listHubCache(_ hub: URL? = nil) -> (hub: URL, models: [CachedModel])? {
         let hub = (hub ?? HubCache.defaultDirectory(environment)).standardizedFileURL
-        guard DiskScan.isDirectory(hub.path) else { return nil }
+        guard FileTree.isDirectory(hub.path) else { return nil }
         let view = SpoolView(existingSpool())
         var models: [CachedModel] = []
-        for name in DiskScan.names(hub.path) where name.hasPrefix("models--") {
+        for name in FileTree.names(hub.path) where name.hasPrefix("models--") {
             let parts = name.dropFirst("models--".count).components(separatedBy: "--")
             guard parts.count == 2, let repo = try? RepoID(parts.joined(separator: "/")) else { continue }
             let folder = hub.appendingPathComponent(name, isDirectory: true)
             let snapshots = folder.path + "/snapshots"
-            let newest = DiskScan.names(snapshots).filter { HubCache.isCommitHash($0) }
-                .max { (DiskScan.facts(snapshots + "/" + $0)?.mtime ?? 0) < (DiskScan.facts(snapshots + "/" + $1)?.mtime ?? 0) }
+            let newest = FileTree.names(snapshots).filter { HubCache.isCommitHash($0) }
+                .max { (FileTree.facts(snapshots + "/" + $0)?.mtime ?? 0) < (FileTree.facts(snapshots + "/" + $1)?.mtime ?? 0) }
             guard let commit = HubCache.commit(forRevision: "main", repoFolder: folder) ?? newest else { continue }
             models.append(describeHub(repo, ModelDirectory(hubRepoFolder: folder, commit: commit), view))
         }
@@ -138,32 +144,8 @@ extension CacheAdmin {
 
     /// A huggingface_hub repo folder: its blobs' size on disk (each inode once), staging, state.
     func describeHub(_ repo: RepoID, _ directory: ModelDirectory, _ view: SpoolView) -> CachedModel {
-        var seen = Set<[UInt64]>()
-        var size: Int64 = 0
-        var shared: Int64 = 0
-        var newestAccess = 0.0
-        var newestChange = 0.0
-        let blobs = DiskScan.regularFiles(under: directory.path + "/blobs")
-        for (_, f) in blobs {
-            newestAccess = max(newestAccess, f.atime)
-            newestChange = max(newestChange, f.mtime)
-            guard seen.insert([f.device, f.inode]).inserted else { continue }
-            size += f.allocated
-            if f.links > 1 { shared += f.allocated }
-        }
-        let stagingPath = directory.stagingDirectory.path
-        let staged = StagingEntries.groups(stagingPath).compactMap { name, entries -> String? in
-            entries.contains { $0 == name || $0 == name + ".sidecar.json" } ? StagingEntries.repoPath(name) : nil
-        }.sorted()
-        let missing = directory.missingOffline(.all, repo: repo.description)
-        let flight = inFlight(directory, view)
-        let state: CachedModelState = !flight.isEmpty ? .inFlight : (missing.isEmpty && staged.isEmpty ? .complete : .incomplete)
-        let used: (Date, LastUseKind)? = blobs.isEmpty ? nil
-            : newestAccess > newestChange ? (Date(timeIntervalSince1970: newestAccess), .accessed)
-            : (Date(timeIntervalSince1970: newestChange), .modified)
-        return CachedModel(repo: repo.description, directory: directory.filesURL, state: state, sizeOnDisk: size,
-                           sharedBytes: shared, stagedBytes: DiskScan.allocatedBytes(stagingPath),
-                           fileCount: directory.listFiles().count, missing: missing, staged: staged, inFlight: flight.reasons,
-                           commit: directory.hubCommit, lastUsed: used?.0, lastUsedKind: used?.1)
+        describe(repo, directory, view, counting: DiskScan.regularFiles(under: directory.path + "/blobs"), shownAs: directory.filesURL,
+                 fileCount: directory.listFiles().count, missing: directory.missingOffline(.all, repo: repo.description),
+                 commit: directory.hubCommit)
     }
 }

@@ -58,7 +58,7 @@ extension CacheAdmin {
         if let repo {
             let id = try RepoID(repo)
             let directory = directory(for: id)
-            guard DiskScan.isDirectory(directory.path) else {
+            guard FileTree.isDirectory(directory.path) else {
                 throw CacheAdminError.notCached(repo: id.description, directory: directory.path)
             }
             targets = [(id, directory)]
@@ -71,7 +71,7 @@ extension CacheAdmin {
         for (repo, directory) in targets {
             report.repos.append(repo.description)
             guard let manifest = directory.readManifest() else {
-                report.skipped.append("\(repo): no manifest (\(ModelDirectory.manifestName)), nothing recorded to check against")
+                report.skipped.append("\(repo): no manifest (\(ModelLayout.manifest)), nothing recorded to check against")
                 continue
             }
             let flight = inFlight(directory, view)
@@ -81,7 +81,7 @@ extension CacheAdmin {
                     report.skipped.append("\(repo): \(file.path) is being transferred")
                     continue
                 }
-                guard let facts = DiskScan.facts(directory.finalURL(file.path).path), facts.isRegular else {
+                guard let facts = FileTree.facts(directory.finalURL(file.path).path), facts.isRegular else {
                     report.missing += 1
                     continue
                 }

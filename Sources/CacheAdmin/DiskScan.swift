@@ -1,56 +1,16 @@
-// DiskScan - the filesystem facts `speech cache` works from: lstat without following links,
-// allocated bytes, walks that skip the cache's bookkeeping, and read-only hashing from a descriptor.
+// DiskScan - the walks `speech cache` works from (staging grouped by file, files without the
+// cache's bookkeeping, canonical paths), read-only hashing from a descriptor, and its wording.
 import Digest
 import Foundation
-
-/// What lstat says about one path.
-struct FileFacts: Sendable {
-    let size: Int64
-    /// Bytes the filesystem allocated (st_blocks × 512): what deleting the file frees.
-    let allocated: Int64
-    let links: Int
-    let device: UInt64
-    let inode: UInt64
-    let atime: Double
-    let mtime: Double
-    let mode: mode_t
-
-    var isRegular: Bool { (mode & S_IFMT) == S_IFREG }
-    var isDirectory: Bool { (mode & S_IFMT) == S_IFDIR }
-    var isSymlink: Bool { (mode & S_IFMT) == S_IFLNK }
-
-    init(_ st: stat) {
-        size = Int64(st.st_size)
-        allocated = Int64(st.st_blocks) * 512
-        links = Int(st.st_nlink)
-        device = UInt64(st.st_dev)
-        inode = UInt64(st.st_ino)
-        atime = Double(st.st_atim.tv_sec) + Double(st.st_atim.tv_nsec) / 1e9
-        mtime = Double(st.st_mtim.tv_sec) + Double(st.st_mtim.tv_nsec) / 1e9
-        mode = st.st_mode
-    }
-}
+import ModelCache
 
 enum DiskScan {
-    /// lstat: the path itself, never a symlink's target.
-    static func facts(_ path: String) -> FileFacts? {
-        var st = stat()
-        guard lstat(path, &st) == 0 else { return nil }
-        return FileFacts(st)
-    }
-
-    static func isDirectory(_ path: String) -> Bool { facts(path)?.isDirectory == true }
-
-    /// Entry names of a directory (no `.`/`..`), sorted; empty when it cannot be read.
-    static func names(_ directory: String) -> [String] {
-        ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []).sorted()
-    }
-
-    /// True for the names a model directory keeps for itself: the manifest (and its temp files)
-    /// and `.incomplete/`. RepoPath refuses every such name as a repo path.
-    static func isBookkeeping(_ topLevelName: String) -> Bool {
-        topLevelName.hasPrefix(".incomplete") || topLevelName.hasPrefix(".speech-fetch")
-            || topLevelName.hasPrefix("..speech-fetch")  // AtomicFile's temp name of the manifest
+    /// A model's `.incomplete/` entries grouped by the staging name they belong to
+    /// (`ModelLayout.owner(ofEntry:)`).
+    static func stagingGroups(_ directory: ModelDirectory) -> [String: [String]] {
+        var result: [String: [String]] = [:]
+        for entry in FileTree.names(directory.stagingDirectory.path) { result[ModelLayout.owner(ofEntry: entry), default: []].append(entry) }
+        return result
     }
 
     /// Every regular file under `root` as (relative path, facts), without following symlinks and
@@ -58,10 +18,10 @@ enum DiskScan {
     static func regularFiles(under root: String, skipTopLevel: (String) -> Bool = { _ in false }) -> [(path: String, facts: FileFacts)] {
         var result: [(String, FileFacts)] = []
         func walk(_ dir: String, _ prefix: String) {
-            for name in names(dir) {
+            for name in FileTree.names(dir) {
                 if prefix.isEmpty && skipTopLevel(name) { continue }
                 let full = dir + "/" + name
-                guard let f = facts(full) else { continue }
+                guard let f = FileTree.facts(full) else { continue }
                 if f.isDirectory {
                     walk(full, prefix + name + "/")
                 } else if f.isRegular {
@@ -73,24 +33,6 @@ enum DiskScan {
         return result
     }
 
-    /// Allocated bytes of everything under `path` (or of `path` itself), each inode counted once.
-    static func allocatedBytes(_ path: String) -> Int64 {
-        guard let top = facts(path) else { return 0 }
-        guard top.isDirectory else { return top.allocated }
-        var seen = Set<[UInt64]>()
-        var total: Int64 = 0
-        func walk(_ dir: String) {
-            for name in names(dir) {
-                let full = dir + "/" + name
-                guard let f = facts(full) else { continue }
-                if f.isDirectory { walk(full); continue }
-                if seen.insert([f.device, f.inode]).inserted { total += f.allocated }
-            }
-        }
-        walk(path)
-        return total
-    }
-
     /// The path with symlinks resolved when it exists, else standardized: how two spellings of
     /// one model directory are compared.
     static func canonical(_ path: String) -> String {
@@ -99,15 +41,6 @@ enum DiskScan {
             return String(cString: resolved)
         }
         return URL(fileURLWithPath: path).standardizedFileURL.path
-    }
-
-    /// Removes a file or a whole tree; true when nothing is left.
-    @discardableResult
-    static func removeTree(_ path: String) -> Bool {
-        guard let f = facts(path) else { return true }
-        if !f.isDirectory { return unlink(path) == 0 || errno == ENOENT }
-        try? FileManager.default.removeItem(atPath: path)
-        return facts(path) == nil
     }
 
     /// True for 40 (git blob id) or 64 (sha256) lowercase hex digits.
@@ -179,54 +112,5 @@ enum DiskScan {
         if s < 7200 { return "\(s / 60) min" }
         if s < 172_800 { return "\(s / 3600) h" }
         return "\(s / 86400) d"
-    }
-}
-
-/// `.incomplete/` entries grouped by the file they stage: `<name>`, `<name>.sidecar.json`,
-/// `<name>.lock`, a sidecar's temp file `.<name>.sidecar.json.tmp.*`, a broken lock
-/// `<name>.lock.broken.*`, and an import's temp link `<name>.import.*`.
-public enum StagingEntries {
-    /// Works on UTF-8 bytes, as `StagingFile.stagingName` writes them (a name may begin with a
-    /// combining mark, which Swift's characters would join to the dot before it).
-    public static func stagingName(of entry: String) -> String {
-        let bytes = Array(entry.utf8)
-        func text(_ range: Range<Int>) -> String { String(decoding: bytes[range], as: UTF8.self) }
-        func find(_ marker: String, from start: Int = 0) -> Int? {
-            let m = Array(marker.utf8)
-            guard bytes.count >= m.count + start else { return nil }
-            return (start...(bytes.count - m.count)).first { bytes[$0...].starts(with: m) }
-        }
-        for suffix in [".lock", ".sidecar.json"] where bytes.count >= suffix.utf8.count && bytes.suffix(suffix.utf8.count).elementsEqual(suffix.utf8) {
-            return text(0..<(bytes.count - suffix.utf8.count))
-        }
-        for marker in [".lock.broken.", ".import."] {
-            if let at = find(marker) { return text(0..<at) }
-        }
-        if bytes.first == UInt8(ascii: "."), let at = find(".sidecar.json.tmp.", from: 1) { return text(1..<at) }
-        return entry
-    }
-
-    /// Staging name → the entries that belong to it.
-    static func groups(_ stagingDirectory: String) -> [String: [String]] {
-        var result: [String: [String]] = [:]
-        for entry in DiskScan.names(stagingDirectory) { result[stagingName(of: entry), default: []].append(entry) }
-        return result
-    }
-
-    /// `a%2Fb%25c%2Elock` → `a/b%c.lock`: the inverse of `StagingFile.stagingName`.
-    public static func repoPath(_ stagingName: String) -> String {
-        let bytes = Array(stagingName.utf8)
-        var out: [UInt8] = []
-        var i = 0
-        while i < bytes.count {
-            let code = bytes[i] == UInt8(ascii: "%") ? String(decoding: bytes[i..<min(i + 3, bytes.count)], as: UTF8.self) : ""
-            switch code {
-            case "%2F": out.append(UInt8(ascii: "/")); i += 3
-            case "%25": out.append(UInt8(ascii: "%")); i += 3
-            case "%2E": out.append(UInt8(ascii: ".")); i += 3
-            default: out.append(bytes[i]); i += 1
-            }
-        }
-        return String(decoding: out, as: UTF8.self)
     }
 }

@@ -67,10 +67,10 @@ extension CacheAdmin {
         // --hf-home names HF_HOME (its hub/); without it, huggingface_hub's own order (HF_HUB_CACHE first).
         let hub = (hfHome.map { $0.appendingPathComponent("hub", isDirectory: true) } ?? HubCache.defaultDirectory(environment))
             .standardizedFileURL
-        guard DiskScan.isDirectory(hub.path) else { throw CacheAdminError.noHFCache(path: hub.path) }
+        guard FileTree.isDirectory(hub.path) else { throw CacheAdminError.noHFCache(path: hub.path) }
         var report = ImportReport(hubDirectory: hub)
         let view = SpoolView(existingSpool())
-        for entry in DiskScan.names(hub.path) where entry.hasPrefix("models--") && DiskScan.isDirectory(hub.path + "/" + entry) {
+        for entry in FileTree.names(hub.path) where entry.hasPrefix("models--") && FileTree.isDirectory(hub.path + "/" + entry) {
             let pieces = entry.dropFirst("models--".count).components(separatedBy: "--")
             guard pieces.count == 2, let repo = try? RepoID("\(pieces[0])/\(pieces[1])") else {
                 report.repos.append(ImportedRepo(repo: String(entry.dropFirst("models--".count)), commit: nil,
@@ -85,19 +85,19 @@ extension CacheAdmin {
     private func importRepo(_ repo: RepoID, from repoDir: String, view: SpoolView) -> ImportedRepo {
         let directory = directory(for: repo)
         let existing = directory.readManifest().flatMap { $0.repo == repo.description ? $0 : nil }
-        let snapshots = DiskScan.names(repoDir + "/snapshots").filter {
-            DiskScan.isHex($0, length: 40) && DiskScan.isDirectory("\(repoDir)/snapshots/\($0)")
+        let snapshots = FileTree.names(repoDir + "/snapshots").filter {
+            DiskScan.isHex($0, length: 40) && FileTree.isDirectory("\(repoDir)/snapshots/\($0)")
         }
         // refs/<name> hold commits; main first.
         var refs: [(name: String, commit: String)] = []
-        for name in ["main"] + DiskScan.names(repoDir + "/refs").filter({ $0 != "main" }) {
+        for name in ["main"] + FileTree.names(repoDir + "/refs").filter({ $0 != "main" }) {
             guard let data = readSmall(repoDir + "/refs/" + name) else { continue }
             refs.append((name, String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)))
         }
         // The snapshot our cache already records, else the one main points at, else the newest.
         let commit = existing.map(\.commit).flatMap { snapshots.contains($0) ? $0 : nil }
             ?? refs.first(where: { snapshots.contains($0.commit) })?.commit
-            ?? snapshots.max { (DiskScan.facts("\(repoDir)/snapshots/\($0)")?.mtime ?? 0) < (DiskScan.facts("\(repoDir)/snapshots/\($1)")?.mtime ?? 0) }
+            ?? snapshots.max { (FileTree.facts("\(repoDir)/snapshots/\($0)")?.mtime ?? 0) < (FileTree.facts("\(repoDir)/snapshots/\($1)")?.mtime ?? 0) }
         guard let commit else {
             return ImportedRepo(repo: repo.description, commit: nil, directory: directory.url, note: "no snapshot; skipped")
         }
@@ -125,7 +125,7 @@ extension CacheAdmin {
             }
             let name = (blob as NSString).lastPathComponent
             let isLFS = name.utf8.count == 64
-            guard let blobFacts = DiskScan.facts(blob), blobFacts.isRegular else {
+            guard let blobFacts = FileTree.facts(blob), blobFacts.isRegular else {
                 result.refused.append(RefusedFile(path: path, reason: "its blob \(blob) is missing or not a regular file"))
                 continue
             }
@@ -139,7 +139,7 @@ extension CacheAdmin {
             }
             // Already here: the same inode, or a file of the right size our manifest says has this content.
             let final = directory.finalURL(path).path
-            if let ours = DiskScan.facts(final), ours.isRegular, ours.size == record.size,
+            if let ours = FileTree.facts(final), ours.isRegular, ours.size == record.size,
                (ours.device == blobFacts.device && ours.inode == blobFacts.inode)
                 || (old.map { ($0.sha256 ?? $0.blobID) == (record.sha256 ?? record.blobID) } ?? false) {
                 result.alreadyPresent.append(path)
@@ -182,9 +182,9 @@ extension CacheAdmin {
     private func snapshotEntries(_ snapshotDir: String) -> [(String, String)] {
         var result: [(String, String)] = []
         func walk(_ dir: String, _ prefix: String) {
-            for name in DiskScan.names(dir) {
+            for name in FileTree.names(dir) {
                 let full = dir + "/" + name
-                guard let f = DiskScan.facts(full) else { continue }
+                guard let f = FileTree.facts(full) else { continue }
                 if f.isDirectory { walk(full, prefix + name + "/") } else { result.append((prefix + name, full)) }
             }
         }
@@ -194,7 +194,7 @@ extension CacheAdmin {
 
     /// The blob a snapshot entry links to: `<repo>/blobs/<40 or 64 hex>`; nil for anything else.
     private func blobTarget(_ entryPath: String, blobsDir: String) -> String? {
-        guard DiskScan.facts(entryPath)?.isSymlink == true,
+        guard FileTree.facts(entryPath)?.isSymlink == true,
               let target = try? FileManager.default.destinationOfSymbolicLink(atPath: entryPath) else { return nil }
         let absolute = target.hasPrefix("/") ? target : (entryPath as NSString).deletingLastPathComponent + "/" + target
         let name = (absolute as NSString).lastPathComponent
@@ -230,7 +230,7 @@ extension CacheAdmin {
         }
 
         let staging = directory.stagingDirectory.path
-        let temp = "\(staging)/\(StagingFile.stagingName(file.path)).import.\(getpid())"
+        let temp = directory.stagingPath(ModelLayout.importName(file.path, pid: getpid()))
         unlink(temp)
         var method = Adoption.linked
         // Link the very inode that was hashed (through /proc/self/fd), not whatever the path names now.
@@ -263,9 +263,8 @@ extension CacheAdmin {
             return .refused("cannot rename into \(final.path): \(String(cString: strerror(code)))")
         }
         // A staged copy of the same file is now pointless.
-        let name = StagingFile.stagingName(file.path)
-        unlink("\(staging)/\(name)")
-        unlink("\(staging)/\(name).sidecar.json")
+        unlink(directory.stagingPath(ModelLayout.stagingName(file.path)))
+        unlink(directory.stagingPath(ModelLayout.sidecarName(file.path)))
         return method
     }
 
@@ -296,12 +295,12 @@ extension CacheAdmin {
         guard read, !failed, synced, closed else { return "copying into \(temp) failed: \(String(cString: strerror(errno)))" }
         let actual = file.sha256 != nil ? sha256.finalizeHex() : sha1.finalizeHex()
         guard actual == expected else { return "the copy does not verify (\(actual), expected \(expected))" }
-        guard DiskScan.facts(temp)?.size == file.size else { return "the copy has the wrong size" }
+        guard FileTree.facts(temp)?.size == file.size else { return "the copy has the wrong size" }
         return nil
     }
 
     private func readSmall(_ path: String) -> Data? {
-        guard DiskScan.facts(path)?.isRegular == true else { return nil }
+        guard FileTree.facts(path)?.isRegular == true else { return nil }
         let fd = DiskScan.openReadOnly(path)
         guard fd >= 0 else { return nil }
         defer { close(fd) }

@@ -55,4 +55,15 @@ public enum FetchdCommandLine {
         result.ownRequests = parsed.flag("own-requests")
         return result
     }
+
+    /// Runs the daemon with the parsed arguments, then exits 0 (it drained); an error it throws
+    /// ends the process as speech-fetchd's failure. Both executables that can be the daemon end here.
+    public static func serve(_ arguments: Arguments, _ daemon: (Arguments) throws -> Void) -> Never {
+        do {
+            try daemon(arguments)
+            exit(ExitCode.success)
+        } catch {
+            Program("speech-fetchd").fail("\(error)")
+        }
+    }
 }

@@ -71,8 +71,8 @@ public struct Handoff: Sendable {
                  progress: (@Sendable (TransferProgress) -> Void)? = nil,
                  isCancelled: @escaping @Sendable () -> Bool = { false }) throws {
         let watcher = DirectoryWatcher.shared
-        for dir in [spool.doneDir, spool.failedDir] + (progress != nil ? [spool.partsDir] : [])
-            + (takesOver ? [spool.supervisorsDir] : []) { watcher?.watch(dir) }
+        let folders: [SpoolLayout.Folder] = [.done, .failed] + (progress != nil ? [.parts] : []) + (takesOver ? [.supervisors] : [])
+        for folder in folders { watcher?.watch(spool.layout.path(folder)) }
         // The full pass (orphans, supervisor liveness): every 2 s where inotify sees every writer;
         // the cluster poll interval where other nodes write unseen, or where this process has no
         // inotify instance and sleeps on the wake word (at least 2 s there).
@@ -164,8 +164,7 @@ public struct Handoff: Sendable {
                 continue
             }
             let key = PlannedFile.key(modelDir: request.modelDir, path: file.path, commit: request.commit)
-            let sidecar = StagingFile.sidecarURL(file.path, in: directory)
-            if let record = SpoolFS.read(sidecar.path).flatMap({ try? JSONDecoder().decode(Sidecar.self, from: $0) }) {
+            if case .found(let found) = Sidecar.look(file.path, in: directory), let record = found {
                 let ranges = Set(record.done).union(parts[key] ?? [])
                 bytes += ranges.reduce(Int64(0)) { sum, i in
                     sum + max(0, min(record.size, Int64(i + 1) * record.rangeSize) - Int64(i) * record.rangeSize)
@@ -181,7 +180,7 @@ public struct Handoff: Sendable {
     /// - Returns: the daemon's pid and its log file.
     @discardableResult
     public func startDaemon(executable: String, base: URL, discretionary: Bool = false) throws -> StartedDaemon {
-        let logPath = spool.root + "/fetchd-\(settings.node).log"
+        let logPath = spool.layout.daemonLog(settings.node)
         let fd = open(logPath, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0o600)
         let logHandle = fd >= 0 ? FileHandle(fileDescriptor: fd, closeOnDealloc: true) : FileHandle.nullDevice
         let process = Process()
@@ -205,8 +204,7 @@ public struct Handoff: Sendable {
         }
         // setsid forks when it leads a process group already: the daemon's own pid is the one
         // its heartbeat names.
-        let heartbeat = SpoolFS.read("\(spool.supervisorsDir)/\(settings.node)")
-        let pid = heartbeat.flatMap { Int32(String(decoding: $0, as: UTF8.self)) } ?? process.processIdentifier
+        let pid = spool.supervisorPID(of: settings.node) ?? process.processIdentifier
         return StartedDaemon(pid: pid, log: logPath)
     }
 }

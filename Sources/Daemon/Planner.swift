@@ -85,17 +85,14 @@ public struct Planner: Sendable {
             // while we look is seen at a later stage, never missed. A range is lost only when
             // every look succeeded and found nothing: an unreadable directory, part or sidecar
             // may hold it.
-            guard let readyNames = SpoolFS.listing(spool.readyDir) else { continue }
-            let ready = Set(readyNames)
+            guard let ready = spool.lookReadyJobs().map(Set.init) else { continue }
             let unready = (0..<plan.rangeCount).filter { !ready.contains(plan.jobName($0)) }
-            guard !unready.isEmpty, let claimed = SpoolFS.listing(spool.claimedDir) else { continue }
-            let claimedJobs = Set(claimed.compactMap { $0.split(separator: "@").first.map(String.init) })
+            guard !unready.isEmpty, let claimedJobs = spool.claimedJobs() else { continue }
             let candidates = unready.filter { !claimedJobs.contains(plan.jobName($0)) && spool.hasPart(plan, $0) == false }
             guard !candidates.isEmpty else { continue }
-            let sidecar = StagingFile.sidecarURL(plan.file.path, in: directory)
             let record: Sidecar?
-            switch SpoolFS.look(sidecar.path) {
-            case .found(let data): record = try? JSONDecoder().decode(Sidecar.self, from: data)
+            switch Sidecar.look(plan.file.path, in: directory) {
+            case .found(let found): record = found
             case .absent:
                 // Finalizing unlinks the sidecar after the rename into place: look again.
                 if directory.isComplete(plan.file) { spool.dropPlan(plan); continue }

@@ -37,15 +37,10 @@ public struct SpoolStatus: Sendable {
     public static func read(cacheBase: URL, environment: [String: String] = ProcessInfo.processInfo.environment) throws -> SpoolStatus {
         let settings = DownloadSettings.fromEnvironment(environment)
         let spool = try Spool(base: cacheBase, node: settings.node, lease: settings.lease)
-        var workersByNode: [String: Set<String>] = [:]
-        let claimed = SpoolFS.list(spool.claimedDir)
-        for entry in claimed {
-            // Only well-formed claims (`<job>@<node>@<pid>`) name a worker; junk names do not.
-            let pieces = entry.split(separator: "@", omittingEmptySubsequences: false)
-            guard pieces.count == 3, PlannedFile.parseJob(String(pieces[0])) != nil, !pieces[1].isEmpty,
-                  let pid = Int32(pieces[2]), pid > 0 else { continue }
-            workersByNode[String(pieces[1]), default: []].insert(String(pid))
-        }
+        var workersByNode: [String: Set<Int32>] = [:]
+        // Only well-formed claims name a worker; junk names do not.
+        let claims = (spool.claims() ?? []).filter(\.isWorkers)
+        for claim in claims { workersByNode[claim.holder.node, default: []].insert(claim.holder.pid) }
         let ready = spool.readyJobs()
         let parts = spool.partsByFile()
         let requests = spool.requests().sorted { $0.createdAt < $1.createdAt }.map { request -> Request in
@@ -59,11 +54,11 @@ public struct SpoolStatus: Sendable {
             let files = request.files.filter { !directory.isComplete($0) }.map { file -> FileJobs in
                 let key = PlannedFile.key(modelDir: request.modelDir, path: file.path, commit: request.commit)
                 return FileJobs(path: file.path, ready: ready.filter { $0.hasPrefix(key + ".") }.count,
-                                claimed: claimed.filter { $0.hasPrefix(key + ".") }.count, partsWaiting: parts[key]?.count ?? 0)
+                                claimed: claims.filter { $0.range?.key == key }.count, partsWaiting: parts[key]?.count ?? 0)
             }
             return Request(repo: request.repo, commit: request.commit, modelDir: request.modelDir, state: state, files: files)
         }
         return SpoolStatus(spool: spool.root, supervisors: spool.liveSupervisors(), busyWorkers: workersByNode.mapValues(\.count),
-                           requests: requests, corruptRecords: spool.corruptRecords(), corruptDir: spool.corruptDir)
+                           requests: requests, corruptRecords: spool.corruptRecords(), corruptDir: spool.layout.path(.corrupt))
     }
 }

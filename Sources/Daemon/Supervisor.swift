@@ -57,10 +57,7 @@ public final class Supervisor: @unchecked Sendable {
     /// - Throws: `SupervisorError.alreadyServed` when a live supervisor of this node serves
     ///   the spool: two would retire each other's heartbeat and double the workers.
     public func run(shouldStop: @escaping @Sendable () -> Bool) throws {
-        let mine = "\(spool.supervisorsDir)/\(settings.node)"
-        if spool.liveSupervisors().contains(settings.node),
-           let data = FileManager.default.contents(atPath: mine),
-           let pid = Int32(String(decoding: data, as: UTF8.self)), pid != getpid() {
+        if spool.liveSupervisors().contains(settings.node), let pid = spool.supervisorPID(of: settings.node), pid != getpid() {
             throw SupervisorError.alreadyServed(spool: spool.root, node: settings.node, pid: pid)
         }
         for node in spool.liveSupervisors() where node != settings.node {
@@ -70,7 +67,7 @@ public final class Supervisor: @unchecked Sendable {
             + (ownRequestsOnly ? ", own requests only" : ""))
         spool.heartbeat()
         let watcher = DirectoryWatcher.shared
-        for dir in [spool.requestsDir, spool.partsDir, spool.claimedDir, spool.failuresDir] { watcher?.watch(dir) }
+        for folder in [SpoolLayout.Folder.requests, .parts, .claimed, .failures] { watcher?.watch(spool.layout.path(folder)) }
         let local = FilesystemKind.inotifySeesAllWriters(spool.root)
         let planner = Planner(spool: spool, rangeSize: settings.rangeSize, ownRequestsOnly: ownRequestsOnly)
         let splicer = Splicer(spool: spool)

@@ -43,8 +43,8 @@ public final class Worker: @unchecked Sendable {
         // jobs): watch both folders.
         let watcher = Thread { [spool] in
             let watcher = DirectoryWatcher.shared
-            watcher?.watch(spool.readyDir)
-            watcher?.watch(spool.plansDir)
+            watcher?.watch(spool.layout.path(.ready))
+            watcher?.watch(spool.layout.path(.plans))
             while !done() {
                 if watcher?.wait(seconds: 1) ?? { sleep(1); return false }() { wakeup.broadcast() }
             }

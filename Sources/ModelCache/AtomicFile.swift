@@ -9,7 +9,7 @@ public enum AtomicFile {
         // have made its file.
         let fd = SharedFS.retry {
             tmp = url.deletingLastPathComponent()
-                .appendingPathComponent(".\(url.lastPathComponent).tmp.\(getpid()).\(UInt32.random(in: 0...UInt32.max))")
+                .appendingPathComponent(ModelLayout.tempName(of: url.lastPathComponent, pid: getpid(), n: UInt32.random(in: 0...UInt32.max)))
             return open(tmp.path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode)
         }
         guard fd >= 0 else { throw CacheError.io(path: tmp.path, operation: "create", errno: errno) }

@@ -16,9 +16,12 @@ public enum CacheLocation {
             .appendingPathComponent(".cache/qwen3-speech", isDirectory: true)
     }
 
+    /// `<base>/models/`: the model directories' root.
+    public static func modelsRoot(base: URL) -> URL { base.appendingPathComponent("models", isDirectory: true) }
+
     /// `<base>/models/<org>/<name>/`.
     public static func modelDirectory(base: URL, repo: RepoID) -> URL {
-        base.appendingPathComponent("models", isDirectory: true)
+        modelsRoot(base: base)
             .appendingPathComponent(repo.org, isDirectory: true)
             .appendingPathComponent(repo.name, isDirectory: true)
     }

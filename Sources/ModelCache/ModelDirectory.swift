@@ -10,7 +10,6 @@ public struct ModelDirectory: Sendable {
     /// `url.path`, kept: joining strings is far cheaper than URL appending, and an offline
     /// check joins one per file (docs/benchmarks.md, scenario 5).
     public let path: String
-    public static let manifestName = ".speech-fetch.json"
     /// Set for a huggingface_hub repo folder (`models--org--name`, HubCache): the commit whose
     /// snapshot this directory reads and writes. Files then live in `blobs/<etag>`, reached
     /// through `snapshots/<commit>/<path>`. Nil: the native layout, files at their repo paths.
@@ -42,7 +41,7 @@ public struct ModelDirectory: Sendable {
         return URL(fileURLWithPath: path + "/snapshots/" + hubCommit, isDirectory: true)
     }
 
-    public var stagingDirectory: URL { url.appendingPathComponent(".incomplete", isDirectory: true) }
+    public var stagingDirectory: URL { url.appendingPathComponent(ModelLayout.staging, isDirectory: true) }
 
     /// Where a repo file lives once final. The path was validated by HubClient.
     public func finalURL(_ repoPath: String) -> URL { URL(fileURLWithPath: finalPath(repoPath)) }
@@ -98,13 +97,13 @@ public struct ModelDirectory: Sendable {
         try StagingFile.makeDirectory(url)  // a CacheError naming the path, not Foundation's text
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
-        try AtomicFile.write(try encoder.encode(snapshot), to: url.appendingPathComponent(ModelDirectory.manifestName))
+        try AtomicFile.write(try encoder.encode(snapshot), to: url.appendingPathComponent(ModelLayout.manifest))
     }
 
     /// The manifest; in a huggingface_hub folder, ours when it is of this commit, else the
     /// listing huggingface_hub recorded for the commit (`trees/<commit>.json`).
     public func readManifest() -> RepoSnapshot? {
-        guard let data = FileManager.default.contents(atPath: path + "/" + ModelDirectory.manifestName),
+        guard let data = FileManager.default.contents(atPath: path + "/" + ModelLayout.manifest),
               let snapshot = RepoSnapshot.decode(data), hubCommit == nil || snapshot.commit == hubCommit
         else { return hubCommit == nil ? nil : readTreeListing() }
         return snapshot
@@ -184,7 +183,7 @@ public struct ModelDirectory: Sendable {
         let prefix = url.path.hasSuffix("/") ? url.path : url.path + "/"
         for case let file as URL in walker {
             let name = file.lastPathComponent
-            if name == ".incomplete" || name == ModelDirectory.manifestName { walker.skipDescendants(); continue }
+            if name == ModelLayout.staging || name == ModelLayout.manifest { walker.skipDescendants(); continue }
             guard (try? file.resourceValues(forKeys: [.isRegularFileKey]))?.isRegularFile == true else { continue }
             let full = file.standardizedFileURL.path
             if full.hasPrefix(prefix) { result.insert(String(full.dropFirst(prefix.count))) }

@@ -5,10 +5,11 @@
 // (size, range size, commit, etag) is discarded together with the staging file.
 import CFileOps
 import Digest
+import FileEvents
 import Foundation
 import HubClient
 
-/// What the sidecar (`<staging name>.sidecar.json`) records.
+/// What the sidecar (`ModelLayout.sidecarName`) records.
 public struct Sidecar: Codable, Sendable, Equatable {
     public var version = 1
     public var path: String
@@ -53,6 +54,21 @@ public struct Sidecar: Codable, Sendable, Equatable {
         version == other.version && path == other.path && size == other.size && rangeSize == other.rangeSize
             && commit == other.commit && etag == other.etag && sha256 == other.sha256
     }
+
+    /// The sidecar at `path`: found (nil when it does not decode), positively absent, or unknown
+    /// (a read that failed: the progress it records must not be taken for lost).
+    public static func look(at path: String) -> Lookup<Sidecar?> {
+        switch SharedFS.read(path) {
+        case .found(let data): return .found(try? JSONDecoder().decode(Sidecar.self, from: data))
+        case .absent: return .absent
+        case .unknown(let code): return .unknown(code)
+        }
+    }
+
+    /// The sidecar of `repoPath`'s staging file in `directory`, as `look(at:)` reads it.
+    public static func look(_ repoPath: String, in directory: ModelDirectory) -> Lookup<Sidecar?> {
+        look(at: StagingFile.sidecarURL(repoPath, in: directory).path)
+    }
 }
 
 /// The durable head of a range that is not done: its first `bytes` bytes are on disk.
@@ -86,6 +102,8 @@ public final class StagingFile: @unchecked Sendable {
     /// sidecar on disk lists (`mergeRecorded`), and only until `resetProgress`.
     public let openedFromRecord: Bool
     private var merging: Bool
+    /// Whether the staging file is on a network or FUSE filesystem (how parts are spliced in).
+    private let isRemote: Bool
 
     /// Opens (or creates) the staging file for `file`, keeping prior progress only when its sidecar
     /// matches this transfer. Returns with the ranges already done.
@@ -94,8 +112,7 @@ public final class StagingFile: @unchecked Sendable {
         self.file = file
         self.directory = directory
         let staging = directory.stagingDirectory
-        let name = StagingFile.stagingName(file.path)
-        dataURL = staging.appendingPathComponent(name)
+        dataURL = staging.appendingPathComponent(ModelLayout.stagingName(file.path))
         sidecarURL = StagingFile.sidecarURL(file.path, in: directory)
         let asked = Sidecar(path: file.path, size: file.size, rangeSize: max(1, file.size > 0 ? min(rangeSize, file.size) : 1), commit: commit,
                              etag: file.sha256 ?? file.blobID, sha256: file.sha256, done: [], hashedBytes: 0, hashState: nil)
@@ -105,13 +122,13 @@ public final class StagingFile: @unchecked Sendable {
         var wanted = asked
         // A sidecar that cannot be read (a stale handle, EIO) is not a missing one: the progress
         // it records must not be thrown away. The caller tries again later.
-        let sidecarData: Data?
-        switch SharedFS.read(sidecarURL.path) {
-        case .found(let data): sidecarData = data
-        case .absent: sidecarData = nil
+        let found: Sidecar?
+        switch Sidecar.look(at: sidecarURL.path) {
+        case .found(let record): found = record
+        case .absent: found = nil
         case .unknown(let code): throw CacheError.io(path: sidecarURL.path, operation: "read the sidecar", errno: code)
         }
-        if let data = sidecarData, let old = try? JSONDecoder().decode(Sidecar.self, from: data) {
+        if let old = found {
             // Another host may split files differently (its own HF_DOWNLOAD_RANGE_CHUNK): its
             // ranges are kept, in its range size, rather than thrown away.
             var sameButRanges = wanted
@@ -147,6 +164,7 @@ public final class StagingFile: @unchecked Sendable {
         }
         self.fd = fd
         self.inode = UInt64(st.st_ino)
+        isRemote = FilesystemKind.isRemote(fileDescriptor: fd)
         var record = kept ?? wanted
         let count = rangeCount
         record.done = record.done.filter { $0 >= 0 && $0 < count }
@@ -195,42 +213,6 @@ public final class StagingFile: @unchecked Sendable {
 
     deinit { close(fd) }
 
-    /// `a/b.safetensors` → `a%2Fb.safetensors`: one flat folder, reversible, no collisions.
-    /// The dot of `.lock`, `.sidecar.json` and `.import.` is written `%2E` (`uv.lock` →
-    /// `uv%2Elock`), so no staging name looks like another file's lock, sidecar or import link
-    /// (the lock of `uv` is `uv.lock`) and every entry of `.incomplete/` has one owner.
-    /// Works on UTF-8 bytes: a combining mark after `/` must not hide the slash.
-    public static func stagingName(_ path: String) -> String {
-        var name: [UInt8] = []
-        name.reserveCapacity(path.utf8.count)
-        for byte in path.utf8 {
-            switch byte {
-            case UInt8(ascii: "%"): name += "%25".utf8
-            case UInt8(ascii: "/"): name += "%2F".utf8
-            default: name.append(byte)
-            }
-        }
-        for marker in [".lock", ".sidecar.json", ".import."] {
-            name = replacing(Array(marker.utf8), with: Array("%2E".utf8) + marker.utf8.dropFirst(), in: name)
-        }
-        return String(decoding: name, as: UTF8.self)
-    }
-
-    private static func replacing(_ target: [UInt8], with replacement: [UInt8], in bytes: [UInt8]) -> [UInt8] {
-        var out: [UInt8] = []
-        var i = 0
-        while i < bytes.count {
-            if bytes[i] == target[0], bytes[i...].starts(with: target) {
-                out += replacement
-                i += target.count
-            } else {
-                out.append(bytes[i])
-                i += 1
-            }
-        }
-        return out
-    }
-
     public var doneRanges: Set<Int> { lock.withLock { Set(record.done) } }
 
     public func range(_ index: Int) -> (start: Int64, end: Int64) {
@@ -272,11 +254,13 @@ public final class StagingFile: @unchecked Sendable {
         defer { close(part) }
         let length = size
         if length == 0 { return 0 }
-        // A whole part that continues the hashed prefix is copied through memory and hashed on the
-        // way: its bytes are read once, instead of copied in the kernel and read back for the hash
-        // (through a network filesystem's client, the read-back is most of a splice's cost). A
-        // prefix is never hashed: the hash covers done ranges only.
-        if wholeRange, file.sha256 != nil, let prefix = lock.withLock({ record.hashedBytes == r.start ? hasher : nil }) {
+        // On a network filesystem, a whole part that continues the hashed prefix is copied through
+        // memory and hashed on the way: its bytes are read once, instead of copied in the kernel and
+        // read back for the hash (through a network filesystem's client, the read-back is most of a
+        // splice's cost). On a local disk the kernel's copy and a read-back from the page cache cost
+        // a third of that (docs/benchmarks.md, scenario 4). A prefix is never hashed: the hash
+        // covers done ranges only.
+        if wholeRange, isRemote, file.sha256 != nil, let prefix = lock.withLock({ record.hashedBytes == r.start ? hasher : nil }) {
             var h = prefix
             try copyThroughMemory(from: part, partPath: partPath, at: 0, to: r.start, count: length) { h.update($0) }
             lock.withLock {
@@ -592,6 +576,6 @@ public final class StagingFile: @unchecked Sendable {
 
     /// The sidecar of a repo path's staging file in a model directory.
     public static func sidecarURL(_ repoPath: String, in directory: ModelDirectory) -> URL {
-        directory.stagingDirectory.appendingPathComponent(stagingName(repoPath) + ".sidecar.json")
+        directory.stagingDirectory.appendingPathComponent(ModelLayout.sidecarName(repoPath))
     }
 }

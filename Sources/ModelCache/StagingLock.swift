@@ -57,7 +57,7 @@ public final class StagingLock: @unchecked Sendable {
     public static func acquire(_ repoPath: String, in directory: ModelDirectory, owner: LockOwner, lease: Double) -> StagingLock? {
         let staging = directory.stagingDirectory.path
         try? StagingFile.makeDirectory(directory.stagingDirectory)
-        let path = staging + "/" + StagingFile.stagingName(repoPath) + ".lock"
+        let path = directory.stagingPath(ModelLayout.lockName(repoPath))
         for _ in 0..<3 {
             let fd = SharedFS.retry { open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600) }
             if fd >= 0 {
@@ -93,7 +93,7 @@ public final class StagingLock: @unchecked Sendable {
             }
             // Break it: move it aside under a unique name, then make sure what moved is the lock
             // judged stale. If another breaker already replaced it with a fresh lock, put that back.
-            let grave = path + ".broken.\(owner.node).\(owner.pid).\(UInt32.random(in: 0...UInt32.max))"
+            let grave = ModelLayout.brokenLockPath(path, node: owner.node, pid: owner.pid, n: UInt32.random(in: 0...UInt32.max))
             guard rename(path, grave) == 0 else { continue }
             if case .found(let moved) = SharedFS.lstat(grave), moved.st_ino == judged.st_ino {
                 unlink(grave)

@@ -29,7 +29,7 @@ public struct Splicer: Sendable {
                 outcomes[key] = splice(plan)
             case .absent:
                 // A part whose plan is gone belongs to a file that is final or failed.
-                for index in indices { unlink(spool.partPath(key: key, index: index)) }
+                spool.dropParts(key: key, indices: indices)
             case .unknown:
                 // An unreadable plan is not a missing one: the parts stay for the next pass.
                 outcomes[key] = .busy

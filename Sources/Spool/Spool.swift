@@ -31,7 +31,11 @@ public struct LaggingClaim: Sendable, Equatable {
 }
 
 public final class Spool: @unchecked Sendable {
-    public let root: String
+    /// Every name in this spool. Callers act through the operations below; a folder's path is for
+    /// watching it or naming it in a message.
+    public let layout: SpoolLayout
+    /// `<base>/spool`.
+    public var root: String { layout.root }
     public let owner: LockOwner
     /// Seconds after which a claim or lock that was not refreshed may be revoked.
     public let lease: Double
@@ -43,41 +47,33 @@ public final class Spool: @unchecked Sendable {
     private var counter = 0
     private let lock = NSLock()
 
-    public var tmp: String { root + "/tmp" }
-    public var requestsDir: String { root + "/requests" }
-    public var doneDir: String { root + "/done" }
-    public var failedDir: String { root + "/failed" }
-    public var plansDir: String { root + "/plans" }
-    public var readyDir: String { root + "/jobs/ready" }
-    public var claimedDir: String { root + "/jobs/claimed" }
-    public var endgameDir: String { root + "/jobs/endgame" }
-    public var partsDir: String { root + "/parts" }
-    public var failuresDir: String { root + "/failures" }
-    public var supervisorsDir: String { root + "/supervisors" }
-    /// Records that were read whole but do not parse are moved here (Postfix's `corrupt`).
-    public var corruptDir: String { root + "/corrupt" }
-
     /// Opens (creating when needed) the spool of the cache base `base`.
     public init(base: URL, node: String, lease: Double = 30, settle: Double = 0) throws {
-        root = base.standardizedFileURL.path + "/spool"
+        layout = SpoolLayout(base: base.standardizedFileURL.path)
         owner = LockOwner(node: node)
         self.lease = lease
         self.settle = settle
-        for dir in [root, tmp, requestsDir, doneDir, failedDir, plansDir, root + "/jobs", readyDir, claimedDir,
-                    endgameDir, partsDir, failuresDir, supervisorsDir, corruptDir] {
-            try SpoolFS.makeDirectory(dir)
-        }
+        try SpoolFS.makeDirectory(layout.root)
+        for folder in SpoolLayout.Folder.allCases { try SpoolFS.makeDirectory(layout.path(folder)) }
+    }
+
+    /// The spool of `base` when it has one (never created here).
+    public static func existing(base: URL, node: String, lease: Double) -> Spool? {
+        var st = stat()
+        guard lstat(SpoolLayout(base: base.standardizedFileURL.path).root, &st) == 0, (st.st_mode & S_IFMT) == S_IFDIR else { return nil }
+        return try? Spool(base: base, node: node, lease: lease)
     }
 
     /// A fresh unique name in `tmp/`: `<hint>@<node>@<pid>@<counter>`, unique across nodes.
     public func tempPath(_ hint: String) -> String {
-        let n = lock.withLock { counter += 1; return counter }
-        return "\(tmp)/\(hint)@\(owner.node)@\(owner.pid)@\(n)"
+        layout.temp(hint, owner: owner, n: nextCount())
     }
 
     /// "Now" on the spool filesystem's clock; nil when the probe could not be touched or read
     /// (no lease may be judged then).
-    public func serverNow() -> Double? { SpoolFS.serverNow(probe: root + "/clock") }
+    public func serverNow() -> Double? { SpoolFS.serverNow(probe: layout.clockProbe) }
+
+    private func nextCount() -> Int { lock.withLock { counter += 1; return counter } }
 
     // MARK: Requests
 
@@ -89,7 +85,7 @@ public final class Spool: @unchecked Sendable {
         for file in request.files {
             clearFailure(PlannedFile.key(modelDir: request.modelDir, path: file.path, commit: request.commit))
         }
-        let target = "\(requestsDir)/\(request.id).json"
+        let target = layout.request(request.id)
         var fresh = try publishRequest(request, at: target)
         if !fresh, case .corrupt(let why) = readRecord(target, decode: { decodeRequest($0, id: request.id) }) {
             // The request under this id is unreadable (truncated, garbage): it would never be
@@ -100,8 +96,8 @@ public final class Spool: @unchecked Sendable {
         if !fresh {
             // Asked again: a failure or completion of the earlier round no longer applies, and
             // the request becomes the newest (its mtime) for waiters choosing among a repo's.
-            unlink("\(failedDir)/\(request.id).json")
-            unlink("\(doneDir)/\(request.id)")
+            unlink(layout.failedMarker(request.id))
+            unlink(layout.doneMarker(request.id))
             SpoolFS.touch(target)
         }
         return fresh
@@ -122,18 +118,17 @@ public final class Spool: @unchecked Sendable {
     /// Every readable request. One that was read but does not parse goes to `corrupt/` (with a
     /// log line) instead of being skipped on every pass while its callers wait for it.
     public func requests() -> [SpoolRequest] {
-        SpoolFS.list(requestsDir).filter { $0.hasSuffix(".json") }.compactMap { name in
-            let id = String(name.dropLast(5))
-            return record("\(requestsDir)/\(name)") { self.decodeRequest($0, id: id) }
+        SpoolFS.list(layout.path(.requests)).compactMap(SpoolLayout.recordID).compactMap { id in
+            record(layout.request(id)) { self.decodeRequest($0, id: id) }
         }
     }
 
     /// True while a request's record is in `requests/` (it is gone when moved to `corrupt/`).
     /// False only when the request's file is positively absent (an unreadable one may be there).
-    public func hasRequest(_ id: String) -> Bool { SpoolFS.exists("\(requestsDir)/\(id).json") != false }
+    public func hasRequest(_ id: String) -> Bool { SpoolFS.exists(layout.request(id)) != false }
 
     /// When a request was last asked for (its file's mtime), for picking a repo's newest one.
-    public func lastAsked(_ id: String) -> Double { SpoolFS.mtime("\(requestsDir)/\(id).json") ?? 0 }
+    public func lastAsked(_ id: String) -> Double { SpoolFS.mtime(layout.request(id)) ?? 0 }
 
     /// Done, failed (with the reason) or active. A failure marker that cannot be read now (a
     /// network filesystem's ESTALE, a rename racing us) is looked at again later: the request
@@ -141,7 +136,7 @@ public final class Spool: @unchecked Sendable {
     /// the request is judged again from what is on disk (settling marks it done when its files
     /// are final), never reported as failed without a reason.
     public func state(of id: String) -> RequestState {
-        let failed = "\(failedDir)/\(id).json"
+        let failed = layout.failedMarker(id)
         if SpoolFS.exists(failed) == true {
             switch readRecord(failed, decode: Spool.decodeReason) {
             case .record(let reason): return .failed(reason)
@@ -151,12 +146,12 @@ public final class Spool: @unchecked Sendable {
                 return .active
             }
         }
-        return SpoolFS.exists("\(doneDir)/\(id)") == true ? .done : .active
+        return SpoolFS.exists(layout.doneMarker(id)) == true ? .done : .active
     }
 
-    public func markDone(_ id: String) { publishMarker("\(doneDir)/\(id)", Data()) }
+    public func markDone(_ id: String) { publishMarker(layout.doneMarker(id), Data()) }
 
-    public func markFailed(_ id: String, reason: String) { publishMarker("\(failedDir)/\(id).json", reasonJSON(reason)) }
+    public func markFailed(_ id: String, reason: String) { publishMarker(layout.failedMarker(id), reasonJSON(reason)) }
 
     /// Publishes a small marker file once (the first writer wins; later ones are no-ops), then
     /// wakes the local waiters that sleep on the wake word instead of inotify — also when someone
@@ -173,7 +168,7 @@ public final class Spool: @unchecked Sendable {
     }
 
     /// The wake word of this spool (docs/protocol.md), nil when it cannot be mapped.
-    public func wakeWord() -> WakeWord? { WakeWord(spoolRoot: root) }
+    public func wakeWord() -> WakeWord? { WakeWord(spoolRoot: layout.root) }
 
     private func reasonJSON(_ reason: String) -> Data {
         (try? JSONSerialization.data(withJSONObject: ["reason": reason])) ?? Data()
@@ -217,11 +212,8 @@ public final class Spool: @unchecked Sendable {
     /// was moved). Returns the new path.
     @discardableResult
     public func quarantine(_ path: String, reason: String, stillCorrupt: (Data) -> Bool = { _ in true }) -> String? {
-        let name = (path as NSString).lastPathComponent
-        let folder = ((path as NSString).deletingLastPathComponent as NSString).lastPathComponent
-        let n = lock.withLock { counter += 1; return counter }
-        let target = "\(corruptDir)/\(folder).\(name).\(owner.node).\(owner.pid).\(n)"
-        try? SpoolFS.makeDirectory(corruptDir)
+        let target = layout.corrupt(path, owner: owner, n: nextCount())
+        try? SpoolFS.makeDirectory(layout.path(.corrupt))
         guard rename(path, target) == 0 else { return nil }  // gone already: someone else moved it
         if let moved = SpoolFS.read(target), !stillCorrupt(moved) {
             link(target, path)  // EEXIST: a newer record is there already, and it wins
@@ -235,7 +227,9 @@ public final class Spool: @unchecked Sendable {
 
     /// Records moved to `corrupt/`, oldest first.
     public func corruptRecords() -> [String] {
-        SpoolFS.list(corruptDir).sorted { (SpoolFS.mtime("\(corruptDir)/\($0)") ?? 0) < (SpoolFS.mtime("\(corruptDir)/\($1)") ?? 0) }
+        SpoolFS.list(layout.path(.corrupt)).sorted {
+            (SpoolFS.mtime(layout.path(.corrupt, $0)) ?? 0) < (SpoolFS.mtime(layout.path(.corrupt, $1)) ?? 0)
+        }
     }
 
     private static func report(_ line: String) {
@@ -250,7 +244,7 @@ public final class Spool: @unchecked Sendable {
     /// whole that is not a plan, which goes to `corrupt/` so the next planner pass plans the file
     /// again from its sidecar).
     public func lookPlan(_ key: String) -> Lookup<PlannedFile> {
-        let path = "\(plansDir)/\(key).json"
+        let path = layout.plan(key)
         switch SpoolFS.look(path) {
         case .found(let data):
             if let plan = Spool.decodePlan(data, key: key) { return .found(plan) }
@@ -269,7 +263,7 @@ public final class Spool: @unchecked Sendable {
     }
 
     public func plannedFiles() -> [PlannedFile] {
-        SpoolFS.list(plansDir).filter { $0.hasSuffix(".json") }.compactMap { plannedFile(String($0.dropLast(5))) }
+        SpoolFS.list(layout.path(.plans)).compactMap(SpoolLayout.recordID).compactMap { plannedFile($0) }
     }
 
     /// Splits a file into ready jobs for `pending` ranges, then publishes the plan. Jobs are
@@ -279,7 +273,7 @@ public final class Spool: @unchecked Sendable {
         addJobs(file, indices: pending)
         let temp = tempPath("plan")
         try SpoolFS.writeNew(temp, try JSONEncoder().encode(file))
-        try SpoolFS.publishOnce(temp, as: "\(plansDir)/\(file.key).json")
+        try SpoolFS.publishOnce(temp, as: layout.plan(file.key))
     }
 
     /// Makes ranges ready again unless they are claimed or have a part (looked at in the order
@@ -292,30 +286,43 @@ public final class Spool: @unchecked Sendable {
             guard isClaimed(name) == false, hasPart(file, index) == false else { continue }
             let temp = tempPath("job")
             guard (try? SpoolFS.writeNew(temp, Data())) != nil else { continue }
-            _ = try? SpoolFS.publishOnce(temp, as: "\(readyDir)/\(name)")
+            _ = try? SpoolFS.publishOnce(temp, as: layout.ready(name))
         }
     }
 
-    public func readyJobs() -> [String] { SpoolFS.list(readyDir).sorted() }
+    public func readyJobs() -> [String] { SpoolFS.list(layout.path(.ready)).sorted() }
+
+    /// The ready jobs; nil when they cannot be listed.
+    public func lookReadyJobs() -> [String]? { SpoolFS.listing(layout.path(.ready)) }
 
     /// Claims a ready job by renaming it to `claimed/<job>@<node>@<pid>`; nil when someone else won.
     public func claim(_ name: String) -> ClaimedJob? {
         guard let (key, index) = PlannedFile.parseJob(name), let plan = plannedFile(key) else { return nil }
-        let path = "\(claimedDir)/\(name)@\(owner)"
+        let path = layout.claim(name, by: owner)
         // Fresh mtime before the rename: a claim is never seen with its planning-time age.
-        guard SpoolFS.touch("\(readyDir)/\(name)"), rename("\(readyDir)/\(name)", path) == 0 else { return nil }
+        guard SpoolFS.touch(layout.ready(name)), rename(layout.ready(name), path) == 0 else { return nil }
         SpoolFS.touch(path)
         return ClaimedJob(name: name, path: path, plan: plan, index: index)
     }
 
     /// Who holds a job's claim, if anyone (nil also when the claims cannot be listed).
     public func claimant(of job: String) -> String? {
-        SpoolFS.list(claimedDir).first { $0.hasPrefix(job + "@") }
+        SpoolFS.list(layout.path(.claimed)).first { SpoolLayout.claimedJob($0) == job }
     }
 
     /// Is the job claimed? nil when the claims cannot be listed.
     public func isClaimed(_ job: String) -> Bool? {
-        SpoolFS.listing(claimedDir).map { names in names.contains { $0.hasPrefix(job + "@") } }
+        claimedJobs().map { $0.contains(job) }
+    }
+
+    /// The jobs claimed now (junk claim names included); nil when the claims cannot be listed.
+    public func claimedJobs() -> Set<String>? {
+        SpoolFS.listing(layout.path(.claimed)).map { Set($0.compactMap(SpoolLayout.claimedJob)) }
+    }
+
+    /// The claims that name a holder (`<job>@<node>@<pid>`); nil when they cannot be listed.
+    public func claims() -> [SpoolLayout.Claim]? {
+        SpoolFS.listing(layout.path(.claimed)).map { $0.compactMap(SpoolLayout.Claim.init) }
     }
 
     /// Refreshes a claim's lease; false only when the claim is positively gone (revoked). A
@@ -326,7 +333,7 @@ public final class Spool: @unchecked Sendable {
     }
 
     /// Where a worker writes a part before publishing it.
-    public func partTempPath(_ claim: ClaimedJob) -> String { tempPath("part-\(claim.name)") }
+    public func partTempPath(_ claim: ClaimedJob) -> String { tempPath(SpoolLayout.partTempHint(claim.name)) }
 
     /// Takes over the part file a gone claimant of `claim`'s job left in `tmp/` (partial-range
     /// resume): the longest such part is renamed to `temp` and the others are removed. Gone
@@ -343,17 +350,16 @@ public final class Spool: @unchecked Sendable {
     /// The longest unfinished part of `job` in `tmp/` whose writer is gone (as `adoptPart`
     /// judges), if any; the other such parts, and those not to be trusted, are removed.
     public func goneParts(of job: String, rangeLength: Int64, except mine: String = "") -> (path: String, size: Int64)? {
-        let prefix = "part-\(job)@"
         var now: Double??
         var best: (path: String, size: Int64)?
-        for name in SpoolFS.list(tmp) where name.hasPrefix(prefix) && name != mine {
-            let pieces = name.split(separator: "@")
-            guard pieces.count == 4, let pid = Int32(pieces[2]) else { continue }
-            let path = "\(tmp)/\(name)"
+        for name in SpoolFS.list(layout.path(.tmp)) where name != mine {
+            guard let temp = SpoolLayout.Temp(name), temp.partJob == job else { continue }
+            let pid = temp.pid
+            let path = layout.path(.tmp, name)
             var st = stat()
             guard lstat(path, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG else { continue }
             let mtime = Double(st.st_mtim.tv_sec) + Double(st.st_mtim.tv_nsec) / 1e9
-            if String(pieces[1]) == owner.node {
+            if temp.node == owner.node {
                 guard !SpoolFS.processRunning(pid) else { continue }
                 if mtime < Spool.bootTime { unlink(path); continue }
             } else {
@@ -386,7 +392,7 @@ public final class Spool: @unchecked Sendable {
     /// claim it raced, so the slower claimant gives the range up at its next refresh.
     @discardableResult
     public func publishPart(_ temp: String, for claim: ClaimedJob) throws -> Bool {
-        let won = try SpoolFS.publishOnce(temp, as: "\(partsDir)/\(claim.name).part")
+        let won = try SpoolFS.publishOnce(temp, as: layout.part(claim.name))
         unlink(claim.path)
         if won, let raced = claim.duplicateOf { unlink(raced) }
         return won
@@ -398,37 +404,33 @@ public final class Spool: @unchecked Sendable {
     /// and its node holds more claims than this one (its link is shared by more ranges) and no
     /// one duplicates it yet: what an idle slot may fetch too once nothing is ready.
     public func laggingClaim() -> LaggingClaim? {
-        guard let claims = SpoolFS.listing(claimedDir), !claims.isEmpty,
-              let racing = SpoolFS.listing(endgameDir), let temps = SpoolFS.listing(tmp) else { return nil }
+        guard let claims = self.claims(), !claims.isEmpty,
+              let raced = SpoolFS.listing(layout.path(.endgame)).map(Set.init),
+              let temps = SpoolFS.listing(layout.path(.tmp)) else { return nil }
         var perNode: [String: Int] = [:]
-        var parsed: [(job: String, entry: String, node: String)] = []
-        for entry in claims {
-            let pieces = entry.split(separator: "@")
-            guard pieces.count == 3 else { continue }
-            perNode[String(pieces[1]), default: 0] += 1
-            parsed.append((String(pieces[0]), entry, String(pieces[1])))
-        }
+        for claim in claims { perNode[claim.holder.node, default: 0] += 1 }
         let mine = perNode[owner.node] ?? 0
-        let raced = Set(racing.map { String($0.split(separator: "@").first ?? "") })
         var best: LaggingClaim?
-        for claim in parsed where claim.node != owner.node && !raced.contains(claim.job) && (perNode[claim.node] ?? 0) > mine {
-            guard let (key, index) = PlannedFile.parseJob(claim.job), let plan = plannedFile(key) else { continue }
+        for claim in claims where claim.holder.node != owner.node && !raced.contains(claim.job) && (perNode[claim.holder.node] ?? 0) > mine {
+            guard let (key, index) = claim.range, let plan = plannedFile(key) else { continue }
             let range = plan.range(index)
             let length = range.end - range.start + 1
-            let remaining = length - written(claim.entry, temps: temps)
+            let remaining = length - written(by: claim, temps: temps)
             guard remaining * 2 > length, remaining > best?.remaining ?? 0 else { continue }
-            best = LaggingClaim(job: claim.job, claimPath: "\(claimedDir)/\(claim.entry)", node: claim.node, remaining: remaining)
+            best = LaggingClaim(job: claim.job, claimPath: layout.path(.claimed, claim.name), node: claim.holder.node,
+                                remaining: remaining)
         }
         return best
     }
 
     /// Bytes a claim's holder has written so far: its temp part (`tmp/part-<job>@<node>@<pid>@n`)
     /// grows as they arrive. 0 when it cannot be seen.
-    private func written(_ claimEntry: String, temps: [String]) -> Int64 {
-        let prefix = "part-\(claimEntry)@"
+    private func written(by claim: SpoolLayout.Claim, temps: [String]) -> Int64 {
         var written: Int64 = 0
-        for name in temps where name.hasPrefix(prefix) {
-            if case .found(let st) = SharedFS.lstat("\(tmp)/\(name)") { written = max(written, Int64(st.st_size)) }
+        for name in temps {
+            guard let temp = SpoolLayout.Temp(name), temp.partJob == claim.job, temp.node == claim.holder.node,
+                  temp.pid == claim.holder.pid else { continue }
+            if case .found(let st) = SharedFS.lstat(layout.path(.tmp, name)) { written = max(written, Int64(st.st_size)) }
         }
         return written
     }
@@ -437,17 +439,15 @@ public final class Spool: @unchecked Sendable {
     /// yet), by node; nil when the claims cannot be listed. `rangeLength` gives a job's length
     /// (nil: unknown, counted as a whole range).
     public func claimLoads(rangeLength: (String) -> Int64?) -> [String: [Double]]? {
-        guard let claims = SpoolFS.listing(claimedDir) else { return nil }
-        let temps = SpoolFS.list(tmp)
+        guard let claims = self.claims() else { return nil }
+        let temps = SpoolFS.list(layout.path(.tmp))
         var loads: [String: [Double]] = [:]
-        for entry in claims {
-            let pieces = entry.split(separator: "@")
-            guard pieces.count == 3 else { continue }
+        for claim in claims {
             var left = 1.0
-            if let length = rangeLength(String(pieces[0])), length > 0 {
-                left = max(0, 1 - Double(written(entry, temps: temps)) / Double(length))
+            if let length = rangeLength(claim.job), length > 0 {
+                left = max(0, 1 - Double(written(by: claim, temps: temps)) / Double(length))
             }
-            loads[String(pieces[1]), default: []].append(left)
+            loads[claim.holder.node, default: []].append(left)
         }
         return loads
     }
@@ -478,7 +478,7 @@ public final class Spool: @unchecked Sendable {
     /// link(2)); nil when someone else races it already or the claim is gone.
     public func duplicate(_ lagging: LaggingClaim) -> ClaimedJob? {
         guard let (key, index) = PlannedFile.parseJob(lagging.job), let plan = plannedFile(key) else { return nil }
-        let marker = "\(endgameDir)/\(lagging.job)"
+        let marker = layout.endgameMarker(lagging.job)
         let temp = tempPath("endgame")
         guard (try? SpoolFS.writeNew(temp, Data(owner.description.utf8))) != nil,
               (try? SpoolFS.publishOnce(temp, as: marker)) == true else { return nil }
@@ -501,19 +501,19 @@ public final class Spool: @unchecked Sendable {
     /// drops its marker (the claim it raced stands).
     public func unclaim(_ claim: ClaimedJob) {
         if claim.duplicateOf != nil { unlink(claim.path); return }
-        rename(claim.path, "\(readyDir)/\(claim.name)")
+        rename(claim.path, layout.ready(claim.name))
     }
 
     /// Is the range's part published? nil when that cannot be read.
     public func hasPart(_ file: PlannedFile, _ index: Int) -> Bool? {
-        SpoolFS.exists("\(partsDir)/\(file.jobName(index)).part")
+        SpoolFS.exists(layout.part(file.jobName(index)))
     }
 
     /// Completed parts waiting to be spliced, by file key.
     public func partsByFile() -> [String: [Int]] {
         var result: [String: [Int]] = [:]
-        for name in SpoolFS.list(partsDir) where name.hasSuffix(".part") {
-            if let (key, index) = PlannedFile.parseJob(String(name.dropLast(5))) { result[key, default: []].append(index) }
+        for job in SpoolFS.list(layout.path(.parts)).compactMap(SpoolLayout.partJob) {
+            if let (key, index) = PlannedFile.parseJob(job) { result[key, default: []].append(index) }
         }
         return result
     }
@@ -521,16 +521,20 @@ public final class Spool: @unchecked Sendable {
     /// True when parts wait that nobody is about to splice: no supervisor serves the spool, or
     /// a part has waited longer than `seconds` (on the filesystem's clock).
     public func hasOrphanParts(olderThan seconds: Double) -> Bool {
-        let parts = SpoolFS.list(partsDir).filter { $0.hasSuffix(".part") }
+        let parts = SpoolFS.list(layout.path(.parts)).compactMap(SpoolLayout.partJob)
         guard !parts.isEmpty else { return false }
         if liveSupervisors().isEmpty { return true }
         guard let now = serverNow() else { return false }
-        return parts.contains { now - (SpoolFS.mtime("\(partsDir)/\($0)") ?? now) > seconds }
+        return parts.contains { now - (SpoolFS.mtime(layout.part($0)) ?? now) > seconds }
     }
 
-    public func partPath(_ file: PlannedFile, _ index: Int) -> String { partPath(key: file.key, index: index) }
+    /// The published part of a range (what the splicer copies from).
+    public func partPath(_ file: PlannedFile, _ index: Int) -> String { layout.part(file.jobName(index)) }
 
-    public func partPath(key: String, index: Int) -> String { "\(partsDir)/\(PlannedFile.jobName(key: key, index: index)).part" }
+    /// Removes the published parts of a file whose plan is gone (final or failed).
+    public func dropParts(key: String, indices: [Int]) {
+        for index in indices { unlink(layout.part(PlannedFile.jobName(key: key, index: index))) }
+    }
 
     /// Moves claims of dead local processes, and claims not refreshed within the lease (on the
     /// file server's clock; a live but silent worker too), back to ready. Claims whose part was
@@ -541,30 +545,30 @@ public final class Spool: @unchecked Sendable {
     @discardableResult
     public func revokeExpiredClaims() -> [String] {
         var revoked: [String] = []
-        guard let entries = SpoolFS.listing(claimedDir) else { return [] }
+        guard let entries = SpoolFS.listing(layout.path(.claimed)) else { return [] }
         let now = serverNow()
         for entry in entries {
-            guard let at = entry.firstIndex(of: "@"), let holder = LockOwner(tag: String(entry[entry.index(after: at)...])) else { continue }
-            let job = String(entry[..<at])
-            let path = "\(claimedDir)/\(entry)"
+            guard let claim = SpoolLayout.Claim(entry) else { continue }
+            let (job, holder) = (claim.job, claim.holder)
+            let path = layout.path(.claimed, entry)
             var expired = false
             if let now, let mtime = SpoolFS.mtime(path) { expired = now - mtime > lease }
             let dead = expired || (holder.node == owner.node && !SpoolFS.processAlive(holder.pid))
             guard dead else { continue }
-            switch SpoolFS.exists("\(partsDir)/\(job).part") {
+            switch SpoolFS.exists(layout.part(job)) {
             case true?:
                 unlink(path)
             case false?:
-                if rename(path, "\(readyDir)/\(job)") == 0 { revoked.append(job) }
+                if rename(path, layout.ready(job)) == 0 { revoked.append(job) }
             case nil:
                 continue
             }
         }
         // Endgame markers of duplicates that stopped refreshing (their worker died): another
         // idle slot may race the claim then.
-        if let now, let markers = SpoolFS.listing(endgameDir) {
+        if let now, let markers = SpoolFS.listing(layout.path(.endgame)) {
             for marker in markers {
-                let path = "\(endgameDir)/\(marker)"
+                let path = layout.endgameMarker(marker)
                 if let mtime = SpoolFS.mtime(path), now - mtime > lease { unlink(path) }
             }
         }
@@ -573,30 +577,29 @@ public final class Spool: @unchecked Sendable {
 
     /// A file's unrecoverable failure (404, gated, checksum), recorded by whoever met it.
     public func recordFailure(_ key: String, reason: String) {
-        publishMarker("\(failuresDir)/\(key).json", reasonJSON(reason))
+        publishMarker(layout.failure(key), reasonJSON(reason))
     }
 
     /// The recorded failure of a file; a corrupt record goes to `corrupt/` (the file is tried
     /// again, and a new failure can be recorded in its place).
-    public func failure(of key: String) -> String? { record("\(failuresDir)/\(key).json", decode: Spool.decodeReason) }
+    public func failure(of key: String) -> String? { record(layout.failure(key), decode: Spool.decodeReason) }
 
-    public func clearFailure(_ key: String) { unlink("\(failuresDir)/\(key).json") }
+    public func clearFailure(_ key: String) { unlink(layout.failure(key)) }
 
     /// Forgets a file once it is final or failed: its ready jobs, its leftover parts, its plan.
     public func dropPlan(_ file: PlannedFile) {
         for index in 0..<file.rangeCount {
-            unlink("\(readyDir)/\(file.jobName(index))")
-            unlink(partPath(file, index))
-            unlink("\(endgameDir)/\(file.jobName(index))")
+            unlink(layout.ready(file.jobName(index)))
+            unlink(layout.part(file.jobName(index)))
+            unlink(layout.endgameMarker(file.jobName(index)))
         }
         // Unfinished parts gone workers left for adoption (a live writer's stay: it removes its own).
-        for name in SpoolFS.list(tmp) where name.hasPrefix("part-\(file.key).") {
-            let pieces = name.split(separator: "@")
-            guard pieces.count == 4, let pid = Int32(pieces[2]), String(pieces[1]) == owner.node,
-                  !SpoolFS.processRunning(pid) else { continue }
-            unlink("\(tmp)/\(name)")
+        for name in SpoolFS.list(layout.path(.tmp)) {
+            guard let temp = SpoolLayout.Temp(name), let job = temp.partJob, job.hasPrefix(file.key + "."),
+                  temp.node == owner.node, !SpoolFS.processRunning(temp.pid) else { continue }
+            unlink(layout.path(.tmp, name))
         }
-        unlink("\(plansDir)/\(file.key).json")
+        unlink(layout.plan(file.key))
     }
 
     /// Removes temp files whose writer is gone: a dead local process at once, a foreign node's
@@ -605,22 +608,19 @@ public final class Spool: @unchecked Sendable {
     public func sweepTemp() -> Int {
         var removed = 0
         let now = serverNow()
-        for name in SpoolFS.list(tmp) {
-            let pieces = name.split(separator: "@")
-            guard pieces.count == 4, let pid = Int32(pieces[2]) else { continue }
-            let node = String(pieces[1])
-            let path = "\(tmp)/\(name)"
+        for name in SpoolFS.list(layout.path(.tmp)) {
+            guard let temp = SpoolLayout.Temp(name) else { continue }
+            let path = layout.path(.tmp, name)
             var stale: Bool
-            if node == owner.node {
-                stale = !SpoolFS.processAlive(pid)
+            if temp.node == owner.node {
+                stale = !SpoolFS.processAlive(temp.pid)
             } else if let now, let mtime = SpoolFS.mtime(path) {
                 stale = now - mtime > 36 * 3600
             } else {
                 stale = false
             }
             // A dead worker's part waits for the next claimant of its range to adopt it.
-            if stale, pieces[0].hasPrefix("part-"), node == owner.node,
-               access("\(readyDir)/\(pieces[0].dropFirst(5))", F_OK) == 0 {
+            if stale, let job = temp.partJob, temp.node == owner.node, access(layout.ready(job), F_OK) == 0 {
                 if let now, let mtime = SpoolFS.mtime(path) { stale = now - mtime > 36 * 3600 } else { stale = false }
             }
             if stale, unlink(path) == 0 { removed += 1 }
@@ -632,18 +632,21 @@ public final class Spool: @unchecked Sendable {
 
     /// Records that this node's supervisor is alive (its mtime is the heartbeat).
     public func heartbeat() {
-        let path = "\(supervisorsDir)/\(owner.node)"
         let temp = tempPath("supervisor")
-        if (try? SpoolFS.writeNew(temp, Data("\(owner.pid)".utf8))) != nil { rename(temp, path) }
+        if (try? SpoolFS.writeNew(temp, Data("\(owner.pid)".utf8))) != nil { rename(temp, layout.supervisor(owner.node)) }
     }
 
-    public func retireSupervisor() { unlink("\(supervisorsDir)/\(owner.node)") }
+    public func retireSupervisor() { unlink(layout.supervisor(owner.node)) }
+
+    /// The pid a node's supervisor record names; nil when there is none or it cannot be read.
+    public func supervisorPID(of node: String) -> Int32? {
+        SpoolFS.read(layout.supervisor(node)).flatMap { Int32(String(decoding: $0, as: UTF8.self)) }
+    }
 
     /// True when this node's supervisor record names a process that is gone (killed: a clean
     /// exit removes the record). A dead local holder is judged at once, never by lease age.
     public func localSupervisorIsDead() -> Bool {
-        guard let data = SpoolFS.read("\(supervisorsDir)/\(owner.node)"),
-              let pid = Int32(String(decoding: data, as: UTF8.self)) else { return false }
+        guard let pid = supervisorPID(of: owner.node) else { return false }
         return !SpoolFS.processAlive(pid)
     }
 
@@ -652,8 +655,8 @@ public final class Spool: @unchecked Sendable {
     /// does not take over from a supervisor it merely failed to see.
     public func liveSupervisors() -> [String] {
         let now = serverNow()
-        return SpoolFS.list(supervisorsDir).filter { node in
-            let path = "\(supervisorsDir)/\(node)"
+        return SpoolFS.list(layout.path(.supervisors)).filter { node in
+            let path = layout.supervisor(node)
             if node.hasPrefix(".") { return false }
             if node == owner.node {
                 switch SpoolFS.look(path) {

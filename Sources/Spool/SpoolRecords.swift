@@ -4,21 +4,33 @@ import Foundation
 import HubClient
 import ModelCache
 
+/// A spool record that names a model directory: `modelDir` at `commit`, in its `layout`.
+public protocol ModelDirectoryRecord {
+    var modelDir: String { get }
+    var commit: String { get }
+    /// `"hf"`: `modelDir` is a huggingface_hub repo folder (`models--org--name`), written in
+    /// that layout (blobs, snapshots/<commit>, refs/<revision>). Absent: the native layout.
+    var layout: String? { get }
+}
+
+extension ModelDirectoryRecord {
+    /// The model directory the record's files go into, in its layout.
+    public var directory: ModelDirectory { ModelDirectory.at(modelDir, layout: layout, commit: commit) }
+}
+
 /// A caller's request: these files of this repo at this commit, into this model directory.
-public struct SpoolRequest: Codable, Sendable, Equatable {
+public struct SpoolRequest: Codable, Sendable, Equatable, ModelDirectoryRecord {
     public var version = 1
     /// Deterministic: the same directory, commit and files give the same id, so two callers
     /// asking for the same thing create one request.
     public let id: String
-    public let repo: String
-    public let revision: String
-    public let commit: String
-    public let modelDir: String
+    /// The repo, the revision asked for, the commit it resolved to, and the model directory.
+    public let repo, revision, commit, modelDir: String
     public let files: [RepoFile]
+    /// The node that asked, and when (seconds since 1970).
     public let node: String
     public let createdAt: Double
-    /// `"hf"`: `modelDir` is a huggingface_hub repo folder (`models--org--name`), written in
-    /// that layout (blobs, snapshots/<commit>, refs/<revision>). Absent: the native layout.
+    /// `"hf"` or absent (`ModelDirectoryRecord.layout`).
     public var layout: String?
 
     public init(repo: String, revision: String, commit: String, modelDir: String, files: [RepoFile], node: String,
@@ -34,9 +46,6 @@ public struct SpoolRequest: Codable, Sendable, Equatable {
         createdAt = Date().timeIntervalSince1970
         self.layout = layout
     }
-
-    /// The model directory the request writes, in its layout.
-    public var directory: ModelDirectory { ModelDirectory.at(modelDir, layout: layout, commit: commit) }
 }
 
 extension ModelDirectory {
@@ -51,13 +60,13 @@ extension ModelDirectory {
 }
 
 /// One file split into range jobs: everything a worker or splicer needs to know about it.
-public struct PlannedFile: Codable, Sendable, Equatable {
+public struct PlannedFile: Codable, Sendable, Equatable, ModelDirectoryRecord {
     public var version = 1
     public let key: String
-    public let repo: String
-    public let modelDir: String
-    public let commit: String
+    /// As in the request.
+    public let repo, modelDir, commit: String
     public let file: RepoFile
+    /// The file in `rangeCount` ranges of `rangeSize` bytes (the last one shorter).
     public let rangeSize: Int64
     public let rangeCount: Int
     /// The node whose request caused this plan (workers limited to their own node's requests look at it).
@@ -77,9 +86,6 @@ public struct PlannedFile: Codable, Sendable, Equatable {
         self.node = node
         self.layout = layout
     }
-
-    /// The model directory the file goes into, in its layout.
-    public var directory: ModelDirectory { ModelDirectory.at(modelDir, layout: layout, commit: commit) }
 
     /// The file's key in job and part names: a digest of directory, path and commit.
     public static func key(modelDir: String, path: String, commit: String) -> String {

@@ -17,7 +17,6 @@ import Foundation
 
 /// One process's handle on `spool/wake`. Use it from one thread at a time.
 public final class WakeWord: @unchecked Sendable {
-    public static let fileName = "wake"
     private static let length = 4096
     /// A nap while the word cannot be slept on (the file is being repaired or replaced).
     private static let fallbackNap = 0.05
@@ -29,7 +28,7 @@ public final class WakeWord: @unchecked Sendable {
 
     /// Maps `<spool>/wake`, creating it (one zero page) when missing; nil when that fails.
     public init?(spoolRoot: String) {
-        path = spoolRoot + "/" + WakeWord.fileName
+        path = SpoolLayout(root: spoolRoot).wakeWord
         guard let opened = WakeWord.open(path) else { return nil }
         (fd, mapping, identity) = opened
     }

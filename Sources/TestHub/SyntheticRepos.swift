@@ -34,6 +34,26 @@ extension SyntheticRepo {
     }
 }
 
+extension SyntheticRepo {
+    /// The repo `speech demo` downloads.
+    public static let demoRepo = "demo/Speech-Demo-Model"
+
+    /// `demoRepo` of about `size` bytes of weights: four shards named by their index, a
+    /// consolidated copy the index does not name (a sharded download never fetches it), a config
+    /// and a tokenizer file.
+    public static func demo(size: Int) -> SyntheticRepo {
+        let shard = max(1, size / 4)
+        var sizes = ["model.safetensors": shard * 4]
+        for i in 1...4 { sizes["model-0000\(i)-of-00004.safetensors"] = shard }
+        let weightMap = (1...4).map { "\"layer\($0).weight\": \"model-0000\($0)-of-00004.safetensors\"" }.joined(separator: ", ")
+        return SyntheticRepo(repo: demoRepo, sizes: sizes, contents: [
+            "model.safetensors.index.json": Data("{\"metadata\": {}, \"weight_map\": {\(weightMap)}}".utf8),
+            "config.json": Data("{\"model_type\": \"demo\"}".utf8),
+            "tokenizer/vocab.json": Data("{\"a\": 0, \"b\": 1}".utf8),
+        ])
+    }
+}
+
 enum SyntheticFile: Sendable {
     case random(Int)
     case bytes(Data)

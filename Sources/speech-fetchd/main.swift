@@ -22,12 +22,7 @@ if access(speech, X_OK) == 0 {
     unsetenv(FetchdProcess.environmentKey)
     Program("speech-fetchd").warn("cannot run \(speech) (\(reason)); running the daemon in this process")
 }
-do {
-    try FetchdProcess.run(FetchdOptions(cacheBase: arguments.cacheBase.map { URL(fileURLWithPath: $0) }, workers: arguments.workers,
-                                        slots: arguments.slots, node: arguments.node, isWorker: arguments.isWorker,
-                                        ownRequestsOnly: arguments.ownRequests),
-                          executable: me)
-    exit(ExitCode.success)
-} catch {
-    Program("speech-fetchd").fail("\(error)")
+FetchdCommandLine.serve(arguments) { parsed in
+    try FetchdProcess.run(FetchdOptions(cacheBase: parsed.cacheBase.map { URL(fileURLWithPath: $0) }, workers: parsed.workers, slots: parsed.slots,
+                                        node: parsed.node, isWorker: parsed.isWorker, ownRequestsOnly: parsed.ownRequests), executable: me)
 }

@@ -22,6 +22,7 @@ let spec = CommandSpec(
         .flag("lfs-oid-prefix", "write tree lfs.oid as \"sha256:<hex>\""),
         .flag("log", "print each request on stderr (\"hub GET /api/...\", \"cdn GET /cdn/...\", [authorization])"),
         .value("generate", "SPEC", "write synthetic files first: org/name:path=SIZE[,path=SIZE...], SIZE with K, M or G (binary)"),
+        .value("demo", "SIZE", "write the repo speech demo downloads first (demo/Speech-Demo-Model: SIZE of shards, e.g. 256M)"),
     ],
     epilogue: "exit codes: 0 stopped by SIGTERM/SIGINT, 1 cannot serve, 64 bad usage.")
 let program = Program("speech-testhub")
@@ -72,6 +73,7 @@ struct Options {
     var oidPrefix = false
     var log = false
     var generate: [(repo: String, files: [String: Int])] = []
+    var demoSize: Int?
 
     static func parse(_ arguments: [String]) -> Options {
         let parsed = program.parse(spec, arguments)
@@ -87,6 +89,10 @@ struct Options {
         options.oidPrefix = parsed.flag("lfs-oid-prefix")
         options.log = parsed.flag("log")
         options.generate = parsed.values("generate").map(parseGenerate)
+        if let v = parsed.value("demo") {
+            guard let size = parseSize(v), size > 0 else { usageFail("--demo takes a byte count such as 10M or 1G, not '\(v)'") }
+            options.demoSize = size
+        }
         return options
     }
 }
@@ -109,6 +115,11 @@ if let faultsPath {
 do {
     for item in generate {
         try TestHub.generateRepo(root: rootURL, repo: item.repo, files: item.files)
+    }
+    if let size = options.demoSize {
+        let demo = SyntheticRepo.demo(size: size)
+        try TestHub.generateRepo(root: rootURL, repo: demo.repo, files: demo.sizes)
+        try TestHub.writeRepo(root: rootURL, repo: demo.repo, files: demo.contents)
     }
 } catch {
     fail("\(error)")

@@ -4,7 +4,6 @@ import CommandLineKit
 import Foundation
 import HubClient
 import SpeechFetch
-import TestHub
 
 enum DownloadCommand {
     static let spec = CommandSpec(
@@ -38,8 +37,9 @@ enum DownloadCommand {
     static let demoSpec = CommandSpec(
         name: "speech demo",
         summary: """
-        Start the bundled test Hub on loopback with a sharded demo repo and download it with
-        progress into a fresh /tmp/speech-demo-<pid>/cache (or --cache-base).
+        Start the test Hub (the speech-testhub beside speech) on loopback with a sharded demo
+        repo and download it with progress into a fresh /tmp/speech-demo-<pid>/cache (or
+        --cache-base).
         """,
         options: [
             .value("size", "BYTES", "bytes of shards (default 268435456; K, M, G suffixes taken)"),
@@ -264,7 +264,9 @@ enum DownloadCommand {
         }
     }
 
-    /// `speech demo`: a test Hub on loopback, a sharded demo repo, one download.
+    /// `speech demo`: a test Hub on loopback with a sharded demo repo, and one download from it.
+    /// The Hub is the `speech-testhub` beside this program, run as a child process, so that
+    /// `speech` does not link the test Hub (docs/startup.md).
     static func demo(_ words: [String]) -> Never {
         let parsed = speechProgram.parse(demoSpec, words)
         var size = 256 << 20
@@ -274,41 +276,44 @@ enum DownloadCommand {
             }
             size = bytes
         }
+        let testhub = siblingExecutable("speech-testhub")
+        guard FileManager.default.isExecutableFile(atPath: testhub) else {
+            speechProgram.fail("demo: no speech-testhub beside speech (looked for \(testhub)); `bin/speech demo` builds both, "
+                               + "or build it with `swift build -c release --static-swift-stdlib --product speech-testhub`")
+        }
         let temp = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("speech-demo-\(getpid())")
         let root = temp.appendingPathComponent("hub")
+        let log = temp.appendingPathComponent("testhub.log")
         let base = parsed.value("cache-base") ?? temp.appendingPathComponent("cache").path
-        defer { try? FileManager.default.removeItem(at: root) }
+        let hub: DemoHub
         do {
-            let shard = max(1, size / 4)
-            var files: [String: Int] = [:]
-            for i in 1...4 { files["model-0000\(i)-of-00004.safetensors"] = shard }
-            files["model.safetensors"] = shard * 4   // a consolidated copy the index does not name: never fetched
-            try TestHub.generateRepo(root: root, repo: "demo/Speech-Demo-Model", files: files)
-            let weightMap = (1...4).map { "\"layer\($0).weight\": \"model-0000\($0)-of-00004.safetensors\"" }.joined(separator: ", ")
-            try TestHub.writeRepo(root: root, repo: "demo/Speech-Demo-Model", files: [
-                "model.safetensors.index.json": Data("{\"metadata\": {}, \"weight_map\": {\(weightMap)}}".utf8),
-                "config.json": Data("{\"model_type\": \"demo\"}".utf8),
-                "tokenizer/vocab.json": Data("{\"a\": 0, \"b\": 1}".utf8),
-            ])
-            let hub = try TestHub(root: root)
-            defer { hub.stop() }
-            if !parsed.flag("quiet") && !parsed.flag("json") {
-                emit("test Hub at \(hub.baseURL); downloading demo/Speech-Demo-Model into \(base)\n")
-            }
-            var env = ProcessInfo.processInfo.environment
-            env["HF_ENDPOINT"] = hub.baseURL
-            env["HF_HUB_OFFLINE"] = nil
-            var request = Request(repo: "demo/Speech-Demo-Model")
-            request.cacheBase = base
-            request.json = parsed.flag("json")
-            request.quiet = parsed.flag("quiet")
-            let code = download(request, environment: env)
-            hub.stop()
-            try? FileManager.default.removeItem(at: root)
-            exit(code)
+            hub = try DemoHub.start(testhub, root: root, size: size, log: log)
         } catch {
-            speechProgram.fail("demo failed: \(Messages.describe(error))")
+            removeScratch(root: root, log: log)
+            speechProgram.fail("demo failed: \(error)")
         }
+        if !parsed.flag("quiet") && !parsed.flag("json") {
+            emit("test Hub at \(hub.baseURL); downloading \(DemoHub.repo) into \(base)\n")
+        }
+        var env = ProcessInfo.processInfo.environment
+        env["HF_ENDPOINT"] = hub.baseURL
+        env["HF_HUB_OFFLINE"] = nil
+        var request = Request(repo: DemoHub.repo)
+        request.cacheBase = base
+        request.json = parsed.flag("json")
+        request.quiet = parsed.flag("quiet")
+        let code = download(request, environment: env)
+        hub.stop()
+        removeScratch(root: root, log: log)
+        exit(code)
+    }
+
+    /// Removes the demo's Hub root and log, and the scratch folder holding them unless the cache
+    /// is in it too.
+    private static func removeScratch(root: URL, log: URL) {
+        try? FileManager.default.removeItem(at: root)
+        try? FileManager.default.removeItem(at: log)
+        rmdir(root.deletingLastPathComponent().path)
     }
 
     /// "3M" → 3 MiB; K, M, G are binary; a plain number is bytes.

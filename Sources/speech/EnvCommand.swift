@@ -13,8 +13,8 @@ enum EnvCommand {
         let base = parsed.value("cache-base").map { URL(fileURLWithPath: $0) } ?? downloader.defaultCacheBase
         let baseSource = parsed.value("cache-base") != nil ? "--cache-base"
             : environment["QWEN3_CACHE_DIR"].map { _ in "QWEN3_CACHE_DIR" } ?? "default"
-        let spool = base.appendingPathComponent("spool").path
         let admin = CacheAdmin(cacheBase: base, environment: environment, knownSelections: ModelCatalog.fileSelections)
+        let spool = admin.spoolDirectory
         let endpointSource = HubEndpoint.ignoredValueWarning(environment) != nil ? "HF_ENDPOINT ignored: not a full URL"
             : environment["HF_ENDPOINT"].map { _ in "HF_ENDPOINT" } ?? "default"
         let proxyNames = ["http_proxy", "https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY", "no_proxy", "NO_PROXY"]

@@ -37,15 +37,9 @@ let speechSpec = CommandSpec(
 // variable holds that executable's absolute path, which the workers are started with.
 if let fetchd = ProcessInfo.processInfo.environment[FetchdProcess.environmentKey], fetchd.hasPrefix("/") {
     unsetenv(FetchdProcess.environmentKey)  // not inherited by anything the daemon starts
-    let arguments = FetchdCommandLine.parse(Array(CommandLine.arguments.dropFirst()))
-    do {
-        try FetchdProcess.run(FetchdOptions(cacheBase: arguments.cacheBase.map { URL(fileURLWithPath: $0) }, workers: arguments.workers,
-                                            slots: arguments.slots, node: arguments.node, isWorker: arguments.isWorker,
-                                            ownRequestsOnly: arguments.ownRequests),
-                              executable: fetchd)
-        exit(ExitCode.success)
-    } catch {
-        Program("speech-fetchd").fail("\(error)")
+    FetchdCommandLine.serve(FetchdCommandLine.parse(Array(CommandLine.arguments.dropFirst()))) { parsed in
+        try FetchdProcess.run(FetchdOptions(cacheBase: parsed.cacheBase.map { URL(fileURLWithPath: $0) }, workers: parsed.workers, slots: parsed.slots,
+                                            node: parsed.node, isWorker: parsed.isWorker, ownRequestsOnly: parsed.ownRequests), executable: fetchd)
     }
 }
 

@@ -28,7 +28,7 @@ final class LockBreakTests: XCTestCase {
     func testALateBreakerLeavesTheLockTheFirstBreakerTook() throws {
         let directory = ModelDirectory(base.appendingPathComponent("model"))
         try FileManager.default.createDirectory(at: directory.stagingDirectory, withIntermediateDirectories: true)
-        let path = directory.stagingDirectory.path + "/" + StagingFile.stagingName("model.safetensors") + ".lock"
+        let path = directory.stagingDirectory.path + "/" + ModelLayout.lockName("model.safetensors")
         try writeLock(path, holder: "dead@1", age: 100)  // a killed node's lock, long expired
         // The first breaker, a moment ahead: it moves the expired lock away and takes its own.
         let first = Thread {
@@ -46,7 +46,7 @@ final class LockBreakTests: XCTestCase {
     func testAnExpiredLockOfAnotherNodeIsBrokenAfterTheSecondLook() throws {
         let directory = ModelDirectory(base.appendingPathComponent("model"))
         try FileManager.default.createDirectory(at: directory.stagingDirectory, withIntermediateDirectories: true)
-        let path = directory.stagingDirectory.path + "/" + StagingFile.stagingName("model.safetensors") + ".lock"
+        let path = directory.stagingDirectory.path + "/" + ModelLayout.lockName("model.safetensors")
         try writeLock(path, holder: "dead@1", age: 100)
         let start = Date()
         let lock = try XCTUnwrap(StagingLock.acquire("model.safetensors", in: directory, owner: LockOwner(node: "me", pid: 3), lease: 5))

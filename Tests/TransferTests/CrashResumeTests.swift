@@ -4,6 +4,7 @@ import Foundation
 import ModelCache
 import SpeechFetch
 import TestHub
+@testable import TestSupport
 import XCTest
 
 final class CrashResumeTests: HubTestCase {

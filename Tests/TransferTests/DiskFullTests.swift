@@ -5,6 +5,7 @@ import Foundation
 import ModelCache
 import SpeechFetch
 import TestHub
+@testable import TestSupport
 import XCTest
 
 final class DiskFullTests: DaemonTestCase {
@@ -42,7 +43,7 @@ final class DiskFullTests: DaemonTestCase {
         if someRangesDone { XCTAssertFalse(kept.done.isEmpty, "ranges that were durable before the disk filled are listed") }
         let heads = (kept.partial ?? []).reduce(0) { $0 + Int($1.bytes) }
         XCTAssertGreaterThan(heads, 0, "the heads of the ranges in flight are recorded: \(kept)")
-        XCTAssertTrue(FileManager.default.fileExists(atPath: staging.appendingPathComponent(StagingFile.stagingName(path)).path),
+        XCTAssertTrue(FileManager.default.fileExists(atPath: staging.appendingPathComponent(ModelLayout.stagingName(path)).path),
                       "the staging file is kept")
         XCTAssertFalse(entries(staging.path).contains { $0.hasSuffix(".lock") }, "no lock is left behind")
 

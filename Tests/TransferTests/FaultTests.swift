@@ -9,6 +9,7 @@ import HubClient
 import ModelCache
 import SpeechFetch
 import TestHub
+@testable import TestSupport
 import XCTest
 
 /// Who runs the transfer in a fault test.

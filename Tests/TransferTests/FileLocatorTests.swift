@@ -4,6 +4,7 @@ import Foundation
 import HubClient
 import ModelCache
 import TestHub
+@testable import TestSupport
 import Transfer
 import XCTest
 

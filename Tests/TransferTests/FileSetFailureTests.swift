@@ -6,6 +6,7 @@ import HubClient
 import ModelCache
 import SpeechFetch
 import TestHub
+@testable import TestSupport
 import XCTest
 
 final class FileSetFailureTests: HubTestCase {

@@ -65,18 +65,18 @@ final class FuzzFindingsTests: XCTestCase {
                      "100%/a.bin", "model.safetensors", ".hidden.lock"]
         var owners: [String: String] = [:]
         for path in paths {
-            let name = StagingFile.stagingName(path)
-            XCTAssertEqual(StagingEntries.repoPath(name), path)
+            let name = ModelLayout.stagingName(path)
+            XCTAssertEqual(ModelLayout.repoPath(stagingName: name), path)
             let entries = [name, name + ".sidecar.json", name + ".lock", name + ".lock.broken.n.1.2",
                            name + ".import.42", ".\(name).sidecar.json.tmp.42.7"]
             for entry in entries {
-                XCTAssertEqual(StagingEntries.stagingName(of: entry), name, "\(entry) of \(path)")
+                XCTAssertEqual(ModelLayout.owner(ofEntry: entry), name, "\(entry) of \(path)")
                 XCTAssertNil(owners[entry], "\(entry) belongs to both \(owners[entry] ?? "") and \(path)")
                 owners[entry] = path
             }
         }
-        XCTAssertEqual(StagingFile.stagingName("uv.lock"), "uv%2Elock")
-        XCTAssertEqual(StagingFile.stagingName("model.safetensors"), "model.safetensors")
+        XCTAssertEqual(ModelLayout.stagingName("uv.lock"), "uv%2Elock")
+        XCTAssertEqual(ModelLayout.stagingName("model.safetensors"), "model.safetensors")
     }
 
     /// Repo paths are judged on their bytes. Found: `../\u{301}x` (a combining mark after the
@@ -97,11 +97,11 @@ final class FuzzFindingsTests: XCTestCase {
     /// and a name starting with a combining mark keeps its sidecar temp in its group.
     func testStagingNamesOfCombiningMarks() {
         for path in ["a/\u{301}b", "\u{74A}x", "\u{301}.lock", "x.lock\u{301}", "y.import.\u{301}z"] {
-            let name = StagingFile.stagingName(path)
+            let name = ModelLayout.stagingName(path)
             XCTAssertFalse(name.utf8.contains(UInt8(ascii: "/")), name)
-            XCTAssertEqual(StagingEntries.repoPath(name), path)
+            XCTAssertEqual(ModelLayout.repoPath(stagingName: name), path)
             for entry in [name, name + ".lock", name + ".sidecar.json", ".\(name).sidecar.json.tmp.1.2", name + ".import.3"] {
-                XCTAssertEqual(StagingEntries.stagingName(of: entry), name, entry.debugDescription)
+                XCTAssertEqual(ModelLayout.owner(ofEntry: entry), name, entry.debugDescription)
             }
         }
     }

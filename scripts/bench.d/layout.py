@@ -4,7 +4,7 @@
   www/api/models/ORG/NAME/tree/{main,COMMIT}       tree JSON (nginx ignores ?recursive=...)
   www/ORG/NAME/resolve/{main,COMMIT}/FILE          hard links to the blob
 With --no-lfs-repo, a second repo serves the same blob but lists it as a plain git file (no
-`lfs` entry, so no SHA-256 to check): a downloader that verifies LFS hashes skips the hash there.
+`lfs` entry, so no SHA-256 to check, only its git blob id, a SHA-1).
 Prints the commit id of each repo, one a line (40 hex, derived from the content).
 """
 import argparse
@@ -55,8 +55,13 @@ write_repo(args.repo, commit, revision, tree)
 print(commit)
 
 if args.no_lfs_repo:
-    # Not the real git blob id of the content (nothing downloads it by that id); stable and unique.
-    oid2 = hashlib.sha1(f"no-lfs {args.sha256}".encode()).hexdigest()
+    # The content's real git blob id (SHA-1 of "blob <size>\0" and the bytes): every file is
+    # verified, so this repo measures a download checked by SHA-1 instead of SHA-256.
+    h = hashlib.sha1(b"blob %d\0" % args.size)
+    with open(args.blob, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    oid2 = h.hexdigest()
     commit2 = hashlib.sha1(f"speech-fetch bench {args.no_lfs_repo} {args.file} {oid2}".encode()).hexdigest()
     revision2 = dict(revision, _id=commit2[:24], id=args.no_lfs_repo, modelId=args.no_lfs_repo, sha=commit2,
                      siblings=[{"rfilename": args.file, "size": args.size, "blobId": oid2}])

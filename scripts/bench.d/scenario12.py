@@ -36,15 +36,15 @@ def tools(a, hf_new_version, hf_old_version):
              argv=lambda d, ep: [a.speech, "download", a.repo, "--cache-dir", d],
              shown="speech download bench/OneGiB --cache-dir DIR",
              env={}, out=out_file, ours=True),
-        dict(key="speech_nohash", label="speech download, file listed without `lfs` (no SHA-256)",
+        dict(key="speech_nohash", label="speech download, file listed without `lfs` (checked by its git blob id, SHA-1, not SHA-256)",
              conns=str(min(conc, 16)), scenarios={"1"}, reference=True,
              argv=lambda d, ep: [a.speech, "download", a.nohash_repo, "--cache-dir", d],
-             shown="speech download bench/OneGiB-nohash --cache-dir DIR  # same bytes, tree entry without lfs",
+             shown="speech download bench/OneGiB-nohash --cache-dir DIR  # same bytes, tree entry without lfs: SHA-1 blob id",
              env={}, out=out_file),
-        # The same SHA-256 work done by another process beside the unhashed download (the wall
+        # The same SHA-256 work done by another process beside the SHA-1-checked download (the wall
         # time is both done): what hashing 1 GiB costs on this machine however it is arranged.
         dict(key="speech_nohash_openssl",
-             label="speech download without SHA-256, beside `openssl dgst -sha256` of the same bytes",
+             label="speech download checked by SHA-1, beside `openssl dgst -sha256` of the same bytes",
              conns=str(min(conc, 16)), scenarios={"1"}, reference=True,
              argv=lambda d, ep: ["sh", "-c", 'openssl dgst -sha256 "$1" >/dev/null & h=$!; "$2" download "$3" --cache-dir "$4"; s=$?; wait $h || s=1; exit $s',
                                  "sh", a.blob, a.speech, a.nohash_repo, d],

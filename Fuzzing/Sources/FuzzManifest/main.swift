@@ -2,6 +2,7 @@
 import FuzzSupport
 import Foundation
 import HubClient
+import ModelCache
 
 func same(_ a: RepoSnapshot, _ b: RepoSnapshot) -> Bool {
     a.repo == b.repo && a.revision == b.revision && a.commit == b.commit && a.files == b.files

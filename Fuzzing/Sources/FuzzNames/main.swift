@@ -1,7 +1,6 @@
 // FuzzNames - the names the spool and the staging folder are read by: range jobs and parts
 // (`<key>.<index>`), claim and lock holders (`<node>@<pid>`), staging names (`a%2Fb`) and the
 // staging entries grouped by `speech cache ls/clean`.
-import CacheAdmin
 import FuzzSupport
 import Foundation
 import HubClient
@@ -20,17 +19,17 @@ fuzzMain { data in
         expect(LockOwner(tag: owner.description) == owner, "holder '\(name)' does not re-encode stably")
     }
     // Staging names are reversible, and every entry of a staged file groups under its name.
-    let staged = StagingFile.stagingName(name)
+    let staged = ModelLayout.stagingName(name)
     expect(!staged.utf8.contains(UInt8(ascii: "/")), "staging name '\(staged)' has a slash byte")
-    expect(StagingEntries.repoPath(staged) == name, "staging name '\(staged)' does not decode to '\(name)'")
-    _ = StagingEntries.repoPath(name)
+    expect(ModelLayout.repoPath(stagingName: staged) == name, "staging name '\(staged)' does not decode to '\(name)'")
+    _ = ModelLayout.repoPath(stagingName: name)
     if (try? RepoPath.validate(name, in: RepoID("org/name"))) != nil {
-        expect(StagingEntries.stagingName(of: staged) == staged, "staged file '\(staged)' groups under another name")
+        expect(ModelLayout.owner(ofEntry: staged) == staged, "staged file '\(staged)' groups under another name")
         for suffix in suffixes {
             let entry = staged + suffix
-            expect(StagingEntries.stagingName(of: entry) == staged, "entry '\(entry)' groups under another name")
+            expect(ModelLayout.owner(ofEntry: entry) == staged, "entry '\(entry)' groups under another name")
         }
         let temp = ".\(staged).sidecar.json.tmp.42"
-        expect(StagingEntries.stagingName(of: temp) == staged, "entry '\(temp)' groups under another name")
+        expect(ModelLayout.owner(ofEntry: temp) == staged, "entry '\(temp)' groups under another name")
     }
 }

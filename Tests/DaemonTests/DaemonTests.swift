@@ -8,6 +8,7 @@ import ModelCache
 import SpeechFetch
 import Spool
 import TestHub
+@testable import TestSupport
 import XCTest
 
 final class DaemonTests: DaemonTestCase {
@@ -236,50 +237,20 @@ final class DaemonTests: DaemonTestCase {
     /// the caller that takes the transfer over copies the dead worker's unfinished part into its
     /// staging file (the range's recorded `partial`) and asks only for the rest of the range.
     func testCallerTakingOverFetchesOnlyTheTailOfADeadWorkersRange() throws {
-        let size = 2 << 20
-        let bigRange = 1 << 20
-        try TestHub.generateRepo(root: root, repo: repo, files: [path: size])
-        hub.setFault(.rateLimit(bytesPerSecond: 256 << 10), for: file)  // 4 s per range
-        let extra = ["HF_DOWNLOAD_RANGE_CHUNK": "\(bigRange)", "SPEECH_FETCH_LEASE_SECONDS": "60"]
-        let daemon = try startDaemon(workers: 1, extra: extra)
-        let client = try speech(["download", repo, "--cache-base", base], extra: extra, hint: "download")
-        let workers = Set(descendants(of: daemon.process.processIdentifier))
-        guard let (victim, job) = firstClaim(by: workers), let index = PlannedFile.parseJob(job)?.index else {
-            return XCTFail("no worker claimed a job; daemon log:\n\(contents(daemon.log))")
-        }
-        var held = 0
-        waitUntil(timeout: 20) {
-            for name in self.names("tmp") where name.hasPrefix("part-\(job)@") && name.contains("@\(victim)@") {
-                let attributes = try? FileManager.default.attributesOfItem(atPath: self.spoolPath("tmp/\(name)"))
-                held = (attributes?[.size] as? Int) ?? 0
-            }
-            return held >= bigRange / 4
-        }
-        for w in workers { adoptStranger(w) }
-        kill(daemon.process.processIdentifier, SIGKILL)
-        for w in workers { kill(w, SIGKILL) }
-        daemon.process.waitUntilExit()
-        XCTAssertTrue(waitUntil(timeout: 5) { workers.allSatisfy { !self.isAlive($0) } })
-        XCTAssertGreaterThanOrEqual(held, bigRange / 4, "the worker wrote part of its range before it was killed")
-        hub.clearFaults()
-
-        XCTAssertTrue(waitForExit(client.process, timeout: 30), "the caller took the transfer over: \(contents(client.stderr))")
-        XCTAssertEqual(client.process.terminationStatus, 0, contents(client.stderr))
-        try assertSameBytes(repo, path)
-        let range = index * bigRange ..< min(size, (index + 1) * bigRange)
-        let bodies = hub.servedRanges(for: file).filter { $0.overlaps(range) }
-        print("killed worker \(victim) on range \(index) holding \(held) bytes; bodies of the range: \(bodies)")
-        XCTAssertEqual(bodies.count, 2, "the range was asked for twice: \(bodies)")
-        if let resumed = bodies.last {
-            XCTAssertGreaterThanOrEqual(resumed.lowerBound, range.lowerBound + held,
-                                        "the caller asked only for the bytes after the \(held) the dead worker's part held")
-        }
+        try assertCallerTakingOverFetchesOnlyTheTail(killingWorkers: true)
         XCTAssertEqual(names("tmp").filter { $0.hasPrefix("part-") }, [], "the dead worker's part went with the plan")
     }
 
     /// A worker whose supervisor was killed stops, leaving its unfinished part; the caller that
     /// takes the transfer over asks only for the rest of that range.
     func testWorkerOfAKilledSupervisorLeavesItsPartForTheCallerTakingOver() throws {
+        try assertCallerTakingOverFetchesOnlyTheTail(killingWorkers: false)
+    }
+
+    /// Kills the daemon (and its workers, with `killingWorkers`; else the worker stops on its
+    /// own, its parent gone) while a worker holds a quarter of its 1 MiB range, then checks that
+    /// the caller taking over asks for that range once more, from the bytes the part held on.
+    private func assertCallerTakingOverFetchesOnlyTheTail(killingWorkers: Bool) throws {
         let size = 2 << 20
         let bigRange = 1 << 20
         try TestHub.generateRepo(root: root, repo: repo, files: [path: size])
@@ -300,10 +271,11 @@ final class DaemonTests: DaemonTestCase {
             return held >= bigRange / 4
         }
         for w in workers { adoptStranger(w) }
-        kill(daemon.process.processIdentifier, SIGKILL)  // the worker sees its parent gone and stops
+        kill(daemon.process.processIdentifier, SIGKILL)  // without killingWorkers, the worker sees its parent gone and stops
+        if killingWorkers { for w in workers { kill(w, SIGKILL) } }
         daemon.process.waitUntilExit()
-        XCTAssertTrue(waitUntil(timeout: 10) { workers.allSatisfy { !self.isAlive($0) } }, "the worker stopped")
-        XCTAssertGreaterThanOrEqual(held, bigRange / 4, "the worker wrote part of its range before it stopped")
+        XCTAssertTrue(waitUntil(timeout: 10) { workers.allSatisfy { !self.isAlive($0) } }, "the worker is gone")
+        XCTAssertGreaterThanOrEqual(held, bigRange / 4, "the worker wrote part of its range before it was gone")
         hub.clearFaults()
 
         XCTAssertTrue(waitForExit(client.process, timeout: 30), "the caller took the transfer over: \(contents(client.stderr))")
@@ -311,11 +283,11 @@ final class DaemonTests: DaemonTestCase {
         try assertSameBytes(repo, path)
         let range = index * bigRange ..< min(size, (index + 1) * bigRange)
         let bodies = hub.servedRanges(for: file).filter { $0.overlaps(range) }
-        print("stopped worker \(worker) on range \(index) holding \(held) bytes; bodies of the range: \(bodies)")
+        print("worker \(worker) gone on range \(index) holding \(held) bytes; bodies of the range: \(bodies)")
         XCTAssertEqual(bodies.count, 2, "the range was asked for twice: \(bodies)")
         if let resumed = bodies.last {
             XCTAssertGreaterThanOrEqual(resumed.lowerBound, range.lowerBound + held,
-                                        "the caller asked only for the bytes after the \(held) the stopped worker's part held")
+                                        "the caller asked only for the bytes after the \(held) the gone worker's part held")
         }
     }
 
@@ -393,7 +365,7 @@ final class DaemonTests: DaemonTestCase {
     /// What a worker leaves when it dies right after publishing: the job gone from ready, the
     /// range's real bytes in `parts/<job>.part`.
     private func orphanPart(_ plan: PlannedFile, _ index: Int, _ bytes: Data, _ spool: Spool) throws {
-        unlink("\(spool.readyDir)/\(plan.jobName(index))")
+        unlink(spool.layout.ready(plan.jobName(index)))
         let r = plan.range(index)
         let temp = spool.tempPath("part-\(plan.jobName(index))")
         try SpoolFS.writeNew(temp, bytes.subdata(in: Int(r.start) ..< Int(r.end) + 1))

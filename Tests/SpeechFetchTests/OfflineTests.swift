@@ -5,6 +5,7 @@ import HubClient
 import ModelCache
 import SpeechFetch
 import TestHub
+@testable import TestSupport
 import XCTest
 
 final class OfflineTests: HubTestCase {

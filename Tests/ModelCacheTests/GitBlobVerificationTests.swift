@@ -7,6 +7,7 @@ import Foundation
 import ModelCache
 import SpeechFetch
 import TestHub
+@testable import TestSupport
 import XCTest
 
 final class GitBlobVerificationTests: DaemonTestCase {

@@ -4,6 +4,7 @@
 import Foundation
 import SpeechFetch
 import TestHub
+@testable import TestSupport
 import XCTest
 
 final class EndgameTests: DaemonTestCase {

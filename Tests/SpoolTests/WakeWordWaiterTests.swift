@@ -2,6 +2,7 @@
 // truncated under their mappings: no SIGBUS, and they still exit when the model is ready.
 import Foundation
 import TestHub
+@testable import TestSupport
 import XCTest
 
 final class WakeWordWaiterTests: DaemonTestCase {

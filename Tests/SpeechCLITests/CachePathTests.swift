@@ -6,6 +6,7 @@ import Foundation
 import ModelCache
 import SpeechFetch
 import TestHub
+@testable import TestSupport
 import XCTest
 
 final class CachePathTests: DaemonTestCase {
@@ -93,28 +94,5 @@ final class CachePathTests: DaemonTestCase {
         let (status, stderr) = try speechIn(temp, ["download", repo, "--cache-dir", mountPoint.path, "--offline"])
         XCTAssertEqual(status, 1)
         XCTAssertTrue(stderr.contains("offline mode"), stderr)
-    }
-}
-
-/// Mounts and unmounts a tmpfs with mount(8) (tests run as root on the CI machine).
-enum TmpfsMount {
-    static func mount(_ path: String, options: String) -> Bool {
-        run("/bin/mount", ["-t", "tmpfs", "-o", options, "tmpfs", path]) == 0
-    }
-
-    static func unmount(_ path: String) {
-        if run("/bin/umount", [path]) != 0 { _ = run("/bin/umount", ["-l", path]) }
-    }
-
-    @discardableResult
-    static func run(_ tool: String, _ arguments: [String]) -> Int32 {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: tool)
-        p.arguments = arguments
-        p.standardOutput = FileHandle.nullDevice
-        p.standardError = FileHandle.nullDevice
-        guard (try? p.run()) != nil else { return -1 }
-        p.waitUntilExit()
-        return p.terminationStatus
     }
 }

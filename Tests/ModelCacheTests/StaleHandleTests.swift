@@ -5,6 +5,7 @@ import Digest
 import Foundation
 import SpeechFetch
 import TestHub
+@testable import TestSupport
 import XCTest
 
 final class StaleHandleTests: DaemonTestCase {

@@ -203,9 +203,7 @@ class DaemonTestCase: HubTestCase {
     // MARK: Staging
 
     func sidecar(_ repo: String, _ path: String) -> Sidecar? {
-        let url = ModelDirectory(modelDir(repo)).stagingDirectory
-            .appendingPathComponent(StagingFile.stagingName(path) + ".sidecar.json")
-        return FileManager.default.contents(atPath: url.path).flatMap { try? JSONDecoder().decode(Sidecar.self, from: $0) }
+        Sidecar.look(path, in: ModelDirectory(modelDir(repo))).value ?? nil
     }
 
     func finalExists(_ repo: String, _ path: String) -> Bool {

@@ -8,6 +8,7 @@ import ModelCache
 import SpeechFetch
 import Spool
 import TestHub
+@testable import TestSupport
 import XCTest
 
 final class CorruptSpoolRecordTests: DaemonTestCase {

@@ -6,6 +6,7 @@ import Foundation
 import ModelCache
 import SpeechFetch
 import TestHub
+@testable import TestSupport
 import XCTest
 
 final class SeedAPITests: DaemonTestCase {

@@ -8,6 +8,7 @@ import ModelCache
 import SpeechFetch
 import Spool
 import TestHub
+@testable import TestSupport
 import XCTest
 
 final class CacheAdminTests: HubTestCase {
@@ -260,7 +261,7 @@ final class CacheAdminTests: HubTestCase {
         XCTAssertEqual(ftruncate(truncated, 1000), 0)
         close(truncated)
         let spool = try Spool(base: cacheBase, node: node)
-        try Data("\(getpid())".utf8).write(to: URL(fileURLWithPath: spool.supervisorsDir + "/" + node))
+        try Data("\(getpid())".utf8).write(to: URL(fileURLWithPath: spool.layout.supervisor(node)))
         let fixed = try admin.verify(fix: true)
         XCTAssertEqual(fixed.corrupt.map(\.actual), ["1000 bytes"])
         XCTAssertEqual(fixed.corrupt.map(\.deleted), [true])
@@ -338,8 +339,8 @@ final class CacheAdminTests: HubTestCase {
                                        files: [Self.record("config.json", Data("{}".utf8), lfs: false)], node: node)
         try spool.submit(doneRequest)
         spool.markDone(doneRequest.id)
-        age("\(spool.requestsDir)/\(doneRequest.id).json", hours: 48)
-        age("\(spool.doneDir)/\(doneRequest.id)", hours: 48)
+        age(spool.layout.request(doneRequest.id), hours: 48)
+        age(spool.layout.doneMarker(doneRequest.id), hours: 48)
         let freshDone = SpoolRequest(repo: "acme/Clean", revision: "main", commit: commit, modelDir: directory.path,
                                      files: [Self.record("other.json", Data("{}".utf8), lfs: false)], node: node)
         try spool.submit(freshDone)
@@ -347,7 +348,7 @@ final class CacheAdminTests: HubTestCase {
         let active = SpoolRequest(repo: "acme/Clean", revision: "main", commit: commit, modelDir: directory.path,
                                   files: [Self.record("wanted.safetensors", Data(count: 8192), lfs: true)], node: node)
         try spool.submit(active)
-        age("\(spool.requestsDir)/\(active.id).json", hours: 48)
+        age(spool.layout.request(active.id), hours: 48)
         // A plan for a model directory that was deleted, with a ready job and a part.
         let gone = cacheBase.appendingPathComponent("models/acme/Gone").path
         let orphanPlan = PlannedFile(repo: "acme/Gone", modelDir: gone, commit: commit,
@@ -355,9 +356,9 @@ final class CacheAdminTests: HubTestCase {
         try spool.plan(orphanPlan, pending: [0, 1])
         try Data(count: 1 << 19).write(to: URL(fileURLWithPath: spool.partPath(orphanPlan, 1)))
         // A part whose plan is gone, and a temp file of a dead process.
-        let strayPart = "\(spool.partsDir)/\(String(repeating: "a", count: 24)).000000.part"
+        let strayPart = spool.layout.part(String(repeating: "a", count: 24) + ".000000")
         try Data(count: 4096).write(to: URL(fileURLWithPath: strayPart))
-        let deadTemp = "\(spool.tmp)/request@\(node)@\(try deadPid())@1"
+        let deadTemp = spool.layout.path(.tmp, "request@\(node)@\(try deadPid())@1")
         try Data(count: 100).write(to: URL(fileURLWithPath: deadTemp))
 
         let (output, code) = cache("clean", "--older-than", "24")
@@ -369,10 +370,10 @@ final class CacheAdminTests: HubTestCase {
                      "wanted.safetensors", "wanted.safetensors.sidecar.json"] {
             XCTAssertTrue(exists(staging + "/" + kept), "\(kept) must be kept\n\(output)")
         }
-        XCTAssertFalse(exists("\(spool.requestsDir)/\(doneRequest.id).json"))
-        XCTAssertFalse(exists("\(spool.doneDir)/\(doneRequest.id)"))
-        XCTAssertTrue(exists("\(spool.requestsDir)/\(freshDone.id).json"), "settled recently: kept")
-        XCTAssertTrue(exists("\(spool.requestsDir)/\(active.id).json"), "active: kept however old")
+        XCTAssertFalse(exists(spool.layout.request(doneRequest.id)))
+        XCTAssertFalse(exists(spool.layout.doneMarker(doneRequest.id)))
+        XCTAssertTrue(exists(spool.layout.request(freshDone.id)), "settled recently: kept")
+        XCTAssertTrue(exists(spool.layout.request(active.id)), "active: kept however old")
         XCTAssertNil(spool.plannedFile(orphanPlan.key))
         XCTAssertFalse(exists(spool.partPath(orphanPlan, 1)))
         XCTAssertFalse(spool.readyJobs().contains(orphanPlan.jobName(0)))

@@ -4,6 +4,7 @@
 import Foundation
 import ModelCache
 import TestHub
+@testable import TestSupport
 import XCTest
 
 final class DaemonCommandLineTests: DaemonTestCase {

@@ -1,5 +1,5 @@
-// JSONValue - a small JSON reader for the hot paths that read our own JSON (the model
-// manifest on every offline call). Foundation's JSONDecoder takes ~4 µs per file entry plus
+// JSONValue - a small JSON reader for the hot path that reads our own JSON (the model
+// manifest on every offline call, Manifest.swift). Foundation's JSONDecoder takes ~4 µs per file entry plus
 // a one-off cost for its generic machinery; this reads the same bytes in a fraction of that.
 // Strict RFC 8259 grammar; anything it does not accept returns nil, and callers fall back to
 // JSONDecoder, so a gap here costs speed, never correctness.

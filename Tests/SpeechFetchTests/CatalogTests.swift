@@ -5,6 +5,7 @@ import HubClient
 import ModelCache
 import SpeechFetch
 import TestHub
+@testable import TestSupport
 import XCTest
 
 final class CatalogTests: HubTestCase {
@@ -193,7 +194,7 @@ final class CatalogTests: HubTestCase {
         try FileManager.default.copyItem(at: modelDir, to: shippedModel)
         try FileManager.default.copyItem(at: tokenizerDir, to: shippedTokenizer)
         for dir in [shippedModel, shippedTokenizer] {
-            try FileManager.default.removeItem(at: dir.appendingPathComponent(ModelDirectory.manifestName))
+            try FileManager.default.removeItem(at: dir.appendingPathComponent(ModelLayout.manifest))
         }
         let requests = hub.totalRequests
         let local = try await Qwen3TTSModel.fromLocal(modelDirectory: shippedModel, tokenizerDirectory: shippedTokenizer)

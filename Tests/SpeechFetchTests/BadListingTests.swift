@@ -4,6 +4,7 @@ import Foundation
 import HubClient
 import SpeechFetch
 import TestHub
+@testable import TestSupport
 import XCTest
 
 final class BadListingTests: HubTestCase {

@@ -8,6 +8,7 @@ import HubClient
 import ModelCache
 import SpeechFetch
 import TestHub
+@testable import TestSupport
 import XCTest
 
 final class HubCacheTests: HubTestCase {

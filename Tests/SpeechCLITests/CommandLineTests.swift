@@ -3,6 +3,7 @@
 // messages and exit codes. Real processes against the test Hub; terminals through script(1).
 import Foundation
 import TestHub
+@testable import TestSupport
 import XCTest
 
 final class CommandLineTests: DaemonTestCase {

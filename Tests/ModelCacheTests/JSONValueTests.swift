@@ -2,6 +2,7 @@
 // answers, and refuse (nil) whatever is not JSON.
 import Foundation
 import HubClient
+import ModelCache
 import XCTest
 
 final class JSONValueTests: XCTestCase {
