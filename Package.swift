@@ -70,7 +70,7 @@ let package = Package(
         .testTarget(name: "HubClientTests", dependencies: ["HubClient", "TestHub"]),
         .testTarget(name: "ModelCacheTests", dependencies: ["CacheAdmin", "Digest", "HubClient", "ModelCache", "SpeechFetch", "TestHub", "TestSupport"]),
         .testTarget(name: "TransferTests", dependencies: ["CacheAdmin", "Curl", "Daemon", "Digest", "HubClient", "ModelCache", "SpeechFetch", "Spool", "TestHub", "TestSupport", "Transfer"]),
-        .testTarget(name: "SpoolTests", dependencies: ["CacheAdmin", "Daemon", "ModelCache", "SpeechFetch", "Spool", "TestHub", "TestSupport"]),
+        .testTarget(name: "SpoolTests", dependencies: ["CacheAdmin", "Daemon", "Digest", "HubClient", "ModelCache", "SpeechFetch", "Spool", "TestHub", "TestSupport"]),
         .testTarget(name: "DaemonTests", dependencies: ["Daemon", "Digest", "HubClient", "ModelCache", "SpeechFetch", "Spool", "TestHub", "TestSupport"]),
         .testTarget(name: "CacheAdminTests", dependencies: ["CacheAdmin", "Digest", "HubClient", "ModelCache", "SpeechFetch", "Spool", "TestHub", "TestSupport"]),
         .testTarget(name: "SpeechFetchTests", dependencies: ["Daemon", "Digest", "HubClient", "ModelCache", "SpeechFetch", "TestHub", "TestSupport"]),

@@ -23,7 +23,7 @@ public struct Handoff: Sendable {
     /// The hand-off for the spool of a cache base, or nil when the spool cannot be made there
     /// (callers with only a `cacheDir` use the default base's spool).
     public init?(base: URL, settings: DownloadSettings, environment: [String: String]) {
-        guard let spool = try? Spool(base: base, node: settings.node, lease: settings.lease) else { return nil }
+        guard let spool = try? Spool.served(base: base, settings: settings) else { return nil }
         self.spool = spool
         self.settings = settings
         self.environment = environment

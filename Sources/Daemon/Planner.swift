@@ -64,7 +64,9 @@ public struct Planner: Sendable {
         let planned = PlannedFile(repo: request.repo, modelDir: request.modelDir, commit: request.commit, file: file,
                                   rangeSize: staging.rangeSize, node: request.node, layout: request.layout)
         let done = staging.doneRanges
-        try? staging.persist()
+        // A sidecar that was there is left as it is: the record read from it may be older than
+        // the file's last writer's (a network filesystem's client), and is not written back.
+        if !staging.openedFromRecord { try? staging.persist() }
         try? spool.plan(planned, pending: (0..<planned.rangeCount).filter { !done.contains($0) })
     }
 

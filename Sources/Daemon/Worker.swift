@@ -25,7 +25,7 @@ public final class Worker: @unchecked Sendable {
         self.ownRequestsOnly = ownRequestsOnly
         let settings = DownloadSettings.fromEnvironment(environment)
         self.settings = settings
-        spool = try Spool(base: cacheBase, node: settings.node, lease: settings.lease)
+        spool = try Spool.served(base: cacheBase, settings: settings)
         // Workers use the credential of the node they run on, never one from the spool.
         let client = HubClient.fromEnvironment(environment, retry: settings.retry, stallTimeout: settings.stallTimeout)
         fetchers = try (0..<max(1, slots)).map { _ in try RangeFetch(client: client, settings: settings) }
@@ -110,13 +110,27 @@ public final class Worker: @unchecked Sendable {
         return count
     }
 
-    /// True while this node's claims are fewer than its share, ceil((ready + claimed) / live nodes).
+    /// True while this node is within its share of the outstanding ranges, by count and by the
+    /// bytes still to come (`Spool.mayClaim`).
     private func withinShare(ready: Int) -> Bool {
-        guard let claims = spool.claims() else { return true }
-        let mine = claims.filter { $0.holder.node == settings.node }.count
-        let nodes = liveNodes()
-        let share = (ready + claims.count + nodes - 1) / nodes
-        return mine < max(1, share)
+        guard let loads = spool.claimLoads(rangeLength: rangeLength) else { return true }
+        return Spool.mayClaim(node: settings.node, ready: ready, loads: loads, liveNodes: liveNodes())
+    }
+
+    /// Range lengths by job, from the plans (a plan never changes under its key).
+    private let plansLock = NSLock()
+    private var plans: [String: PlannedFile] = [:]
+
+    private func rangeLength(_ job: String) -> Int64? {
+        guard let (key, index) = PlannedFile.parseJob(job) else { return nil }
+        var plan = plansLock.withLock { plans[key] }
+        if plan == nil, let read = spool.plannedFile(key) {
+            plan = read
+            plansLock.withLock { plans[key] = read }
+        }
+        guard let plan, index < plan.rangeCount else { return nil }
+        let r = plan.range(index)
+        return r.end - r.start + 1
     }
 
     private func work(_ claim: ClaimedJob, fetcher: RangeFetch, shouldStop: @escaping @Sendable () -> Bool) {

@@ -166,7 +166,10 @@ extension ModelDirectory {
         else { return }
         try ModelDirectory.makeDirectories(filesURL.path)
         let ref = URL(fileURLWithPath: path + "/refs/" + revision)
-        if let old = FileManager.default.contents(atPath: ref.path), String(decoding: old, as: UTF8.self) == commit { return }
+        // A ref that already names the commit is left alone (read with retries: on a network
+        // filesystem a stale handle is not "no ref"), so readers on other nodes are not sent
+        // after a renamed-over file.
+        if let old = SharedFS.read(ref.path, limit: 4096).value, String(decoding: old, as: UTF8.self) == commit { return }
         try ModelDirectory.makeDirectories(ref.deletingLastPathComponent().path)
         // The temp file is made in the repo folder, not in refs/, where a scan would read it as a ref.
         let temp = URL(fileURLWithPath: path + "/.ref.\(getpid()).\(UInt32.random(in: 0...UInt32.max)).tmp")

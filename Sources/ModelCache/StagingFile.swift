@@ -106,6 +106,11 @@ public final class StagingFile: @unchecked Sendable {
     /// One sidecar write at a time, each from a record taken inside it: a later write never
     /// lands an older record.
     private let persistLock = NSLock()
+    /// True when the progress came from a sidecar that was there (false: this object started the
+    /// file, or found a sidecar of another transfer). Only then does `persist` fold in what the
+    /// sidecar on disk lists (`mergeRecorded`), and only until `resetProgress`.
+    public let openedFromRecord: Bool
+    private var merging: Bool
     /// Whether the staging file is on a network or FUSE filesystem (how parts are spliced in).
     private let isRemote: Bool
 
@@ -203,6 +208,8 @@ public final class StagingFile: @unchecked Sendable {
         }
         self.record = record
         self.hasher = hasher
+        openedFromRecord = kept != nil
+        merging = kept != nil
         durableDone = synced
         if kept == nil && count > 1 {
             // A sidecar from the start: whatever stops this transfer (a full disk before any
@@ -261,21 +268,8 @@ public final class StagingFile: @unchecked Sendable {
     func openPart(_ partPath: String, index: Int, wholeRange: Bool) throws -> (fd: Int32, size: Int64) {
         let r = range(index)
         let rangeLength = r.end - r.start + 1
-        let part = SharedFS.retry { open(partPath, O_RDONLY | O_NOFOLLOW | O_CLOEXEC) }
-        guard part >= 0 else { throw CacheError.io(path: partPath, operation: "open part", errno: errno) }
-        var st = stat()
-        // A part whose size cannot be read is not one of the wrong size (which is dropped).
-        guard SharedFS.retry({ fstat(part, &st) }) == 0 else {
-            let code = errno
-            close(part)
-            throw CacheError.io(path: partPath, operation: "read the size of part", errno: code)
-        }
-        let size = Int64(st.st_size)
-        guard wholeRange ? size == rangeLength : size <= rangeLength else {
-            close(part)
-            throw CacheError.sizeMismatch(path: partPath, expected: rangeLength, actual: size)
-        }
-        return (part, size)
+        let fits: (Int64) -> Bool = { wholeRange ? $0 == rangeLength : $0 <= rangeLength }
+        return try StagingFile.openPart(partPath, fits: fits, expected: rangeLength)
     }
 
     private func splice(partAt partPath: String, index: Int, wholeRange: Bool) throws -> Int64 {
@@ -315,9 +309,44 @@ public final class StagingFile: @unchecked Sendable {
                 }
                 throw CacheError.io(path: dataURL.path, operation: "splice a part into", errno: errno)
             }
-            if n == 0 { throw CacheError.sizeMismatch(path: partPath, expected: length, actual: inOffset) }
+            // Shorter than the size just read: the client contradicts itself; keep the part for a later look.
+            if n == 0 { throw CacheError.io(path: partPath, operation: "read all \(length) bytes of part", errno: EAGAIN) }
         }
         return length
+    }
+
+    /// Opens a part and reads its size, judged only on what was read consistently. A size that
+    /// does not fit may be a client's cached attribute: a node that looked at the part while its
+    /// writer was still writing it (as endgame and adoption do, under its temp name) can be
+    /// served that size for about a second after the part was published. Such a part is opened
+    /// again by path, a few times over a little more than two seconds; it is of the wrong size
+    /// (`CacheError.sizeMismatch`, and dropped by the caller) only when every look read the same
+    /// size, and unknown (`CacheError.io`, EAGAIN: kept) when the looks disagree. A size that
+    /// cannot be read is not a wrong one either.
+    static func openPart(_ path: String, fits: (Int64) -> Bool, expected: Int64) throws -> (fd: Int32, size: Int64) {
+        var sizes: [Int64] = []
+        var delay = 0.05
+        while true {
+            let fd = SharedFS.retry { open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC) }
+            guard fd >= 0 else { throw CacheError.io(path: path, operation: "open part", errno: errno) }
+            var st = stat()
+            guard SharedFS.retry({ fstat(fd, &st) }) == 0 else {
+                let code = errno
+                close(fd)
+                throw CacheError.io(path: path, operation: "read the size of part", errno: code)
+            }
+            let size = Int64(st.st_size)
+            if fits(size) { return (fd, size) }
+            close(fd)
+            sizes.append(size)
+            guard sizes.count < 7 else { break }
+            Thread.sleep(forTimeInterval: delay)
+            delay = min(delay * 2, 0.5)
+        }
+        guard Set(sizes).count == 1 else {
+            throw CacheError.io(path: path, operation: "read a steady size (\(sizes.map { String($0) }.joined(separator: ", ")) bytes) of part", errno: EAGAIN)
+        }
+        throw CacheError.sizeMismatch(path: path, expected: expected, actual: sizes[0])
     }
 
     /// Copies `count` bytes of a part from `start` to file offset `destination` through a
@@ -334,7 +363,7 @@ public final class StagingFile: @unchecked Sendable {
                 if errno == EINTR { continue }
                 throw CacheError.io(path: partPath, operation: "read part", errno: errno)
             }
-            if n == 0 { throw CacheError.sizeMismatch(path: partPath, expected: start + count, actual: start + done) }
+            if n == 0 { throw CacheError.io(path: partPath, operation: "read all \(start + count) bytes of part", errno: EAGAIN) }
             let chunk = UnsafeRawBufferPointer(rebasing: buffer[0..<n])
             if let store { try store(chunk, destination + done) } else { try write(chunk, at: destination + done) }
             each(chunk)
@@ -375,6 +404,7 @@ public final class StagingFile: @unchecked Sendable {
     /// Forgets every range (the server ignored Range and the file restarts as one stream).
     public func resetProgress() {
         lock.withLock {
+            merging = false  // what the old sidecar lists is being overwritten
             record.done = []
             record.partial = nil
             record.repair = nil
@@ -423,6 +453,7 @@ public final class StagingFile: @unchecked Sendable {
             r.hashState = r.hashedBytes > 0 ? hasher.savedState.base64EncodedString() : nil
             return r
         }
+        mergeRecorded(into: &snapshot)
         let durable = lock.withLock { durableDone }
         let boot = unsyncedHeads ? StagingFile.bootID : nil
         if let boot, snapshot.done == durable, snapshot.partial != nil {
@@ -462,6 +493,31 @@ public final class StagingFile: @unchecked Sendable {
             // it unreadable, which restarts the file: never wrong bytes.
             try rewriteInPlace(data, at: sidecarURL.path)
         }
+    }
+
+    /// Folds into `snapshot` (and this object's record) the done ranges the sidecar on disk lists
+    /// and the record lacks. Every writer of the sidecar holds the staging lock, so the one on
+    /// disk is the last holder's; but a network filesystem's client can serve a renamed-over
+    /// file's old content for about a second, so the record this object opened with may be
+    /// older than it. Writing that record back would drop the ranges the last holder added, whose
+    /// parts may already be gone: neither done nor fetched, they would be fetched again. The
+    /// ranges listed on disk were synced by their writer before it listed them. A read that
+    /// fails, or a sidecar of another transfer, adds nothing.
+    private func mergeRecorded(into snapshot: inout Sidecar) {
+        // Under repair, ranges leave `done` on purpose (to be fetched again): nothing is folded in.
+        guard lock.withLock({ merging }), snapshot.repair == nil, let data = SharedFS.read(sidecarURL.path).value,
+              let disk = try? JSONDecoder().decode(Sidecar.self, from: data), disk.matches(snapshot),
+              disk.repair == nil else { return }
+        let count = rangeCount
+        let extra = Set(disk.done.filter { $0 >= 0 && $0 < count }).subtracting(snapshot.done)
+        guard !extra.isEmpty else { return }
+        func folding(_ r: inout Sidecar) {
+            r.done = Array(Set(r.done).union(extra)).sorted()
+            r.partial = r.partial?.filter { !extra.contains($0.index) }
+            if r.partial?.isEmpty == true { r.partial = nil }
+        }
+        folding(&snapshot)
+        lock.withLock { if merging { folding(&record) } }
     }
 
     private func rewriteInPlace(_ data: Data, at path: String) throws {

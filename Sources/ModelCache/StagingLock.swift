@@ -82,6 +82,15 @@ public final class StagingLock: @unchecked Sendable {
             case .unknown: return nil       // cannot be judged now
             }
             guard isStale(path, localNode: owner.node, lease: lease, probe: staging) else { return nil }
+            // Another node's lock, judged by its lease: every live node sees it expire at about
+            // the same moment, and a network filesystem's client may answer from what it cached
+            // up to a second ago. Judged again after a pause (jittered), so a breaker that was
+            // a moment late sees the lock the first one took, instead of moving it aside.
+            if holderNode(path) != owner.node {
+                Thread.sleep(forTimeInterval: StagingLock.secondLook + Double.random(in: 0...1))
+                guard case .found(let again) = SharedFS.lstat(path), again.st_ino == judged.st_ino,
+                      isStale(path, localNode: owner.node, lease: lease, probe: staging) else { return nil }
+            }
             // Break it: move it aside under a unique name, then make sure what moved is the lock
             // judged stale. If another breaker already replaced it with a fresh lock, put that back.
             let grave = ModelLayout.brokenLockPath(path, node: owner.node, pid: owner.pid, n: UInt32.random(in: 0...UInt32.max))
@@ -96,6 +105,16 @@ public final class StagingLock: @unchecked Sendable {
             }
         }
         return nil
+    }
+
+    /// Seconds between the two looks that must both find another node's lock expired before it
+    /// is broken: more than a network filesystem client's entry and attribute caches keep.
+    public static let secondLook = 2.0
+
+    /// The node a lock names; nil when it cannot be read.
+    static func holderNode(_ path: String) -> String? {
+        guard let data = SharedFS.read(path, limit: 4096).value else { return nil }
+        return LockOwner(tag: String(decoding: data, as: UTF8.self))?.node
     }
 
     /// True when the holder is positively gone: a lock naming this process that it does not

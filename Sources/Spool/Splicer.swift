@@ -59,12 +59,15 @@ public struct Splicer: Sendable {
         defer { held.releaseAll() }
         do {
             let staging = try StagingFile(file: plan.file, in: directory, commit: plan.commit, rangeSize: plan.rangeSize)
+            // The sidecar this pass writes folds in the one on disk, read again just before
+            // (StagingFile.persist): its record may be older than what the previous holder of the
+            // lock wrote. On a network filesystem that last read sees the previous holder's write
+            // only `spool.settle` seconds after the lock was taken, so a pass with ranges to
+            // record writes no sooner; it goes on looking for parts meanwhile.
+            let settled = ProcessInfo.processInfo.systemUptime + spool.settle
             let done = staging.doneRanges
-            // A part is removed only once a sidecar read back from the filesystem lists its range:
-            // one this pass writes may reach another node's client late (a network filesystem
-            // serves a renamed-over file's old content for a while), and the next holder of the
-            // lock must then still find the part to splice again, not a range that is neither
-            // done nor fetched.
+            // A part is removed only once a sidecar read back from the filesystem lists its range.
+            // No writer drops a listed range (see above), so every later record lists it too.
             var listed: [String] = []
             var spliced = 0
             // A file under repair (it did not verify): a part is compared with the staged bytes
@@ -79,9 +82,16 @@ public struct Splicer: Sendable {
             // A pass ends after 16 new parts, so the next one can drop them (it reads them back).
             var seen = Set<Int>()
             var looking = true
-            while looking && spliced < 16 {
+            while spliced < 16 {
+                if !looking {
+                    let wait = settled - ProcessInfo.processInfo.systemUptime
+                    guard spliced > 0, !staging.isFullyDone, wait > 0 else { break }
+                    Thread.sleep(forTimeInterval: min(wait, 0.25))
+                }
                 looking = false
-                for index in 0..<plan.rangeCount where spliced < 16 && !seen.contains(index) && spool.hasPart(plan, index) == true {
+                // One listing per look: the parts of this file that are there.
+                let present = Set(spool.partsByFile()[plan.key] ?? []).subtracting(seen)
+                for index in present.sorted() where spliced < 16 && index >= 0 && index < plan.rangeCount {
                     seen.insert(index)
                     let part = spool.partPath(plan, index)
                     if done.contains(index) { listed.append(part); continue }
@@ -101,11 +111,13 @@ public struct Splicer: Sendable {
                         // (slow through a network filesystem's client).
                         try? staging.advanceHash()
                     } catch CacheError.sizeMismatch {
-                        // A part of the wrong size (read successfully) is dropped and its range fetched again.
+                        // A part whose size every look agrees is wrong (StagingFile.splice) is dropped
+                        // and its range fetched again.
                         unlink(part)
                         spool.addJobs(plan, indices: [index])
                     } catch {
-                        // Other errors (disk full, I/O, a stale handle) keep the part for a later splice.
+                        // Other errors (disk full, I/O, a stale handle, a size that changed between
+                        // looks) keep the part for a later splice.
                     }
                 }
             }
@@ -122,11 +134,14 @@ public struct Splicer: Sendable {
                     salvaged = true
                 }
             }
-            if salvaged && spliced == 0 { try staging.persist() }  // synced before recorded
-            if spliced > 0 {
-                try staging.advanceHash()
-                try staging.persist()  // durable before the parts go (at the next pass)
+            if (salvaged || spliced > 0) && (!staging.isFullyDone || staging.isRepairing) {
+                let wait = settled - ProcessInfo.processInfo.systemUptime
+                if wait > 0 { Thread.sleep(forTimeInterval: wait) }
+                if spliced > 0 { try staging.advanceHash() }
+                try staging.persist()  // synced before recorded; durable before the parts go (at the next pass)
             }
+            // A file whose every range is here is finalized without a record of its last ranges:
+            // if finalizing fails for a moment, their parts are still there for the next pass.
             for part in listed + judged { unlink(part) }
             fetchAgain(plan, reopened)
             guard staging.isFullyDone else { return spliced == 0 && listed.isEmpty ? .nothing : .progressed }

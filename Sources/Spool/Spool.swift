@@ -39,14 +39,20 @@ public final class Spool: @unchecked Sendable {
     public let owner: LockOwner
     /// Seconds after which a claim or lock that was not refreshed may be revoked.
     public let lease: Double
+    /// Seconds a network filesystem's client may serve a renamed-over file's old content (its
+    /// entry and attribute caches; 0 where every reader sees every rename at once). A splicer
+    /// writes a sidecar only this long after it took the file's lock, so that its last look at
+    /// the sidecar (`StagingFile.persist`) reads what the previous holder wrote.
+    public let settle: Double
     private var counter = 0
     private let lock = NSLock()
 
     /// Opens (creating when needed) the spool of the cache base `base`.
-    public init(base: URL, node: String, lease: Double = 30) throws {
+    public init(base: URL, node: String, lease: Double = 30, settle: Double = 0) throws {
         layout = SpoolLayout(base: base.standardizedFileURL.path)
         owner = LockOwner(node: node)
         self.lease = lease
+        self.settle = settle
         try SpoolFS.makeDirectory(layout.root)
         for folder in SpoolLayout.Folder.allCases { try SpoolFS.makeDirectory(layout.path(folder)) }
     }
@@ -409,19 +415,63 @@ public final class Spool: @unchecked Sendable {
             guard let (key, index) = claim.range, let plan = plannedFile(key) else { continue }
             let range = plan.range(index)
             let length = range.end - range.start + 1
-            // The claimant's temp part (tmp/part-<job>@<node>@<pid>@n) grows as its bytes arrive.
-            var written: Int64 = 0
-            for name in temps {
-                guard let temp = SpoolLayout.Temp(name), temp.partJob == claim.job, temp.node == claim.holder.node,
-                      temp.pid == claim.holder.pid else { continue }
-                if case .found(let st) = SharedFS.lstat(layout.path(.tmp, name)) { written = max(written, Int64(st.st_size)) }
-            }
-            let remaining = length - written
+            let remaining = length - written(by: claim, temps: temps)
             guard remaining * 2 > length, remaining > best?.remaining ?? 0 else { continue }
             best = LaggingClaim(job: claim.job, claimPath: layout.path(.claimed, claim.name), node: claim.holder.node,
                                 remaining: remaining)
         }
         return best
+    }
+
+    /// Bytes a claim's holder has written so far: its temp part (`tmp/part-<job>@<node>@<pid>@n`)
+    /// grows as they arrive. 0 when it cannot be seen.
+    private func written(by claim: SpoolLayout.Claim, temps: [String]) -> Int64 {
+        var written: Int64 = 0
+        for name in temps {
+            guard let temp = SpoolLayout.Temp(name), temp.partJob == claim.job, temp.node == claim.holder.node,
+                  temp.pid == claim.holder.pid else { continue }
+            if case .found(let st) = SharedFS.lstat(layout.path(.tmp, name)) { written = max(written, Int64(st.st_size)) }
+        }
+        return written
+    }
+
+    /// Every node's claims, each as the share of its range still to come (1: nothing written
+    /// yet), by node; nil when the claims cannot be listed. `rangeLength` gives a job's length
+    /// (nil: unknown, counted as a whole range).
+    public func claimLoads(rangeLength: (String) -> Int64?) -> [String: [Double]]? {
+        guard let claims = self.claims() else { return nil }
+        let temps = SpoolFS.list(layout.path(.tmp))
+        var loads: [String: [Double]] = [:]
+        for claim in claims {
+            var left = 1.0
+            if let length = rangeLength(claim.job), length > 0 {
+                left = max(0, 1 - Double(written(by: claim, temps: temps)) / Double(length))
+            }
+            loads[claim.holder.node, default: []].append(left)
+        }
+        return loads
+    }
+
+    /// Whether a slot of `node` may claim one more of `ready` ranges, given every node's claims
+    /// (`claimLoads`) and the live nodes (docs/cluster.md, "Size each node's share"):
+    /// - its claims are fewer than ceil((ready + claimed) / nodes), its share by count; and
+    /// - its outstanding work (the ranges it holds, each by the share still to come) exceeds the
+    ///   even share of all outstanding work (ready ranges and every claim's rest) by at most half
+    ///   a range once it takes a whole one, or it is the least loaded live node.
+    /// The second rule is for the end of a file: a node whose ranges are nearly done takes the
+    /// last ones, not one that has just started four, so the nodes finish together.
+    public static func mayClaim(node: String, ready: Int, loads: [String: [Double]], liveNodes: Int) -> Bool {
+        let nodes = max(1, liveNodes)
+        let mine = loads[node] ?? []
+        let claimed = loads.values.reduce(0) { $0 + $1.count }
+        guard mine.count < max(1, (ready + claimed + nodes - 1) / nodes) else { return false }
+        guard nodes > 1 else { return true }
+        let others = loads.filter { $0.key != node }.map { $0.value.reduce(0, +) }
+        let myLoad = mine.reduce(0, +)
+        // A live node without claims is the least loaded (0).
+        if myLoad <= (others.count < nodes - 1 ? 0 : others.min() ?? 0) { return true }
+        let total = Double(ready) + myLoad + others.reduce(0, +)
+        return myLoad + 0.5 <= total / Double(nodes)
     }
 
     /// Takes the one endgame duplicate of a lagging claim (`jobs/endgame/<job>`, created once with

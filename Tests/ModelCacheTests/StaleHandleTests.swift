@@ -96,4 +96,29 @@ final class StaleHandleTests: DaemonTestCase {
         XCTAssertEqual(names("failed"), [], "no request failed")
         try assertSurvived(log, minimumFaults: 20)
     }
+
+    /// A part whose size a splicer reads short once (as a client that looked at the part under its
+    /// temp name while its writer wrote it may report for about a second) is looked at again and
+    /// spliced, never dropped as "the wrong size" and fetched again (issue 13).
+    func testAPartWhoseSizeIsReadShortOnceIsSplicedNotFetchedAgain() throws {
+        try TestHub.generateRepo(root: root, repo: repo, files: files)
+        let shim = try buildShim()
+        let log = temp.appendingPathComponent("faults.log")
+        let env = environment(extra: [
+            "LD_PRELOAD": shim.path,
+            "FAULTFS_SHORT_ONCE": "/spool/parts/",
+            "FAULTFS_LOG": log.path,
+            "HF_DOWNLOAD_RANGE_CHUNK": "\(256 << 10)",
+        ])
+        try startDaemon(workers: 2, slots: 2, environment: env)
+        let run = try runSpeech(["download", repo, "--cache-base", cacheBase.path], environment: env, hint: "hosted")
+        XCTAssertEqual(run.status, 0, "daemon-hosted download succeeds: \(run.stderr)")
+        for (path, size) in files {
+            try assertSameBytes(repo, path)
+            XCTAssertEqual(hub.bodyBytes(for: "\(repo)/\(path)"), size, "\(path): each byte served once")
+        }
+        let shortened = contents(log).split(separator: "\n").filter { $0.hasPrefix("short ") }
+        print("short sizes reported: \(shortened.count)")
+        XCTAssertGreaterThan(shortened.count, 0, "the shim reported parts short")
+    }
 }

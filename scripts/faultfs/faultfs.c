@@ -12,8 +12,12 @@
 //   FAULTFS_TRACE  1: also log "call <call> 0 <pid> <path>" for every matching call (to see which
 //                  entry points a program really uses)
 //   FAULTFS_LOG    a file every process appends to: "inject <call> <errno> <path>" for each
-//                  injected error and "break <from> <to>" for every rename of a staging lock to
-//                  its ".broken." name (the mark of a lock being broken)
+//                  injected error, "short <call> <size> <path>" for each size reported short and
+//                  "break <from> <to>" for every rename of a staging lock to its ".broken." name
+//                  (the mark of a lock being broken)
+//   FAULTFS_SHORT_ONCE  a substring: the first fstat (by descriptor) of each path containing it
+//                  reports half the file's size, once per path and process, as a client whose
+//                  cached attributes still hold the size of a file another client was writing
 //
 // The calls covered are the libc entry points Swift's Glibc overlay and Foundation reach
 // (open, open64, openat, __open_2 …, stat/lstat/fstat/fstatat and their 64 and __xstat forms,
@@ -42,6 +46,8 @@ static uint64_t state;
 static int logfd = -1;
 static int trace;            /* FAULTFS_TRACE=1: also log every matching call */
 static __thread int busy;          /* no injection inside our own calls */
+static char *short_pattern;        /* FAULTFS_SHORT_ONCE */
+static uint64_t shortened[4096];   /* hashes of the paths already reported short (open addressing) */
 
 static void setup(void) {
     if (__atomic_load_n(&ready, __ATOMIC_ACQUIRE)) return;
@@ -59,6 +65,8 @@ static void setup(void) {
         state = (s ? strtoull(s, NULL, 10) : 1) * 0x9E3779B97F4A7C15ull ^ ((uint64_t)getpid() << 17);
         if (!state) state = 1;
         trace = getenv("FAULTFS_TRACE") && *getenv("FAULTFS_TRACE") == '1';
+        const char *sp = getenv("FAULTFS_SHORT_ONCE");
+        if (sp && *sp) short_pattern = strdup(sp);
         const char *l = getenv("FAULTFS_LOG");
         if (l && *l) {
             int (*real_open)(const char *, int, ...) = dlsym(RTLD_NEXT, "open");
@@ -127,6 +135,29 @@ static int fault(const char *call, int dirfd, const char *path) {
     return code;
 }
 
+/* 1 when this fstat of `fd` is to report a short size: its path contains FAULTFS_SHORT_ONCE
+ * and was not reported short before in this process. */
+static int short_once(const char *call, int fd, long long size) {
+    if (busy) return 0;
+    setup();
+    if (!short_pattern || size <= 0) return 0;
+    char path[4096];
+    if (!fd_path(fd, path, sizeof path) || !strstr(path, short_pattern)) return 0;
+    uint64_t h = 1469598103934665603ull;
+    for (const char *c = path; *c; c++) h = (h ^ (unsigned char)*c) * 1099511628211ull;
+    if (!h) h = 1;
+    int fresh = 0;
+    pthread_mutex_lock(&mu);
+    for (unsigned k = 0; k < 4096; k++) {
+        uint64_t *slot = &shortened[(h + k) % 4096];
+        if (*slot == h) break;
+        if (!*slot) { *slot = h; fresh = 1; break; }
+    }
+    pthread_mutex_unlock(&mu);
+    if (fresh) log_line("short", call, path, (int)(size / 2));
+    return fresh;
+}
+
 #define REAL(ret, name, args) static ret (*real_##name) args; if (!real_##name) real_##name = (ret (*) args)dlsym(RTLD_NEXT, #name)
 #define FAIL(code) do { errno = (code); return -1; } while (0)
 
@@ -180,7 +211,9 @@ STAT_LIKE(lstat64, stat64)
     int name(int fd, struct st *buf) {                                             \
         REAL(int, name, (int, struct st *));                                      \
         int c = fault(#name, fd, NULL); if (c) FAIL(c);                             \
-        return real_##name(fd, buf);                                                \
+        int r = real_##name(fd, buf);                                               \
+        if (r == 0 && short_once(#name, fd, (long long)buf->st_size)) buf->st_size /= 2; \
+        return r;                                                                   \
     }
 FSTAT_LIKE(fstat, stat)
 FSTAT_LIKE(fstat64, stat64)
@@ -208,12 +241,16 @@ XSTAT_LIKE(__lxstat64, stat64)
 int __fxstat(int ver, int fd, struct stat *buf) {
     REAL(int, __fxstat, (int, int, struct stat *));
     int c = fault("__fxstat", fd, NULL); if (c) FAIL(c);
-    return real___fxstat(ver, fd, buf);
+    int r = real___fxstat(ver, fd, buf);
+    if (r == 0 && short_once("__fxstat", fd, (long long)buf->st_size)) buf->st_size /= 2;
+    return r;
 }
 int __fxstat64(int ver, int fd, struct stat64 *buf) {
     REAL(int, __fxstat64, (int, int, struct stat64 *));
     int c = fault("__fxstat64", fd, NULL); if (c) FAIL(c);
-    return real___fxstat64(ver, fd, buf);
+    int r = real___fxstat64(ver, fd, buf);
+    if (r == 0 && short_once("__fxstat64", fd, (long long)buf->st_size)) buf->st_size /= 2;
+    return r;
 }
 
 int statx(int dirfd, const char *path, int flags, unsigned mask, struct statx *buf) {
