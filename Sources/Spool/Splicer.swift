@@ -134,14 +134,15 @@ public struct Splicer: Sendable {
                     salvaged = true
                 }
             }
+            // A file whose every range is here is finalized without a record of its last ranges:
+            // if finalizing fails for a moment, their parts are still there for the next pass.
+            // Under repair the judgements are recorded first (the judged parts go below).
             if (salvaged || spliced > 0) && (!staging.isFullyDone || staging.isRepairing) {
                 let wait = settled - ProcessInfo.processInfo.systemUptime
                 if wait > 0 { Thread.sleep(forTimeInterval: wait) }
                 if spliced > 0 { try staging.advanceHash() }
                 try staging.persist()  // synced before recorded; durable before the parts go (at the next pass)
             }
-            // A file whose every range is here is finalized without a record of its last ranges:
-            // if finalizing fails for a moment, their parts are still there for the next pass.
             for part in listed + judged { unlink(part) }
             fetchAgain(plan, reopened)
             guard staging.isFullyDone else { return spliced == 0 && listed.isEmpty ? .nothing : .progressed }
