@@ -67,6 +67,7 @@ let package = Package(
 
         // One test target per module it tests; SpeechCLITests drives the executables.
         .testTarget(name: "DigestTests", dependencies: ["Digest"]),
+        .testTarget(name: "FileEventsTests", dependencies: ["FileEvents"]),
         .testTarget(name: "HubClientTests", dependencies: ["HubClient", "TestHub"]),
         .testTarget(name: "ModelCacheTests", dependencies: ["CacheAdmin", "Digest", "HubClient", "ModelCache", "SpeechFetch", "TestHub", "TestSupport"]),
         .testTarget(name: "TransferTests", dependencies: ["CacheAdmin", "Curl", "Daemon", "Digest", "HubClient", "ModelCache", "SpeechFetch", "Spool", "TestHub", "TestSupport", "Transfer"]),

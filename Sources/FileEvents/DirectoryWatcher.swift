@@ -13,9 +13,32 @@ public final class DirectoryWatcher: @unchecked Sendable {
 
     private let lock = NSLock()
     private var watched = Set<String>()
+    /// The inotify instance libinotifytools opened (it offers no getter: the one descriptor of
+    /// the process that appeared with `inotifytools_initialize`); nil when it cannot be told, and
+    /// then `wait` sleeps in libinotifytools, one queued event per wake.
+    private let descriptor: Int32?
 
     private init?() {
+        let before = DirectoryWatcher.inotifyDescriptors()
         guard inotifytools_initialize() != 0 else { return nil }
+        let opened = DirectoryWatcher.inotifyDescriptors().subtracting(before)
+        descriptor = opened.count == 1 ? opened.first : nil
+    }
+
+    /// The descriptors of this process that are inotify instances (`/proc/self/fd`).
+    private static func inotifyDescriptors() -> Set<Int32> {
+        var found = Set<Int32>()
+        guard let dir = opendir("/proc/self/fd") else { return found }
+        defer { closedir(dir) }
+        var target = [CChar](repeating: 0, count: 64)
+        while let entry = readdir(dir) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            guard let fd = Int32(name) else { continue }
+            let n = readlink("/proc/self/fd/\(name)", &target, target.count - 1)
+            guard n > 0 else { continue }
+            if String(decoding: target[0..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self) == "anon_inode:inotify" { found.insert(fd) }
+        }
+        return found
     }
 
     /// Watches `directory` for files created, moved in, written or deleted. Idempotent.
@@ -31,11 +54,35 @@ public final class DirectoryWatcher: @unchecked Sendable {
     }
 
     /// Blocks until an event arrives in a watched directory (true) or `seconds` pass (false).
-    /// Costs no CPU while it waits. Events are not drained: callers re-scan on every wake, so a
-    /// queued event only causes one more cheap scan. (libinotifytools treats a timeout of 0 as
-    /// "block", so there is no non-blocking drain.)
-    public func wait(seconds: Int) -> Bool {
-        inotifytools_next_event(max(1, seconds)) != nil
+    /// Costs no CPU while it waits. A wake consumes every event queued until then: the caller
+    /// scans after the wake, so it sees what they announced, and one burst of changes (a
+    /// range's claim, part and unlink are five events) costs one scan, not one per event.
+    /// Events that arrive during the scan wake the next `wait` at once. A signal (Ctrl-C) ends
+    /// the wait early (false).
+    public func wait(seconds: Double) -> Bool {
+        guard let fd = descriptor else {
+            // libinotifytools treats a timeout of 0 as "block": at least a second.
+            return inotifytools_next_event(max(1, Int(seconds.rounded(.up)))) != nil
+        }
+        var ready = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        let milliseconds = Int32(max(0, min(seconds, 86_400)) * 1000)
+        guard poll(&ready, 1, milliseconds) > 0 else { return false }
+        drain(fd)
+        return true
+    }
+
+    public func wait(seconds: Int) -> Bool { wait(seconds: Double(seconds)) }
+
+    /// Reads and drops the queued events (only what FIONREAD says is there: the descriptor
+    /// blocks). libinotifytools never reads it: `inotifytools_next_event` is not called once
+    /// the descriptor is known.
+    private func drain(_ fd: Int32) {
+        var buffer = [UInt8](repeating: 0, count: 64 << 10)
+        while true {
+            var queued: Int32 = 0
+            guard ioctl(fd, UInt(FIONREAD), &queued) == 0, queued > 0 else { return }
+            guard buffer.withUnsafeMutableBytes({ read(fd, $0.baseAddress, $0.count) }) > 0 else { return }
+        }
     }
 }
 

@@ -8,6 +8,21 @@ final class SpoolLayoutTests: XCTestCase {
     let layout = SpoolLayout(base: "/cache")
     let job = String(repeating: "ab", count: 12) + ".000017"
 
+    /// A job's name is its key, a dot and the index in at least six digits, and parses back;
+    /// names that differ from that spelling (padding, sign, length) are not jobs.
+    func testJobNamesAreKeyDotSixDigitIndexAndParseBack() throws {
+        let key = String(repeating: "ab", count: 12)
+        for (index, name) in [(0, ".000000"), (17, ".000017"), (123_456, ".123456"), (1_234_567, ".1234567")] {
+            XCTAssertEqual(PlannedFile.jobName(key: key, index: index), key + name)
+            let parsed = try XCTUnwrap(PlannedFile.parseJob(key + name), "\(key + name) did not parse")
+            XCTAssertEqual(parsed.key, key)
+            XCTAssertEqual(parsed.index, index)
+        }
+        for junk in [".00017", ".0000017", ".-00017", ".00001x", "", "."] {
+            XCTAssertNil(PlannedFile.parseJob(key + junk), "\(key + junk) parsed as a job")
+        }
+    }
+
     func testEveryFolderLivesUnderTheSpool() {
         XCTAssertEqual(layout.root, "/cache/spool")
         XCTAssertEqual(layout.path(.claimed), "/cache/spool/jobs/claimed")
