@@ -46,7 +46,12 @@ public final class Worker: @unchecked Sendable {
             watcher?.watch(spool.layout.path(.ready))
             watcher?.watch(spool.layout.path(.plans))
             while !done() {
-                if watcher?.wait(seconds: 1) ?? { sleep(1); return false }() { wakeup.broadcast() }
+                guard watcher?.wait(seconds: 1) ?? { sleep(1); return false }() else { continue }
+                // A planner publishes a file's jobs one by one (a 1 GiB file: 128 in ~0.2 s), and
+                // none is claimable before its plan follows them: the slots look once the burst
+                // has had 20 ms to land, not once per job (16 slots scanning per job slowed it).
+                usleep(20_000)
+                wakeup.broadcast()
             }
             wakeup.broadcast()
         }
@@ -74,10 +79,17 @@ public final class Worker: @unchecked Sendable {
             let claimed: ClaimedJob? = claimLock.withLock {
                 let ready = spool.readyJobs()
                 guard !ready.isEmpty, withinShare(ready: ready.count) else { return nil }
+                // A file's jobs are claimable once its plan is published, after its jobs: one look
+                // for each file's plan per scan, not one per job (16 slots reading the missing plan
+                // for every job they saw slowed the planner publishing a 1 GiB file's 128 jobs).
+                var unplanned = Set<String>()
                 for name in ready {
-                    if ownRequestsOnly, let (key, _) = PlannedFile.parseJob(name), spool.plannedFile(key)?.node != settings.node {
+                    guard let (key, _) = PlannedFile.parseJob(name), !unplanned.contains(key) else { continue }
+                    guard let plan = knownPlan(key) else {
+                        unplanned.insert(key)
                         continue
                     }
+                    if ownRequestsOnly && plan.node != settings.node { continue }
                     if let claim = spool.claim(name) { return claim }
                 }
                 return nil
@@ -117,18 +129,24 @@ public final class Worker: @unchecked Sendable {
         return Spool.mayClaim(node: settings.node, ready: ready, loads: loads, liveNodes: liveNodes())
     }
 
-    /// Range lengths by job, from the plans (a plan never changes under its key).
+    /// Plans read so far, by key (a plan never changes under its key; a dropped one is still
+    /// looked up by `Spool.claim`, which reads it again).
     private let plansLock = NSLock()
     private var plans: [String: PlannedFile] = [:]
 
-    private func rangeLength(_ job: String) -> Int64? {
-        guard let (key, index) = PlannedFile.parseJob(job) else { return nil }
-        var plan = plansLock.withLock { plans[key] }
-        if plan == nil, let read = spool.plannedFile(key) {
-            plan = read
-            plansLock.withLock { plans[key] = read }
+    private func knownPlan(_ key: String) -> PlannedFile? {
+        if let plan = plansLock.withLock({ plans[key] }) { return plan }
+        guard let read = spool.plannedFile(key) else { return nil }
+        plansLock.withLock {
+            if plans.count >= 1024 { plans.removeAll() }  // a long-lived worker sees many files
+            plans[key] = read
         }
-        guard let plan, index < plan.rangeCount else { return nil }
+        return read
+    }
+
+    /// A job's range length, from its plan.
+    private func rangeLength(_ job: String) -> Int64? {
+        guard let (key, index) = PlannedFile.parseJob(job), let plan = knownPlan(key), index < plan.rangeCount else { return nil }
         let r = plan.range(index)
         return r.end - r.start + 1
     }
