@@ -113,19 +113,29 @@ final class DaemonTests: DaemonTestCase {
         XCTAssertGreaterThanOrEqual(held, bigRange / 4, "the worker wrote part of its range before it was killed")
         hub.clearFaults()
 
-        XCTAssertTrue(waitForExit(client.process, timeout: 30), "the download finished")
-        XCTAssertEqual(client.process.terminationStatus, 0, contents(client.stderr))
+        try assertRangeAskedAgainFromWhereItsPartEnded(client, "the download finished", index: index, rangeSize: bigRange,
+                                                       size: size, held: held, who: "the next claimant", gone: "killed worker \(victim)")
+        XCTAssertTrue(contents(daemon.log).contains("adopted"), "the part was adopted:\n\(contents(daemon.log))")
+    }
+
+    /// The download `client` ran ends well with the file's bytes, and the range `index` (of
+    /// `rangeSize`) was asked for twice: the second time from at least the `held` bytes its gone
+    /// holder's part had, to the range's end.
+    private func assertRangeAskedAgainFromWhereItsPartEnded(_ client: (process: Process, stdout: URL, stderr: URL), _ finished: String,
+                                                           index: Int, rangeSize: Int, size: Int, held: Int, who: String, gone: String,
+                                                           file: StaticString = #filePath, line: UInt = #line) throws {
+        XCTAssertTrue(waitForExit(client.process, timeout: 30), "\(finished): \(contents(client.stderr))", file: file, line: line)
+        XCTAssertEqual(client.process.terminationStatus, 0, contents(client.stderr), file: file, line: line)
         try assertSameBytes(repo, path)
-        let range = index * bigRange ..< min(size, (index + 1) * bigRange)
-        let bodies = hub.servedRanges(for: file).filter { $0.overlaps(range) }
-        print("killed worker \(victim) on range \(index) holding \(held) bytes; bodies of the range: \(bodies)")
-        XCTAssertEqual(bodies.count, 2, "the range was asked for twice: \(bodies)")
+        let range = index * rangeSize ..< min(size, (index + 1) * rangeSize)
+        let bodies = hub.servedRanges(for: self.file).filter { $0.overlaps(range) }
+        print("\(gone) on range \(index) holding \(held) bytes; bodies of the range: \(bodies)")
+        XCTAssertEqual(bodies.count, 2, "the range was asked for twice: \(bodies)", file: file, line: line)
         if let resumed = bodies.last {
             XCTAssertGreaterThanOrEqual(resumed.lowerBound, range.lowerBound + held,
-                                        "the next claimant asked only for the bytes after the \(held) the part held")
-            XCTAssertEqual(resumed.upperBound, range.upperBound)
+                                        "\(who) asked only for the bytes after the \(held) the part held", file: file, line: line)
+            XCTAssertEqual(resumed.upperBound, range.upperBound, file: file, line: line)
         }
-        XCTAssertTrue(contents(daemon.log).contains("adopted"), "the part was adopted:\n\(contents(daemon.log))")
     }
 
     func testSilentWorkerLosesItsClaimWhenTheLeaseExpires() throws {
@@ -278,17 +288,8 @@ final class DaemonTests: DaemonTestCase {
         XCTAssertGreaterThanOrEqual(held, bigRange / 4, "the worker wrote part of its range before it was gone")
         hub.clearFaults()
 
-        XCTAssertTrue(waitForExit(client.process, timeout: 30), "the caller took the transfer over: \(contents(client.stderr))")
-        XCTAssertEqual(client.process.terminationStatus, 0, contents(client.stderr))
-        try assertSameBytes(repo, path)
-        let range = index * bigRange ..< min(size, (index + 1) * bigRange)
-        let bodies = hub.servedRanges(for: file).filter { $0.overlaps(range) }
-        print("worker \(worker) gone on range \(index) holding \(held) bytes; bodies of the range: \(bodies)")
-        XCTAssertEqual(bodies.count, 2, "the range was asked for twice: \(bodies)")
-        if let resumed = bodies.last {
-            XCTAssertGreaterThanOrEqual(resumed.lowerBound, range.lowerBound + held,
-                                        "the caller asked only for the bytes after the \(held) the gone worker's part held")
-        }
+        try assertRangeAskedAgainFromWhereItsPartEnded(client, "the caller took the transfer over", index: index, rangeSize: bigRange,
+                                                       size: size, held: held, who: "the caller taking over", gone: "worker \(worker) gone")
     }
 
     /// Range indices of `parts/<key>.<index>.part` names.

@@ -52,14 +52,7 @@ final class WakeWordTests: XCTestCase {
         XCTAssertEqual(sleeper.generation, 1)
         XCTAssertEqual(truncate(root + "/wake", 0), 0)
         XCTAssertFalse(sleeper.wait(whileGeneration: 0, seconds: 0.02), "a nap, not a crash, while the word is unusable")
-        let before = sleeper.generation
-        let ended = DispatchSemaphore(value: 0)
-        Thread {
-            sleeper.wait(whileGeneration: before, seconds: 60)
-            ended.signal()
-        }.start()
-        waker.wakeAll()
-        XCTAssertEqual(ended.wait(timeout: .now() + 60), .success, "the repaired word wakes sleepers again")
+        assertWakes(sleeper, by: waker, "the repaired word wakes sleepers again")
     }
 
     func testAReplacedWakeFileIsFollowed() throws {
@@ -67,6 +60,12 @@ final class WakeWordTests: XCTestCase {
         XCTAssertEqual(unlink(root + "/wake"), 0)
         let waker = try XCTUnwrap(WakeWord(spoolRoot: root))  // a publisher makes a new one
         XCTAssertTrue(sleeper.wait(whileGeneration: sleeper.generation, seconds: 60), "the handle moves to the new file at once")
+        assertWakes(sleeper, by: waker, "woken through the new file")
+    }
+
+    /// A thread sleeping on `sleeper` at its current generation is woken by `waker.wakeAll()`.
+    private func assertWakes(_ sleeper: WakeWord, by waker: WakeWord, _ message: String,
+                             file: StaticString = #filePath, line: UInt = #line) {
         let before = sleeper.generation
         let ended = DispatchSemaphore(value: 0)
         Thread {
@@ -74,7 +73,7 @@ final class WakeWordTests: XCTestCase {
             ended.signal()
         }.start()
         waker.wakeAll()
-        XCTAssertEqual(ended.wait(timeout: .now() + 60), .success, "woken through the new file")
+        XCTAssertEqual(ended.wait(timeout: .now() + 60), .success, message, file: file, line: line)
     }
 
     func testPublishingAMarkerBumpsTheWord() throws {
