@@ -70,6 +70,7 @@ public final class Worker: @unchecked Sendable {
 
     private func slot(_ fetcher: RangeFetch, poll: Int, wakeup: Wakeup, done: @escaping @Sendable () -> Bool) {
         while !done() {
+            let ticket = wakeup.ticket()
             var worked = false
             // Lowest range first: the file's contiguous prefix grows steadily, so the splicer's
             // hash keeps up and little is left to hash when the last range lands.
@@ -82,13 +83,13 @@ public final class Worker: @unchecked Sendable {
                 // A file's jobs are claimable once its plan is published, after its jobs: one look
                 // for each file's plan per scan, not one per job (16 slots reading the missing plan
                 // for every job they saw slowed the planner publishing a 1 GiB file's 128 jobs).
-                var unplanned = Set<String>()
+                // Looked up afresh each scan: a file dropped and asked for again keeps its key but
+                // may be planned anew (another node's request, another range size).
+                var looked: [String: PlannedFile?] = [:]
                 for name in ready {
-                    guard let (key, _) = PlannedFile.parseJob(name), !unplanned.contains(key) else { continue }
-                    guard let plan = knownPlan(key) else {
-                        unplanned.insert(key)
-                        continue
-                    }
+                    guard let (key, _) = PlannedFile.parseJob(name) else { continue }
+                    if looked[key] == nil { looked[key] = .some(spool.plannedFile(key)) }
+                    guard let plan = looked[key] ?? nil else { continue }
                     if ownRequestsOnly && plan.node != settings.node { continue }
                     if let claim = spool.claim(name) { return claim }
                 }
@@ -105,7 +106,7 @@ public final class Worker: @unchecked Sendable {
                 work(duplicate, fetcher: fetcher, shouldStop: done)
                 worked = true
             }
-            if !worked { wakeup.wait(seconds: Double(poll)) }
+            if !worked { wakeup.wait(after: ticket, seconds: Double(poll)) }
         }
     }
 
@@ -129,24 +130,23 @@ public final class Worker: @unchecked Sendable {
         return Spool.mayClaim(node: settings.node, ready: ready, loads: loads, liveNodes: liveNodes())
     }
 
-    /// Plans read so far, by key (a plan never changes under its key; a dropped one is still
-    /// looked up by `Spool.claim`, which reads it again).
+    /// Range lengths by job, from the plans read so far: for the share estimate only (a file
+    /// planned anew under the same key may have another range size; the fetch itself uses the
+    /// plan `Spool.claim` reads).
     private let plansLock = NSLock()
     private var plans: [String: PlannedFile] = [:]
 
-    private func knownPlan(_ key: String) -> PlannedFile? {
-        if let plan = plansLock.withLock({ plans[key] }) { return plan }
-        guard let read = spool.plannedFile(key) else { return nil }
-        plansLock.withLock {
-            if plans.count >= 1024 { plans.removeAll() }  // a long-lived worker sees many files
-            plans[key] = read
-        }
-        return read
-    }
-
-    /// A job's range length, from its plan.
     private func rangeLength(_ job: String) -> Int64? {
-        guard let (key, index) = PlannedFile.parseJob(job), let plan = knownPlan(key), index < plan.rangeCount else { return nil }
+        guard let (key, index) = PlannedFile.parseJob(job) else { return nil }
+        var plan = plansLock.withLock { plans[key] }
+        if plan == nil, let read = spool.plannedFile(key) {
+            plan = read
+            plansLock.withLock {
+                if plans.count >= 1024 { plans.removeAll() }  // a long-lived worker sees many files
+                plans[key] = read
+            }
+        }
+        guard let plan, index < plan.rangeCount else { return nil }
         let r = plan.range(index)
         return r.end - r.start + 1
     }
@@ -241,9 +241,16 @@ final class Wakeup: @unchecked Sendable {
         condition.unlock()
     }
 
-    func wait(seconds: Double) {
+    /// The count of broadcasts so far: taken before a slot looks for work, so a broadcast
+    /// during its look ends the `wait` that follows at once instead of being missed.
+    func ticket() -> Int {
         condition.lock()
-        let seen = generation
+        defer { condition.unlock() }
+        return generation
+    }
+
+    func wait(after seen: Int, seconds: Double) {
+        condition.lock()
         let deadline = Date().addingTimeInterval(seconds)
         while generation == seen && condition.wait(until: deadline) {}
         condition.unlock()

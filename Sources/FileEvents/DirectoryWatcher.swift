@@ -22,7 +22,11 @@ public final class DirectoryWatcher: @unchecked Sendable {
         let before = DirectoryWatcher.inotifyDescriptors()
         guard inotifytools_initialize() != 0 else { return nil }
         let opened = DirectoryWatcher.inotifyDescriptors().subtracting(before)
-        descriptor = opened.count == 1 ? opened.first : nil
+        if opened.count == 1, let fd = opened.first, fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) == 0 {
+            descriptor = fd
+        } else {
+            descriptor = nil
+        }
     }
 
     /// The descriptors of this process that are inotify instances (`/proc/self/fd`).
@@ -56,31 +60,39 @@ public final class DirectoryWatcher: @unchecked Sendable {
     /// Blocks until an event arrives in a watched directory (true) or `seconds` pass (false).
     /// Costs no CPU while it waits. A wake consumes every event queued until then: the caller
     /// scans after the wake, so it sees what they announced, and one burst of changes (a
-    /// range's claim, part and unlink are five events) costs one scan, not one per event.
-    /// Events that arrive during the scan wake the next `wait` at once. A signal (Ctrl-C) ends
-    /// the wait early (false).
+    /// range's claim, refresh, part and unlinks) costs one scan, not one per event. Events that
+    /// arrive during the scan wake the next `wait` at once. A signal (Ctrl-C) ends the wait
+    /// early (false). Several threads may wait at once: each wakes on the events it sees
+    /// queued; one of them drains them.
     public func wait(seconds: Double) -> Bool {
         guard let fd = descriptor else {
-            // libinotifytools treats a timeout of 0 as "block": at least a second.
+            // libinotifytools treats a timeout of 0 as "block": at least a second, and one queued
+            // event per wake.
             return inotifytools_next_event(max(1, Int(seconds.rounded(.up)))) != nil
         }
         var ready = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
         let milliseconds = Int32(max(0, min(seconds, 86_400)) * 1000)
         guard poll(&ready, 1, milliseconds) > 0 else { return false }
-        drain(fd)
+        // POLLERR or POLLNVAL alone would make every wait return at once: a spinning caller.
+        guard ready.revents & Int16(POLLIN) != 0 else {
+            usleep(UInt32(min(seconds, 1) * 1_000_000))
+            return false
+        }
+        drainLock.withLock { drain(fd) }
         return true
     }
 
     public func wait(seconds: Int) -> Bool { wait(seconds: Double(seconds)) }
 
-    /// Reads and drops the queued events (only what FIONREAD says is there: the descriptor
-    /// blocks). libinotifytools never reads it: `inotifytools_next_event` is not called once
-    /// the descriptor is known.
+    private let drainLock = NSLock()
+    private var buffer = [UInt8](repeating: 0, count: 64 << 10)
+
+    /// Reads and drops the queued events. The descriptor is non-blocking (set at start), so a
+    /// thread that finds another one drained them first does not sleep in `read`; at most 64
+    /// reads, so a steady stream of events cannot hold a waiter here. libinotifytools never
+    /// reads the descriptor: `inotifytools_next_event` is not called once it is known.
     private func drain(_ fd: Int32) {
-        var buffer = [UInt8](repeating: 0, count: 64 << 10)
-        while true {
-            var queued: Int32 = 0
-            guard ioctl(fd, UInt(FIONREAD), &queued) == 0, queued > 0 else { return }
+        for _ in 0..<64 {
             guard buffer.withUnsafeMutableBytes({ read(fd, $0.baseAddress, $0.count) }) > 0 else { return }
         }
     }

@@ -8,7 +8,7 @@ import Synchronization
 /// A plain `sigaction` handler that stores into an atomic: no helper thread (a dispatch signal
 /// source starts Dispatch's threads in every process, which a `speech wait` or an offline call
 /// pays for at start and exit). The handler is installed with `SA_RESTART`; waits with a
-/// timeout (libinotifytools' select, the wake word's futex) return early with EINTR and their
+/// timeout (the watcher's poll, the wake word's futex) return early with EINTR and their
 /// loops look at the flag at once. A signal that lands in the instant between a loop's look and
 /// its sleep is seen when that sleep ends (its pass: 2 s by default). Signals are per process,
 /// so every instance reads the same flag.
