@@ -147,8 +147,9 @@ public final class Worker: @unchecked Sendable {
             // A part a killed claimant of this range left behind is adopted: only its tail is fetched.
             let adopted = spool.adoptPart(claim, as: temp, rangeLength: range.end - range.start + 1)
             if adopted > 0 { log("\(plan.file.path) part \(claim.index): adopted \(adopted) bytes a gone worker left") }
-            // The lease is refreshed while bytes arrive; a claim that was revoked meanwhile
-            // (this worker looked dead) makes the worker give the range up.
+            // The lease is refreshed while the fetch runs (as bytes arrive, and at least once a
+            // second while none do: a server's pause is a live fetch); a claim that was revoked
+            // meanwhile (this worker looked dead) makes the worker give the range up.
             try fetcher.fetch(plan.file, repo: repo, commit: plan.commit, start: range.start, end: range.end, into: temp,
                               resumeFrom: adopted, sync: false, onProgress: {
                                   if Date().timeIntervalSince(lastRefresh) >= lease / 4 {

@@ -52,6 +52,28 @@ final class EndgameTests: DaemonTestCase {
         XCTAssertEqual(names("jobs/ready"), [], "no range was made ready again")
     }
 
+    /// A connection that waits for bytes longer than the lease (a CDN pausing, a TCP flow in
+    /// retransmission backoff behind a full link) is a live fetch: its worker keeps refreshing
+    /// the claim, so the claim is not revoked and no byte is fetched twice. Refreshing only as
+    /// bytes arrived let the lease lapse in the pause (issue 13, scenario C on bindfs).
+    func testAClaimOutlivesAPauseLongerThanTheLease() throws {
+        let size = 512 << 10  // two ranges of 256 KiB
+        try TestHub.generateRepo(root: root, repo: repo, files: [path: size])
+        // One response stops after 64 KiB for 4 s: twice the lease, well within the stall timeout.
+        hub.setFault(.stall(afterBytes: 64 << 10, seconds: 4, times: 1), for: file)
+        var env = environment(extra: ["HF_DOWNLOAD_STALL_TIMEOUT": "30", "SPEECH_FETCH_LEASE_SECONDS": "2",
+                                      "SPEECH_FETCH_ENDGAME": "0", "SPEECH_FETCH_NODE": "a"])
+        let (daemon, log) = try startDaemon(workers: 2, slots: 1, environment: env)
+        env.removeValue(forKey: "SPEECH_FETCH_LEASE_SECONDS")
+        let download = try launch(speechBinary, ["download", repo, "--cache-base", cacheBase.path], environment: env, hint: "download")
+        XCTAssertTrue(waitForExit(download.process, timeout: 60), "the download finishes")
+        XCTAssertEqual(download.process.terminationStatus, 0, "the download succeeds: \(contents(download.stderr))")
+        try assertSameBytes(repo, path)
+        XCTAssertFalse(contents(log).contains("revoked claim"), "the paused range's claim was not revoked:\n\(contents(log))")
+        XCTAssertEqual(hub.bodyBytes(for: file), size, "each byte served once")
+        XCTAssertTrue(daemon.isRunning)
+    }
+
     func testNoDuplicateWithEndgameOff() throws {
         let size = 512 << 10
         try TestHub.generateRepo(root: root, repo: repo, files: [path: size])
