@@ -51,6 +51,23 @@ public final class Worker: @unchecked Sendable {
             wakeup.broadcast()
         }
         watcher.start()
+        // Where inotify cannot report a new job (another node's plan or revocation on a network
+        // filesystem, or no inotify instance), idle slots would find it only at their poll. One
+        // thread lists `jobs/ready` every quarter of the poll interval (one readdir a look) and
+        // wakes them when a name appears that its last look did not have: a new plan's ranges
+        // are taken within about a quarter interval on every node, not a whole one.
+        if !FilesystemKind.inotifySeesAllWriters(spool.root) || DirectoryWatcher.shared == nil {
+            let quick = max(0.05, settings.pollInterval / 4)
+            Thread { [spool] in
+                var seen = Set<String>()
+                while !done() {
+                    Thread.sleep(forTimeInterval: quick)
+                    guard let names = spool.lookReadyJobs().map(Set.init) else { continue }
+                    if !names.isSubset(of: seen) { wakeup.broadcast() }
+                    seen = names
+                }
+            }.start()
+        }
         let finished = DispatchGroup()
         for fetcher in fetchers {
             finished.enter()

@@ -74,6 +74,37 @@ final class EndgameTests: DaemonTestCase {
         XCTAssertTrue(daemon.isRunning)
     }
 
+    /// Where inotify reports no new job (another node's plan on a network filesystem; here a
+    /// daemon without inotify, whose idle slots poll every 2 s), a new plan's ranges are claimed
+    /// within about a quarter of the poll interval, not at the slots' next poll (cluster-test D:
+    /// the other nodes joined 0.9 s after the first node's claims).
+    func testIdleWorkersWithoutInotifyTakeANewPlansRangesSoon() throws {
+        let repos = (0..<4).map { "org/Soon\($0)" }
+        for repo in repos {
+            try TestHub.generateRepo(root: root, repo: repo, files: [path: 512 << 10])
+            hub.setFault(.rateLimit(bytesPerSecond: 512 << 10), for: "\(repo)/\(path)")  // a range takes half a second
+        }
+        let env = environment(extra: ["SPEECH_FETCH_INOTIFY": "0", "SPEECH_FETCH_POLL_SECONDS": "1", "SPEECH_FETCH_NODE": "a"])
+        try startDaemon(workers: 2, slots: 1, environment: env)
+        var latencies: [Double] = []
+        for repo in repos {
+            let download = try launch(speechBinary, ["download", repo, "--cache-base", cacheBase.path],
+                                      environment: environment(extra: ["SPEECH_FETCH_NODE": "a"]), hint: "download")
+            var planned: Date?
+            var claimed: Date?
+            waitUntil(timeout: 20, interval: 0.005) {
+                if planned == nil, !self.names("plans").isEmpty { planned = Date() }
+                if planned != nil, !self.names("jobs/claimed").isEmpty { claimed = Date() }
+                return claimed != nil
+            }
+            XCTAssertTrue(waitForExit(download.process, timeout: 30), "the download of \(repo) finishes")
+            XCTAssertEqual(download.process.terminationStatus, 0, "\(repo): \(contents(download.stderr))")
+            if let planned, let claimed { latencies.append(claimed.timeIntervalSince(planned)) }
+        }
+        XCTAssertEqual(latencies.count, repos.count)
+        XCTAssertLessThan(latencies.max() ?? 99, 0.5, "each plan's first range claimed within 0.5 s of the plan: \(latencies)")
+    }
+
     func testNoDuplicateWithEndgameOff() throws {
         let size = 512 << 10
         try TestHub.generateRepo(root: root, repo: repo, files: [path: size])
