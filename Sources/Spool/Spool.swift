@@ -270,7 +270,12 @@ public final class Spool: @unchecked Sendable {
     /// created with link(2) under deterministic names, so two planners create each job once;
     /// the plan is published last, so a planner that dies half way leaves a file others re-plan.
     public func plan(_ file: PlannedFile, pending: [Int]) throws {
-        addJobs(file, indices: pending)
+        // One look at the claims for every job: none of this key can be taken while its plan is
+        // unpublished (a worker claims only jobs whose plan it read), so a claim of it is one
+        // left from an earlier plan, and is there already (one readdir, not one per job: 48
+        // through a GlusterFS client were a third of a second of planning). Unlistable: each
+        // job looks on its own.
+        addJobs(file, indices: pending, claimed: claimedJobs())
         let temp = tempPath("plan")
         try SpoolFS.writeNew(temp, try JSONEncoder().encode(file))
         try SpoolFS.publishOnce(temp, as: layout.plan(file.key))
@@ -280,10 +285,11 @@ public final class Spool: @unchecked Sendable {
     /// a job moves), and only while the file's plan stands (or is about to be published). A
     /// range is made ready only when both are positively absent: an unreadable claim or part
     /// may be there.
-    public func addJobs(_ file: PlannedFile, indices: [Int]) {
+    public func addJobs(_ file: PlannedFile, indices: [Int], claimed: Set<String>? = nil) {
         for index in indices {
             let name = file.jobName(index)
-            guard isClaimed(name) == false, hasPart(file, index) == false else { continue }
+            let taken = claimed.map { $0.contains(name) } ?? isClaimed(name)
+            guard taken == false, hasPart(file, index) == false else { continue }
             let temp = tempPath("job")
             guard (try? SpoolFS.writeNew(temp, Data())) != nil else { continue }
             _ = try? SpoolFS.publishOnce(temp, as: layout.ready(name))
