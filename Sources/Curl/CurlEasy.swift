@@ -62,6 +62,7 @@ public final class CurlEasy: @unchecked Sendable {
     private var abortedByUs = false
     private var onResponse: (Int, HTTPHeaders) -> BodyDisposition = { _, _ in .collect(limit: 1 << 20) }
     private var onBody: (UnsafeRawBufferPointer) -> Bool = { _ in true }
+    private var onTick: () -> Bool = { true }
     /// The stall guard's clock: when a byte last arrived (or the request started).
     private var lastActivity = Date()
     private var stalled = false
@@ -78,14 +79,18 @@ public final class CurlEasy: @unchecked Sendable {
     }
 
     /// Prepares the handle for `request`. `onResponse` sees status and headers before any body byte;
-    /// `onBody` gets each chunk when streaming and returns false to abort.
+    /// `onBody` gets each chunk when streaming and returns false to abort. `onTick` is called
+    /// from libcurl's progress callback, at least once a second while the request runs, bytes
+    /// arriving or not (a lease refresh that must not depend on the server sending); false aborts.
     public func prepare(_ request: HTTPRequest,
                         onResponse: @escaping (Int, HTTPHeaders) -> BodyDisposition,
-                        onBody: @escaping (UnsafeRawBufferPointer) -> Bool) {
+                        onBody: @escaping (UnsafeRawBufferPointer) -> Bool,
+                        onTick: @escaping () -> Bool = { true }) {
         sf_curl_easy_reset(handle)
         self.request = request
         self.onResponse = onResponse
         self.onBody = onBody
+        self.onTick = onTick
         status = 0
         headers = HTTPHeaders()
         headersDone = false
@@ -126,7 +131,7 @@ public final class CurlEasy: @unchecked Sendable {
         })
         _ = sf_easy_setopt_pointer(handle, CURLOPT_XFERINFODATA, me)
         _ = sf_easy_setopt_xferinfo_cb(handle, CURLOPT_XFERINFOFUNCTION, { user, _, _, _, _ in
-            Unmanaged<CurlEasy>.fromOpaque(user!).takeUnretainedValue().checkStall() ? 1 : 0
+            Unmanaged<CurlEasy>.fromOpaque(user!).takeUnretainedValue().progress() ? 0 : 1
         })
         _ = sf_easy_setopt_pointer(handle, CURLOPT_WRITEDATA, me)
         _ = sf_easy_setopt_data_cb(handle, CURLOPT_WRITEFUNCTION, { ptr, size, count, user in
@@ -134,6 +139,14 @@ public final class CurlEasy: @unchecked Sendable {
             let n = size * count
             return easy.body(UnsafeRawBufferPointer(start: ptr, count: n)) ? n : sf_curl_abort_write()
         })
+    }
+
+    /// False when the attempt must be abandoned: stalled, or `onTick` says stop.
+    private func progress() -> Bool {
+        if checkStall() { return false }
+        if onTick() { return true }
+        abortedByUs = true
+        return false
     }
 
     /// True when the attempt must be abandoned: nothing arrived for the stall timeout.

@@ -86,6 +86,10 @@ public struct Handoff: Sendable {
         var firstPass = true
         var rate = RateMeter()
         let wakeWord = watcher == nil ? spool.wakeWord() : nil  // without inotify, sleep on the word
+        // Another node's marker wakes this waiter within a quarter poll interval, not a whole one.
+        let look = watcher != nil && !FilesystemKind.inotifySeesAllWriters(spool.root)
+            ? SettledLook(spool: spool, id: request.id, every: max(0.05, settings.pollInterval / 4)) : nil
+        defer { look?.stop() }
         while true {
             // The markers first (two access(2) calls): a wake-up that finds the request settled
             // costs next to nothing, which matters when hundreds of waiters wake at once.

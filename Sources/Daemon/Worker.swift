@@ -56,6 +56,23 @@ public final class Worker: @unchecked Sendable {
             wakeup.broadcast()
         }
         watcher.start()
+        // Where inotify cannot report a new job (another node's plan or revocation on a network
+        // filesystem, or no inotify instance), idle slots would find it only at their poll. One
+        // thread lists `jobs/ready` every quarter of the poll interval (one readdir a look) and
+        // wakes them when a name appears that its last look did not have: a new plan's ranges
+        // are taken within about a quarter interval on every node, not a whole one.
+        if !FilesystemKind.inotifySeesAllWriters(spool.root) || DirectoryWatcher.shared == nil {
+            let quick = max(0.05, settings.pollInterval / 4)
+            Thread { [spool] in
+                var seen = Set<String>()
+                while !done() {
+                    Thread.sleep(forTimeInterval: quick)
+                    guard let names = spool.lookReadyJobs().map(Set.init) else { continue }
+                    if !names.isSubset(of: seen) { wakeup.broadcast() }
+                    seen = names
+                }
+            }.start()
+        }
         let finished = DispatchGroup()
         for fetcher in fetchers {
             finished.enter()
@@ -165,8 +182,9 @@ public final class Worker: @unchecked Sendable {
             // A part a killed claimant of this range left behind is adopted: only its tail is fetched.
             let adopted = spool.adoptPart(claim, as: temp, rangeLength: range.end - range.start + 1)
             if adopted > 0 { log("\(plan.file.path) part \(claim.index): adopted \(adopted) bytes a gone worker left") }
-            // The lease is refreshed while bytes arrive; a claim that was revoked meanwhile
-            // (this worker looked dead) makes the worker give the range up.
+            // The lease is refreshed while the fetch runs (as bytes arrive, and at least once a
+            // second while none do: a server's pause is a live fetch); a claim that was revoked
+            // meanwhile (this worker looked dead) makes the worker give the range up.
             try fetcher.fetch(plan.file, repo: repo, commit: plan.commit, start: range.start, end: range.end, into: temp,
                               resumeFrom: adopted, sync: false, onProgress: {
                                   if Date().timeIntervalSince(lastRefresh) >= lease / 4 {

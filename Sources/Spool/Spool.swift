@@ -270,7 +270,12 @@ public final class Spool: @unchecked Sendable {
     /// created with link(2) under deterministic names, so two planners create each job once;
     /// the plan is published last, so a planner that dies half way leaves a file others re-plan.
     public func plan(_ file: PlannedFile, pending: [Int]) throws {
-        addJobs(file, indices: pending)
+        // One look at the claims for every job: none of this key can be taken while its plan is
+        // unpublished (a worker claims only jobs whose plan it read), so a claim of it is one
+        // left from an earlier plan, and is there already (one readdir, not one per job: 48
+        // through a GlusterFS client were a third of a second of planning). Unlistable: each
+        // job looks on its own.
+        addJobs(file, indices: pending, claimed: claimedJobs())
         let temp = tempPath("plan")
         try SpoolFS.writeNew(temp, try JSONEncoder().encode(file))
         try SpoolFS.publishOnce(temp, as: layout.plan(file.key))
@@ -280,10 +285,11 @@ public final class Spool: @unchecked Sendable {
     /// a job moves), and only while the file's plan stands (or is about to be published). A
     /// range is made ready only when both are positively absent: an unreadable claim or part
     /// may be there.
-    public func addJobs(_ file: PlannedFile, indices: [Int]) {
+    public func addJobs(_ file: PlannedFile, indices: [Int], claimed: Set<String>? = nil) {
         for index in indices {
             let name = file.jobName(index)
-            guard isClaimed(name) == false, hasPart(file, index) == false else { continue }
+            let taken = claimed.map { $0.contains(name) } ?? isClaimed(name)
+            guard taken == false, hasPart(file, index) == false else { continue }
             let temp = tempPath("job")
             guard (try? SpoolFS.writeNew(temp, Data())) != nil else { continue }
             _ = try? SpoolFS.publishOnce(temp, as: layout.ready(name))
@@ -400,28 +406,71 @@ public final class Spool: @unchecked Sendable {
 
     // MARK: Endgame
 
-    /// The claim of another node with the most bytes left, when that is more than half its range
-    /// and its node holds more claims than this one (its link is shared by more ranges) and no
-    /// one duplicates it yet: what an idle slot may fetch too once nothing is ready.
-    public func laggingClaim() -> LaggingClaim? {
+    /// The claim of another node with the most bytes left, when that is more than half its range,
+    /// its node holds more claims than this one, no one duplicates it yet, and a duplicate would
+    /// end first: by the bytes still to cross each link (`duplicateWouldWin`), or because the
+    /// claim has not grown for `stalledAfter` seconds of this process's looks (a stalled holder).
+    /// What an idle slot may fetch too once nothing is ready.
+    public func laggingClaim(stalledAfter: Double = 2) -> LaggingClaim? {
         guard let claims = self.claims(), !claims.isEmpty,
               let raced = SpoolFS.listing(layout.path(.endgame)).map(Set.init),
               let temps = SpoolFS.listing(layout.path(.tmp)) else { return nil }
         var perNode: [String: Int] = [:]
         for claim in claims { perNode[claim.holder.node, default: 0] += 1 }
         let mine = perNode[owner.node] ?? 0
-        var best: LaggingClaim?
-        for claim in claims where claim.holder.node != owner.node && !raced.contains(claim.job) && (perNode[claim.holder.node] ?? 0) > mine {
-            guard let (key, index) = claim.range, let plan = plannedFile(key) else { continue }
+        // Bytes still to come of each node's ranges in flight: its claims, and this node's
+        // duplicates (its temp parts of raced jobs it holds no claim of).
+        var inFlight: [String: [Int64]] = [:]
+        var lengths: [String: Int64] = [:]
+        var candidates: [(claim: SpoolLayout.Claim, length: Int64, remaining: Int64)] = []
+        for claim in claims {
+            guard let (key, index) = claim.range, let plan = plannedFile(key), index < plan.rangeCount else { continue }
             let range = plan.range(index)
             let length = range.end - range.start + 1
-            let remaining = length - written(by: claim, temps: temps)
-            guard remaining * 2 > length, remaining > best?.remaining ?? 0 else { continue }
+            lengths[claim.job] = length
+            let remaining = max(0, length - written(by: claim, temps: temps))
+            inFlight[claim.holder.node, default: []].append(remaining)
+            candidates.append((claim, length, remaining))
+        }
+        let myClaims = Set(claims.filter { $0.holder.node == owner.node }.map(\.job))
+        for name in temps {
+            guard let temp = SpoolLayout.Temp(name), temp.node == owner.node, let job = temp.partJob,
+                  raced.contains(job), !myClaims.contains(job), let length = lengths[job],
+                  case .found(let st) = SharedFS.lstat(layout.path(.tmp, name)) else { continue }
+            inFlight[owner.node, default: []].append(max(0, length - Int64(st.st_size)))
+        }
+        let now = Date()
+        var best: LaggingClaim?
+        for (claim, length, remaining) in candidates where claim.holder.node != owner.node && !raced.contains(claim.job) {
+            // Stalled only once some of its bytes were seen (a client that cannot see another's
+            // writes before close sees every claim at 0).
+            let stalled = growth.stalled(claim.name, remaining: remaining, now: now, after: stalledAfter) && remaining < length
+            guard (perNode[claim.holder.node] ?? 0) > mine, remaining * 2 > length, remaining > best?.remaining ?? 0 else { continue }
+            guard stalled || Spool.duplicateWouldWin(remaining: remaining, length: length,
+                                                     holder: inFlight[claim.holder.node] ?? [], mine: inFlight[owner.node] ?? []) else { continue }
             best = LaggingClaim(job: claim.job, claimPath: layout.path(.claimed, claim.name), node: claim.holder.node,
                                 remaining: remaining)
         }
+        growth.forget(except: Set(claims.map(\.name)))
         return best
     }
+
+    /// Whether a duplicate of a claim with `remaining` of its `length` bytes to come would be
+    /// published before its holder's part, every node's link being as fast (each node's link is
+    /// what limits it; docs/cluster.md, "Endgame"). A link shares its bytes among its ranges in
+    /// flight, so the holder's part is done once `sum(min(r, remaining))` of its ranges' bytes
+    /// (`holder`) have crossed its link; the duplicate starts from the range's first byte beside
+    /// this node's ranges in flight (`mine`), and is done once `length + sum(min(m, length))` have
+    /// crossed this one. It must win by a quarter of a range: a duplicate that ends about when the
+    /// holder does only slows this node's own ranges.
+    public static func duplicateWouldWin(remaining: Int64, length: Int64, holder: [Int64], mine: [Int64]) -> Bool {
+        let theirs = holder.reduce(Int64(0)) { $0 + min($1, remaining) }
+        let ours = mine.reduce(length) { $0 + min($1, length) }
+        return ours + length / 4 <= theirs
+    }
+
+    /// When each claim seen by `laggingClaim` last grew, in this process.
+    private let growth = ClaimGrowth()
 
     /// Bytes a claim's holder has written so far: its temp part (`tmp/part-<job>@<node>@<pid>@n`)
     /// grows as they arrive. 0 when it cannot be seen.
@@ -673,5 +722,24 @@ public final class Spool: @unchecked Sendable {
             case .unknown: return true
             }
         }
+    }
+}
+
+/// The bytes still to come of the claims this process looked at, and since when they have not
+/// changed: a claim that does not grow between looks for some seconds is stalled.
+final class ClaimGrowth: @unchecked Sendable {
+    private let lock = NSLock()
+    private var seen: [String: (remaining: Int64, since: Date)] = [:]
+
+    func stalled(_ claim: String, remaining: Int64, now: Date, after seconds: Double) -> Bool {
+        lock.withLock {
+            if let last = seen[claim], last.remaining == remaining { return now.timeIntervalSince(last.since) >= seconds }
+            seen[claim] = (remaining, now)
+            return false
+        }
+    }
+
+    func forget(except live: Set<String>) {
+        lock.withLock { seen = seen.filter { live.contains($0.key) } }
     }
 }

@@ -27,7 +27,9 @@ public final class RangeFetch: @unchecked Sendable {
 
     /// Fetches bytes `start...end` of `file` into a new file at `partPath`; fsyncs it when `sync`
     /// (a caller that publishes the part later may sync it on its own time).
-    /// `onProgress` is called as bytes arrive (a lease refresh); `isCancelled` stops the fetch.
+    /// `onProgress` is called as bytes arrive, and at least once a second while the fetch runs
+    /// (a lease refresh: a connection waiting for bytes, within its stall timeout, or a retry's
+    /// wait is a live fetch too); `isCancelled` stops the fetch, also while no byte arrives.
     /// - Throws: `HubError` when the range cannot be had (non-retryable answer, retries exhausted).
     /// `resumeFrom`: bytes of the range an adopted part at `partPath` already holds; only the
     /// rest is asked for.
@@ -59,6 +61,9 @@ public final class RangeFetch: @unchecked Sendable {
                 writer?.accept(status: status, headers: headers, url: url, ranged: true, isHubOrigin: isHubOrigin) ?? .abort
             }, onBody: { [weak writer] bytes in
                 (writer?.write(bytes) ?? false) && !isCancelled()
+            }, onTick: {
+                onProgress()
+                return !isCancelled()
             })
             let decision = policy.decide(session.performBlocking(), writer: writer, count: &count,
                                          context: RangeContext(repo: repo, commit: commit, path: file.path, url: url))
@@ -73,7 +78,10 @@ public final class RangeFetch: @unchecked Sendable {
             case .retry(let delay, let cause):
                 RetryEvents.report(RetryEvent(subject: file.path, error: cause, attempt: count.attempts + 1,
                                               attempts: policy.retry.attempts, wait: delay))
-                Sleep.seconds(delay, unless: isCancelled)
+                Sleep.seconds(delay) {
+                    onProgress()
+                    return isCancelled()
+                }
             case .follow(let target):
                 url = target
             case .locateAgain:

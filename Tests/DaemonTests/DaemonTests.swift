@@ -1,6 +1,6 @@
 // speech-fetchd, speech wait and the spool with real processes, real SIGKILL and real files
 // against the in-process test Hub (issue 4, "Done means").
-import Daemon
+@testable import Daemon
 import Digest
 import Foundation
 import HubClient
@@ -780,5 +780,31 @@ final class DaemonTests: DaemonTestCase {
         XCTAssertFalse(names("done").contains(evilRequest.id))
         XCTAssertFalse(names("failed").contains(evilRequest.id + ".json"))
         XCTAssertTrue(daemon.process.isRunning, "the daemon is still serving")
+    }
+}
+
+/// A waiter on a polled filesystem sleeps in its watcher, which another node's marker does not
+/// wake: `SettledLook` looks at the markers every quarter poll interval and touches the one it
+/// finds, a local change that wakes the watcher (cluster-test D: the caller on node1 woke up to
+/// a poll interval after node3 finished the file).
+final class SettledLookTests: XCTestCase {
+    func testTheMarkerIsTouchedSoonAfterItAppears() throws {
+        let base = FileManager.default.temporaryDirectory.appendingPathComponent("settled-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: base) }
+        let spool = try Spool(base: base, node: "t")
+        let look = SettledLook(spool: spool, id: "r1", every: 0.05)
+        defer { look.stop() }
+        let marker = spool.layout.doneMarker("r1")
+        XCTAssertTrue(FileManager.default.createFile(atPath: marker, contents: nil))
+        let old = Date().addingTimeInterval(-100)
+        try FileManager.default.setAttributes([.modificationDate: old], ofItemAtPath: marker)
+        let deadline = Date().addingTimeInterval(2)
+        var touched = false
+        while Date() < deadline && !touched {
+            usleep(10_000)
+            let mtime = (try? FileManager.default.attributesOfItem(atPath: marker)[.modificationDate] as? Date) ?? old
+            touched = mtime.timeIntervalSince(old) > 50
+        }
+        XCTAssertTrue(touched, "the done marker was touched, which wakes a waiter watching done/")
     }
 }

@@ -52,6 +52,59 @@ final class EndgameTests: DaemonTestCase {
         XCTAssertEqual(names("jobs/ready"), [], "no range was made ready again")
     }
 
+    /// A connection that waits for bytes longer than the lease (a CDN pausing, a TCP flow in
+    /// retransmission backoff behind a full link) is a live fetch: its worker keeps refreshing
+    /// the claim, so the claim is not revoked and no byte is fetched twice. Refreshing only as
+    /// bytes arrived let the lease lapse in the pause (issue 13, scenario C on bindfs).
+    func testAClaimOutlivesAPauseLongerThanTheLease() throws {
+        let size = 512 << 10  // two ranges of 256 KiB
+        try TestHub.generateRepo(root: root, repo: repo, files: [path: size])
+        // One response stops after 64 KiB for 4 s: twice the lease, well within the stall timeout.
+        hub.setFault(.stall(afterBytes: 64 << 10, seconds: 4, times: 1), for: file)
+        var env = environment(extra: ["HF_DOWNLOAD_STALL_TIMEOUT": "30", "SPEECH_FETCH_LEASE_SECONDS": "2",
+                                      "SPEECH_FETCH_ENDGAME": "0", "SPEECH_FETCH_NODE": "a"])
+        let (daemon, log) = try startDaemon(workers: 2, slots: 1, environment: env)
+        env.removeValue(forKey: "SPEECH_FETCH_LEASE_SECONDS")
+        let download = try launch(speechBinary, ["download", repo, "--cache-base", cacheBase.path], environment: env, hint: "download")
+        XCTAssertTrue(waitForExit(download.process, timeout: 60), "the download finishes")
+        XCTAssertEqual(download.process.terminationStatus, 0, "the download succeeds: \(contents(download.stderr))")
+        try assertSameBytes(repo, path)
+        XCTAssertFalse(contents(log).contains("revoked claim"), "the paused range's claim was not revoked:\n\(contents(log))")
+        XCTAssertEqual(hub.bodyBytes(for: file), size, "each byte served once")
+        XCTAssertTrue(daemon.isRunning)
+    }
+
+    /// Where inotify reports no new job (another node's plan on a network filesystem; here a
+    /// daemon without inotify, whose idle slots poll every 2 s), a new plan's ranges are claimed
+    /// within about a quarter of the poll interval, not at the slots' next poll (cluster-test D:
+    /// the other nodes joined 0.9 s after the first node's claims).
+    func testIdleWorkersWithoutInotifyTakeANewPlansRangesSoon() throws {
+        let repos = (0..<4).map { "org/Soon\($0)" }
+        for repo in repos {
+            try TestHub.generateRepo(root: root, repo: repo, files: [path: 512 << 10])
+            hub.setFault(.rateLimit(bytesPerSecond: 512 << 10), for: "\(repo)/\(path)")  // a range takes half a second
+        }
+        let env = environment(extra: ["SPEECH_FETCH_INOTIFY": "0", "SPEECH_FETCH_POLL_SECONDS": "1", "SPEECH_FETCH_NODE": "a"])
+        try startDaemon(workers: 2, slots: 1, environment: env)
+        var latencies: [Double] = []
+        for repo in repos {
+            let download = try launch(speechBinary, ["download", repo, "--cache-base", cacheBase.path],
+                                      environment: environment(extra: ["SPEECH_FETCH_NODE": "a"]), hint: "download")
+            var planned: Date?
+            var claimed: Date?
+            waitUntil(timeout: 20, interval: 0.005) {
+                if planned == nil, !self.names("plans").isEmpty { planned = Date() }
+                if planned != nil, !self.names("jobs/claimed").isEmpty { claimed = Date() }
+                return claimed != nil
+            }
+            XCTAssertTrue(waitForExit(download.process, timeout: 30), "the download of \(repo) finishes")
+            XCTAssertEqual(download.process.terminationStatus, 0, "\(repo): \(contents(download.stderr))")
+            if let planned, let claimed { latencies.append(claimed.timeIntervalSince(planned)) }
+        }
+        XCTAssertEqual(latencies.count, repos.count)
+        XCTAssertLessThan(latencies.max() ?? 99, 0.5, "each plan's first range claimed within 0.5 s of the plan: \(latencies)")
+    }
+
     func testNoDuplicateWithEndgameOff() throws {
         let size = 512 << 10
         try TestHub.generateRepo(root: root, repo: repo, files: [path: size])

@@ -1,0 +1,33 @@
+// SettledLook - wakes a waiter blocked on inotify soon after another node settles its request.
+//
+// Where inotify cannot see other nodes' writes (NFS, FUSE), a waiter sleeping in its watcher
+// sees a done/ or failed/ marker another node published only at its next poll. One thread looks
+// at the request's two markers every quarter poll interval (two access(2) calls a look) and,
+// once one is there, touches it: a local change in a watched folder, which wakes the waiter at
+// once. The marker's mtime moves by less than the poll interval; nothing judges it by age sooner.
+import Foundation
+import Spool
+
+final class SettledLook: @unchecked Sendable {
+    private let lock = NSLock()
+    private var stopped = false
+
+    init(spool: Spool, id: String, every seconds: Double) {
+        Thread { [self] in
+            while !isStopped {
+                Thread.sleep(forTimeInterval: seconds)
+                if isStopped { return }
+                switch spool.state(of: id) {
+                case .active: continue
+                case .done: SpoolFS.touch(spool.layout.doneMarker(id))
+                case .failed: SpoolFS.touch(spool.layout.failedMarker(id))
+                }
+                return
+            }
+        }.start()
+    }
+
+    private var isStopped: Bool { lock.withLock { stopped } }
+
+    func stop() { lock.withLock { stopped = true } }
+}
