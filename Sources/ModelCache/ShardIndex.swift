@@ -23,13 +23,23 @@ public struct ShardIndex: Sendable, Equatable {
         let folder = ShardIndex.folder(of: path)
         var shards = Set<String>()
         for case let name as String in map.values {
-            if name.hasPrefix("/") || name.split(separator: "/").contains(where: { $0 == ".." || $0 == "." }) {
+            if ShardIndex.leavesFolder(name) {
                 throw CacheError.badShardIndex(path: path, reason: "shard name '\(name)' leaves the repo")
             }
             shards.insert(folder.isEmpty ? name : "\(folder)/\(name)")
         }
         self.path = path
         self.shards = shards
+    }
+
+    /// An absolute name, or one with a `.` or `..` component. Judged on the UTF-8 bytes the
+    /// filesystem sees, as `RepoPath` judges the tree's paths: a combining mark after a slash
+    /// makes `/\u{301}` one Swift character, which hid the slash from a character-level check.
+    static func leavesFolder(_ name: String) -> Bool {
+        let slash = UInt8(ascii: "/"), dot = UInt8(ascii: ".")
+        let bytes = Array(name.utf8)
+        if bytes.first == slash { return true }
+        return bytes.split(separator: slash).contains { $0.elementsEqual([dot]) || $0.elementsEqual([dot, dot]) }
     }
 
     public init(contentsOf file: URL, path: String) throws {

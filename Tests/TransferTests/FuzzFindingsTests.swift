@@ -32,6 +32,27 @@ final class FuzzFindingsTests: XCTestCase {
         XCTAssertEqual(PlannedFile.parseJob("\(key).1000000")?.index, 1_000_000)
     }
 
+    /// A shard name leaves the index's folder by its bytes, not by Swift's characters: a
+    /// combining mark after a slash makes `/\u{301}` one character, which hid the slash from a
+    /// character-level check while the kernel still walks it. Found: the weight_map value
+    /// `"\u{59A}x/"` failed the fuzz target's own folder check (as `text/\u{59A}x/`); crafted from
+    /// it, `../\u{301}x` and `/\u{301}etc` passed ShardIndex's.
+    func testShardNamesAreJudgedByTheirBytes() throws {
+        func index(_ name: String) throws -> ShardIndex {
+            try ShardIndex(path: "text/model.safetensors.index.json",
+                           data: JSONSerialization.data(withJSONObject: ["weight_map": ["w": name]]))
+        }
+        for name in ["../\u{301}x.safetensors", "/\u{301}etc/x.safetensors", "a/./\u{301}b", "..", "/abs.safetensors"] {
+            XCTAssertThrowsError(try index(name), "'\(name)' was taken for a shard in the folder") { error in
+                XCTAssertTrue("\(error)".contains("leaves the repo"), "\(error)")
+            }
+        }
+        // A mark on a name is fine where no step leaves the folder.
+        XCTAssertEqual(try index("\u{59A}x/").shards, ["text/\u{59A}x/"])
+        XCTAssertTrue(try index("\u{59A}x/").shards.allSatisfy { $0.utf8.starts(with: "text/".utf8) })
+        XCTAssertEqual(try index("..\u{301}.safetensors").shards, ["text/..\u{301}.safetensors"])
+    }
+
     /// A tree entry with a negative size is a bad answer, not a file. Found: `"size": -204800`
     /// was listed as a file of -204800 bytes (a plan of it would have a negative range count).
     func testTreeEntryWithNegativeSizeIsRefused() throws {
