@@ -102,11 +102,15 @@ public final class Worker: @unchecked Sendable {
                 // for every job they saw slowed the planner publishing a 1 GiB file's 128 jobs).
                 // Looked up afresh each scan: a file dropped and asked for again keeps its key but
                 // may be planned anew (another node's request, another range size).
-                var looked: [String: PlannedFile?] = [:]
+                var plans: [String: PlannedFile] = [:]
+                var unplanned = Set<String>()
                 for name in ready {
-                    guard let (key, _) = PlannedFile.parseJob(name) else { continue }
-                    if looked[key] == nil { looked[key] = .some(spool.plannedFile(key)) }
-                    guard let plan = looked[key] ?? nil else { continue }
+                    guard let (key, _) = PlannedFile.parseJob(name), !unplanned.contains(key) else { continue }
+                    guard let plan = plans[key] ?? spool.plannedFile(key) else {
+                        unplanned.insert(key)
+                        continue
+                    }
+                    plans[key] = plan
                     if ownRequestsOnly && plan.node != settings.node { continue }
                     if let claim = spool.claim(name) { return claim }
                 }
