@@ -25,7 +25,7 @@ public struct Planner: Sendable {
 
     /// Plans every file of every active request that is neither final, planned nor failed.
     public func planRequests() {
-        for request in spool.requests() where spool.state(of: request.id) == .active {
+        for request in spool.activeRequests() {
             if ownRequestsOnly && request.node != spool.owner.node { continue }
             let directory = request.directory
             for file in request.files where !directory.isComplete(file) {

@@ -2,9 +2,11 @@
 //
 // Where inotify cannot see other nodes' writes (NFS, FUSE), a waiter sleeping in its watcher
 // sees a done/ or failed/ marker another node published only at its next poll. One thread looks
-// at the request's two markers every quarter poll interval (two access(2) calls a look) and,
-// once one is there, touches it: a local change in a watched folder, which wakes the waiter at
-// once. The marker's mtime moves by less than the poll interval; nothing judges it by age sooner.
+// at the spool's generation every quarter poll interval (one stat, which the client's attribute
+// cache mostly answers; every marker's publisher bumps it) and, when it moved, at the request's
+// two markers; once one is there, it touches it: a local change in a watched folder, which wakes
+// the waiter at once. The marker's mtime moves by less than the poll interval; nothing judges
+// it by age sooner.
 import Foundation
 import Spool
 
@@ -14,9 +16,13 @@ final class SettledLook: @unchecked Sendable {
 
     init(spool: Spool, id: String, every seconds: Double) {
         Thread { [self] in
+            var seen: SpoolGeneration? = nil
             while !isStopped {
                 Thread.sleep(forTimeInterval: seconds)
                 if isStopped { return }
+                let generation = spool.generation()
+                if generation != nil && generation == seen { continue }
+                seen = generation
                 switch spool.state(of: id) {
                 case .active: continue
                 case .done: SpoolFS.touch(spool.layout.doneMarker(id))

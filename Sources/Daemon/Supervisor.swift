@@ -66,47 +66,69 @@ public final class Supervisor: @unchecked Sendable {
         log("serving \(spool.root) as node \(settings.node) with \(workerCount) workers × \(slots) ranges"
             + (ownRequestsOnly ? ", own requests only" : ""))
         spool.heartbeat()
+        spool.remembersSettled = true
+        // Local changes wake the loop through inotify: a request, a part this node's workers
+        // published, a failure. Another node's changes are seen through one stat of the spool's
+        // generation per poll (docs/protocol.md, "Change-driven wake-ups").
         let watcher = DirectoryWatcher.shared
-        for folder in [SpoolLayout.Folder.requests, .parts, .claimed, .failures] { watcher?.watch(spool.layout.path(folder)) }
+        for folder in [SpoolLayout.Folder.requests, .parts, .failures] { watcher?.watch(spool.layout.path(folder)) }
         let local = FilesystemKind.inotifySeesAllWriters(spool.root)
+        let poll = local ? 1.0 : max(0.2, settings.pollInterval)
         let planner = Planner(spool: spool, rangeSize: settings.rangeSize, ownRequestsOnly: ownRequestsOnly)
         let splicer = Splicer(spool: spool)
+        let wakeWord = spool.wakeWord()
+        var pace = SupervisorPace(lease: settings.lease)
         var requestLog = RequestLog()
-        var lastRepair = Date.distantPast
-        var repairInterval = 10.0
-        var lastBeat = Date()
+        var lastGeneration: SpoolGeneration?? = .none
+        var event = true
         while !shouldStop() {
-            keepWorkers()
-            for claim in spool.revokeExpiredClaims() { log("revoked claim \(claim) (its holder is gone or its lease expired); the range goes back to ready") }
-            requestLog.look(spool: spool, log: log)
-            planner.planRequests()
-            splicer.spliceAll()
-            requestLog.look(spool: spool, log: log)
-            // Every 10 s; 2 s after a repair that found ranges that look lost (a range is made
-            // ready again only when a second look finds it lost too).
-            if Date().timeIntervalSince(lastRepair) >= repairInterval {
-                lastRepair = Date()
-                repairInterval = planner.repairLostJobs() ? 2 : 10
+            let workersChanged = keepWorkers()
+            let generation = spool.generation()
+            let moved = lastGeneration.map { $0 != generation } ?? true
+            lastGeneration = .some(generation)
+            if moved { spool.forgetSettled() }
+            let now = Date()
+            let look = pace.due(now: now, changed: moved || event || workersChanged)
+            if look.revoke {
+                for claim in spool.revokeExpiredClaims() { log("revoked claim \(claim) (its holder is gone or its lease expired); the range goes back to ready") }
+            }
+            if look.full {
+                requestLog.look(spool: spool, log: log)
+                planner.planRequests()
+                splicer.spliceAll()
+                requestLog.look(spool: spool, log: log)
+                pace.busy = !spool.activeRequests().isEmpty
+            } else if look.splice {
+                splicer.spliceAll()  // parts whose splicer is gone (another node's supervisor died)
+            }
+            if look.repair {
+                // A range is made ready again only when a second look finds it lost too: 2 s
+                // after a repair that found suspects.
+                pace.repaired(now: now, suspects: planner.repairLostJobs())
                 spool.sweepTemp()
             }
-            if Date().timeIntervalSince(lastBeat) >= 1 {
-                lastBeat = Date()
-                spool.heartbeat()
-            }
-            _ = watcher?.wait(seconds: local ? 1 : max(1, Int(settings.pollInterval.rounded()))) ?? { sleep(1); return false }()
+            if pace.beatDue(now: now) { spool.refreshHeartbeat() }
+            // Another node's change: this node's idle worker slots and waiters look again
+            // (they sleep on the wake word and cost the file server nothing meanwhile).
+            if moved { wakeWord?.wakeAll() }
+            event = watcher?.wait(seconds: pace.sleep(poll: poll, now: Date())) ?? { sleep(1); return false }()
         }
         drain()
     }
 
-    private func keepWorkers() {
+    /// Starts workers where some died; true when any died or started (a pass looks at once:
+    /// a dead worker's claims go back to ready).
+    private func keepWorkers() -> Bool {
+        let before = workers.count
         workers.removeAll { !$0.isRunning }
+        var changed = workers.count != before
         while workers.count < workerCount {
             // A worker that dies at once is throttled, not respawned in a loop.
             let deaths = deathLock.withLock {
                 recentDeaths.removeAll { Date().timeIntervalSince($0) > 10 }
                 return recentDeaths.count
             }
-            if deaths > workerCount * 3 { return }
+            if deaths > workerCount * 3 { return changed }
             let process = Process()
             process.executableURL = URL(fileURLWithPath: workerCommand[0])
             process.arguments = Array(workerCommand.dropFirst())
@@ -114,13 +136,15 @@ public final class Supervisor: @unchecked Sendable {
             do {
                 try process.run()
                 workers.append(process)
+                changed = true
                 let died = { @Sendable [weak self] (_: Process) -> Void in self?.noteDeath() }
                 process.terminationHandler = died
             } catch {
                 log("cannot start a worker (\(workerCommand[0])): \(error)")
-                return
+                return changed
             }
         }
+        return changed
     }
 
     private let deathLock = NSLock()
@@ -152,6 +176,62 @@ extension Spool {
         if FilesystemKind.inotifySeesAllWriters(spool.root) { return spool }
         return try Spool(base: base, node: settings.node, lease: settings.lease, settle: networkSettle)
     }
+}
+
+/// When a supervisor looks at what (docs/protocol.md, "Change-driven wake-ups"):
+/// - a full pass (plan, splice, settle, revoke) when something changed: the generation moved, a
+///   local event, a worker died or started; else once per `safety` interval (an idle node);
+/// - while requests are active (busy): revocation and orphan splicing every lease/4, the repair of
+///   lost jobs and the temp sweep every 10 s (2 s after a repair that found suspects);
+/// - the heartbeat (a touch) every lease/4.
+struct SupervisorPace {
+    let lease: Double
+    /// An idle node's full look: revocation of dead nodes' claims, orphans, sweeping.
+    let safety: Double
+    var busy = true
+    private var lastFull = Date.distantPast
+    private var lastRevoke = Date.distantPast
+    private var lastRepair = Date.distantPast
+    private var repairInterval = 10.0
+    private var lastBeat = Date()
+
+    init(lease: Double) {
+        self.lease = lease
+        safety = max(30, lease)
+    }
+
+    struct Look {
+        var full = false
+        var revoke = false
+        var splice = false
+        var repair = false
+    }
+
+    mutating func due(now: Date, changed: Bool) -> Look {
+        var look = Look()
+        let quarter = max(0.25, lease / 4)
+        look.full = changed || now.timeIntervalSince(lastFull) >= safety
+        look.revoke = look.full || (busy && now.timeIntervalSince(lastRevoke) >= quarter)
+        look.splice = !look.full && look.revoke
+        look.repair = now.timeIntervalSince(lastRepair) >= (busy ? repairInterval : safety)
+        if look.full { lastFull = now }
+        if look.revoke { lastRevoke = now }
+        return look
+    }
+
+    mutating func repaired(now: Date, suspects: Bool) {
+        lastRepair = now
+        repairInterval = suspects ? 2 : 10
+    }
+
+    mutating func beatDue(now: Date) -> Bool {
+        guard now.timeIntervalSince(lastBeat) >= max(0.25, lease / 4) else { return false }
+        lastBeat = now
+        return true
+    }
+
+    /// How long the loop may sleep: the poll (one stat of the generation when it wakes).
+    func sleep(poll: Double, now: Date) -> Double { poll }
 }
 
 /// One log line per request: accepted, then done (bytes and time) or failed (the reason).

@@ -17,6 +17,9 @@ public final class Worker: @unchecked Sendable {
     let ownRequestsOnly: Bool
     /// Syncs and publishes finished parts while the worker fetches its next range.
     private let publisher = DispatchQueue(label: "speech-fetch.worker.publish")
+    /// Where idle slots sleep: woken by inotify, the wake word, or a part this process published
+    /// (its claim is gone, so this node's share has room again).
+    private let wakeup = Wakeup()
 
     /// - Parameter slots: ranges this process transfers at once (threads). A few slots per
     ///   process keep the pool's memory small; a dead process loses its slots' ranges.
@@ -37,7 +40,7 @@ public final class Worker: @unchecked Sendable {
         let parent = getppid()
         let done: @Sendable () -> Bool = { shouldStop() || getppid() != parent }
         let poll = FilesystemKind.inotifySeesAllWriters(spool.root) ? 2 : max(1, Int(settings.pollInterval.rounded()))
-        let wakeup = Wakeup()
+        let wakeup = self.wakeup
         // One thread sleeps on inotify (libinotifytools allows one watcher per process) and
         // wakes the idle slots. Jobs become claimable when their plan is published (after the
         // jobs): watch both folders.
@@ -57,19 +60,23 @@ public final class Worker: @unchecked Sendable {
         }
         watcher.start()
         // Where inotify cannot report a new job (another node's plan or revocation on a network
-        // filesystem, or no inotify instance), idle slots would find it only at their poll. One
-        // thread lists `jobs/ready` every quarter of the poll interval (one readdir a look) and
-        // wakes them when a name appears that its last look did not have: a new plan's ranges
-        // are taken within about a quarter interval on every node, not a whole one.
-        if !FilesystemKind.inotifySeesAllWriters(spool.root) || DirectoryWatcher.shared == nil {
-            let quick = max(0.05, settings.pollInterval / 4)
-            Thread { [spool] in
-                var seen = Set<String>()
+        // filesystem, or no inotify instance), this node's supervisor can: it looks at the spool's
+        // generation once per poll and, when it moved, bumps the wake word this thread sleeps on
+        // (a futex: no look at the shared filesystem while nothing happens).
+        if let word = spool.wakeWord() {
+            Thread {
+                var seen = word.generation
+                var sinceReplacementLook = Date()
                 while !done() {
-                    Thread.sleep(forTimeInterval: quick)
-                    guard let names = spool.lookReadyJobs().map(Set.init) else { continue }
-                    if !names.isSubset(of: seen) { wakeup.broadcast() }
-                    seen = names
+                    // The file is looked up again (replaced?) once a minute, not at every nap.
+                    let follow = Date().timeIntervalSince(sinceReplacementLook) >= 60
+                    if follow { sinceReplacementLook = Date() }
+                    guard word.wait(whileGeneration: seen, seconds: 1, followingReplacement: follow) else { continue }
+                    let now = word.generation
+                    if now != seen {
+                        seen = now
+                        wakeup.broadcast()
+                    }
                 }
             }.start()
         }
@@ -85,51 +92,88 @@ public final class Worker: @unchecked Sendable {
         publisher.sync {}  // parts in hand are published before the worker exits
     }
 
+    /// One slot: claims the lowest ready range it may take, fetches it, and goes back for the
+    /// next. An idle slot sleeps until woken (a new job here or on another node, through inotify
+    /// or the wake word); it looks again by itself only while something is pending that may
+    /// change without a wake-up: ready jobs beyond this node's share, or another node's claims
+    /// (one may stall, and the endgame races it).
+    /// One slot: claims the lowest ready range it may take, fetches it, and goes back for the
+    /// next. An idle slot sleeps until woken (a new job here or on another node, through inotify
+    /// or the wake word); it looks again by itself only while another node holds claims (one may
+    /// stall, and the endgame races it), once per poll for the whole process.
     private func slot(_ fetcher: RangeFetch, poll: Int, wakeup: Wakeup, done: @escaping @Sendable () -> Bool) {
+        var seen = -1
+        var afterWork = false
         while !done() {
             let ticket = wakeup.ticket()
-            var worked = false
-            // Lowest range first: the file's contiguous prefix grows steadily, so the splicer's
-            // hash keeps up and little is left to hash when the last range lands.
-            // Fair share: a node holds at most its share of the outstanding ranges (ready and
-            // claimed, over the live nodes), so the first node to wake does not take them all.
-            // The slots of this process decide one at a time.
-            let claimed: ClaimedJob? = claimLock.withLock {
-                let ready = spool.readyJobs()
-                guard !ready.isEmpty, withinShare(ready: ready.count) else { return nil }
-                // A file's jobs are claimable once its plan is published, after its jobs: one look
-                // for each file's plan per scan, not one per job (16 slots reading the missing plan
-                // for every job they saw slowed the planner publishing a 1 GiB file's 128 jobs).
-                // Looked up afresh each scan: a file dropped and asked for again keeps its key but
-                // may be planned anew (another node's request, another range size).
-                var plans: [String: PlannedFile] = [:]
-                var unplanned = Set<String>()
-                for name in ready {
-                    guard let (key, _) = PlannedFile.parseJob(name), !unplanned.contains(key) else { continue }
-                    guard let plan = plans[key] ?? spool.plannedFile(key) else {
-                        unplanned.insert(key)
-                        continue
-                    }
-                    plans[key] = plan
-                    if ownRequestsOnly && plan.node != settings.node { continue }
-                    if let claim = spool.claim(name) { return claim }
-                }
-                return nil
+            let timed = looks.othersHoldClaims
+            guard ticket != seen || afterWork || timed else {
+                wakeup.wait(after: ticket, seconds: 1)
+                continue
             }
-            if let claimed {
+            seen = ticket
+            if let claimed = claimNext(ticket: ticket, afterWork: afterWork) {
                 work(claimed, fetcher: fetcher, shouldStop: done)
-                worked = true
+                afterWork = true
+                continue
             }
+            afterWork = false
             // Endgame: nothing is ready, and another node is far behind on a range while its link
             // is shared by more ranges than ours: fetch it too; the first part published wins.
-            if !worked, settings.endgame, let lagging = spool.laggingClaim(), let duplicate = spool.duplicate(lagging) {
-                log("endgame: racing \(lagging.node) for \(duplicate.plan.file.path) part \(duplicate.index) (\(lagging.remaining) bytes left there)")
-                work(duplicate, fetcher: fetcher, shouldStop: done)
-                worked = true
+            if settings.endgame, looks.mayLookForEndgame(ticket: ticket, every: Double(poll)) {
+                let endgame = spool.endgameLook()
+                looks.othersHoldClaims = endgame.othersHoldClaims
+                if let lagging = endgame.lagging, let duplicate = spool.duplicate(lagging) {
+                    log("endgame: racing \(lagging.node) for \(duplicate.plan.file.path) part \(duplicate.index) (\(lagging.remaining) bytes left there)")
+                    work(duplicate, fetcher: fetcher, shouldStop: done)
+                    afterWork = true
+                    continue
+                }
             }
-            if !worked { wakeup.wait(after: ticket, seconds: Double(poll)) }
+            wakeup.wait(after: ticket, seconds: 1)
         }
     }
+
+    /// The lowest ready range this node may take now, claimed; nil when there is none. Lowest
+    /// first: the file's contiguous prefix grows steadily, so the splicer's hash keeps up and
+    /// little is left to hash when the last range lands. Fair share: a node holds at most its
+    /// share of the outstanding ranges (ready and claimed, over the live nodes), so the first
+    /// node to wake does not take them all. The slots of this process decide one at a time; the
+    /// slots woken by one wake-up list `jobs/ready` once between them, unless a look claimed.
+    private func claimNext(ticket: Int, afterWork: Bool) -> ClaimedJob? {
+        claimLock.withLock {
+            guard looks.shouldList(ticket: ticket, afterWork: afterWork) else { return nil }
+            let claim = claimLowest()
+            looks.listed(ticket: ticket, claimed: claim != nil)
+            return claim
+        }
+    }
+
+    private func claimLowest() -> ClaimedJob? {
+        let ready = spool.readyJobs()
+        guard !ready.isEmpty, withinShare(ready: ready.count) else { return nil }
+        // A file's jobs are claimable once its plan is published, after its jobs: one look for
+        // each file's plan per scan, not one per job (16 slots reading the missing plan for every
+        // job they saw slowed the planner publishing a 1 GiB file's 128 jobs). Looked up afresh
+        // each scan: a file dropped and asked for again keeps its key but may be planned anew
+        // (another node's request, another range size).
+        var plans: [String: PlannedFile] = [:]
+        var unplanned = Set<String>()
+        for name in ready {
+            guard let (key, _) = PlannedFile.parseJob(name), !unplanned.contains(key) else { continue }
+            guard let plan = plans[key] ?? spool.plannedFile(key) else {
+                unplanned.insert(key)
+                continue
+            }
+            plans[key] = plan
+            if ownRequestsOnly && plan.node != settings.node { continue }
+            if let claim = spool.claim(name) { return claim }
+        }
+        return nil
+    }
+
+    /// What this process's slots found at their last looks.
+    private let looks = SlotLooks()
 
     private let claimLock = NSLock()
 
@@ -210,6 +254,7 @@ public final class Worker: @unchecked Sendable {
                     try SpoolFS.syncFile(temp)
                     spool.refresh(claim)
                     let won = try spool.publishPart(temp, for: claim)
+                    self.wakeup.broadcast()
                     let bytes = range.end - range.start + 1
                     if claim.duplicateOf != nil {
                         log("endgame: \(plan.file.path) part \(claim.index) \(won ? "won" : "lost"): \(bytes) bytes fetched twice")
@@ -247,6 +292,50 @@ public final class Worker: @unchecked Sendable {
             unlink(claim.path)
             spool.dropPlan(plan)
             Splicer(spool: spool).settleRequests()
+        }
+    }
+}
+
+/// What the slots of one worker process learned at their last looks (shared by the slots), so
+/// that a wake-up costs one listing of `jobs/ready` for the process, not one per slot.
+final class SlotLooks: @unchecked Sendable {
+    private let lock = NSLock()
+    private var listedTicket = -1
+    private var lastClaimed = false
+    private var endgameTicket = -1
+    private var endgameLooked = Date.distantPast
+    private var othersClaim = false
+
+    /// Another node held claims at the last endgame look: one may stall, so idle slots look again
+    /// after a while even without a wake-up.
+    var othersHoldClaims: Bool {
+        get { lock.withLock { othersClaim } }
+        set { lock.withLock { othersClaim = newValue } }
+    }
+
+    /// Whether a slot lists `jobs/ready` now: after a wake-up it has not listed for, after a look
+    /// that claimed (more may be there), or when the slot has just finished a range (its share
+    /// has room again).
+    func shouldList(ticket: Int, afterWork: Bool) -> Bool {
+        lock.withLock { afterWork || lastClaimed || listedTicket != ticket }
+    }
+
+    func listed(ticket: Int, claimed: Bool) {
+        lock.withLock {
+            listedTicket = ticket
+            lastClaimed = claimed
+        }
+    }
+
+    /// One endgame look per wake-up for the whole process, and while another node holds claims
+    /// one per `seconds` (a stalled claim is noticed by its bytes not growing between looks).
+    func mayLookForEndgame(ticket: Int, every seconds: Double) -> Bool {
+        lock.withLock {
+            let now = Date()
+            guard endgameTicket != ticket || (othersClaim && now.timeIntervalSince(endgameLooked) >= seconds) else { return false }
+            endgameTicket = ticket
+            endgameLooked = now
+            return true
         }
     }
 }

@@ -18,9 +18,8 @@ public struct LockOwner: Sendable, Equatable, CustomStringConvertible {
     public var description: String { "\(node)@\(pid)" }
 
     /// True when `pid` is a live process on this machine.
-    public static func isAlive(_ pid: Int32) -> Bool {
-        pid > 0 && (kill(pid, 0) == 0 || errno == EPERM)
-    }
+    /// A zombie counts as gone (`LeaseJudge.processRunning`, the one local-process check).
+    public static func isAlive(_ pid: Int32) -> Bool { LeaseJudge.processRunning(pid) }
 
     public init?(tag: String) {
         guard let at = tag.lastIndex(of: "@"), let pid = Int32(tag[tag.index(after: at)...]) else { return nil }
@@ -118,19 +117,16 @@ public final class StagingLock: @unchecked Sendable {
     }
 
     /// True when the holder is positively gone: a lock naming this process that it does not
-    /// hold; a local holder whose pid is dead; or a lock not refreshed within `lease` (a reused
-    /// pid, a hung or remote holder), judged on the filesystem's clock: `probe` (a directory on
-    /// the same filesystem) is touched and its mtime read back. Anything that cannot be read
-    /// (a stale handle, EIO, the lock vanishing while looked at) answers false: only a lease
-    /// read successfully on the server's clock breaks another node's lock.
+    /// hold, or what the lease judge (`LeaseRound.liveness`) calls expired: a local holder whose
+    /// pid is not running, or a lock not refreshed within `lease` on the filesystem's clock
+    /// (`probe`, a directory on the same filesystem, is touched and read back). Anything that
+    /// cannot be read (a stale handle, EIO, the lock vanishing while looked at) is unknown and
+    /// answers false: only a lease read successfully on the server's clock breaks another node's lock.
     public static func isStale(_ path: String, localNode: String, lease: Double, probe: String) -> Bool {
         guard let data = SharedFS.read(path, limit: 4096).value else { return false }
-        if let holder = LockOwner(tag: String(decoding: data, as: UTF8.self)), holder.node == localNode {
-            if holder.pid == getpid() { return !registry.contains(path) }
-            if !LockOwner.isAlive(holder.pid) { return true }
-        }
-        guard let mtime = SharedFS.mtime(path).value, let now = SharedFS.serverNow(probe: probe) else { return false }
-        return now - mtime > lease
+        let holder = LockOwner(tag: String(decoding: data, as: UTF8.self))
+        if let holder, holder.node == localNode, holder.pid == getpid() { return !registry.contains(path) }
+        return LeaseJudge(localNode: localNode, lease: lease, probe: probe).round().liveness(of: path, holder: holder) == .expired
     }
 
     /// True while the lock file is still the one this holder created; nil when that cannot be read.

@@ -178,7 +178,7 @@ public struct Splicer: Sendable {
 
     /// Marks requests done when every file is final, failed when one of their files failed.
     public func settleRequests() {
-        for request in spool.requests() where spool.state(of: request.id) == .active {
+        for request in spool.activeRequests() {
             let directory = request.directory
             var complete = true
             for file in request.files where !directory.isComplete(file) {

@@ -44,15 +44,38 @@ public final class Spool: @unchecked Sendable {
     /// writes a sidecar only this long after it took the file's lock, so that its last look at
     /// the sidecar (`StagingFile.persist`) reads what the previous holder wrote.
     public let settle: Double
+    /// The one judge of every lease in this spool: claims, heartbeats, temp files, parts
+    /// (docs/protocol.md, "Liveness").
+    public let judge: LeaseJudge
+    /// Remember which requests are settled (done or failed) instead of reading their markers on
+    /// every look, until `forgetSettled()` (a supervisor calls it when the generation moves: a
+    /// request asked again is active again, and asking bumps the generation).
+    public var remembersSettled: Bool {
+        get { lock.withLock { remembering } }
+        set { lock.withLock { remembering = newValue; settledIDs.removeAll() } }
+    }
     private var counter = 0
     private let lock = NSLock()
+    private var remembering = false
+    private var settledIDs = Set<String>()
+    /// Requests parsed once: a request's record never changes under its id (the id is a digest
+    /// of its directory, commit and files). Entries whose id leaves `requests/` are dropped.
+    private var parsedRequests: [String: SpoolRequest] = [:]
 
-    /// Opens (creating when needed) the spool of the cache base `base`.
-    public init(base: URL, node: String, lease: Double = 30, settle: Double = 0) throws {
+    /// "Now" on the file server's clock, when not read from the probe (tests: a clock that
+    /// cannot be read).
+    private let clock: (@Sendable () -> Double?)?
+
+    /// Opens (creating when needed) the spool of the cache base `base`. `clock` replaces the
+    /// clock probe (tests).
+    public init(base: URL, node: String, lease: Double = 30, settle: Double = 0,
+                clock: (@Sendable () -> Double?)? = nil) throws {
+        self.clock = clock
         layout = SpoolLayout(base: base.standardizedFileURL.path)
         owner = LockOwner(node: node)
         self.lease = lease
         self.settle = settle
+        judge = LeaseJudge(localNode: node, lease: lease, probe: layout.clockProbe)
         try SpoolFS.makeDirectory(layout.root)
         for folder in SpoolLayout.Folder.allCases { try SpoolFS.makeDirectory(layout.path(folder)) }
     }
@@ -71,7 +94,35 @@ public final class Spool: @unchecked Sendable {
 
     /// "Now" on the spool filesystem's clock; nil when the probe could not be touched or read
     /// (no lease may be judged then).
-    public func serverNow() -> Double? { SpoolFS.serverNow(probe: layout.clockProbe) }
+    public func serverNow() -> Double? { clock.map { $0() } ?? SpoolFS.serverNow(probe: layout.clockProbe) }
+
+    /// A round of lease judgements: the file server's clock is read once, when a judgement first
+    /// needs it (never on a pass that judges nothing).
+    public func leaseRound() -> LeaseRound {
+        judge.round(now: clock ?? { [probe = layout.clockProbe] in SpoolFS.serverNow(probe: probe) })
+    }
+
+    // MARK: Generation
+
+    /// Tells every node that the spool changed in a way another node may act on: a touch of
+    /// `generation` (docs/protocol.md, "Change-driven wake-ups"). Whoever publishes a request, a
+    /// plan, ready jobs, a revocation, or a done, failed or failure marker bumps it; a part does
+    /// not (the supervisor of the worker that published it sees it through inotify).
+    public func bumpGeneration() {
+        let path = layout.generation
+        if SharedFS.touch(path) { return }
+        guard SpoolFS.exists(path) == false else { return }
+        let fd = open(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        if fd >= 0 { close(fd) }
+        _ = SharedFS.touch(path)
+    }
+
+    /// What one `stat` of `generation` says: a node compares it with its last look, and does a
+    /// full pass only when it moved. Nil when it cannot be read (or is not there yet).
+    public func generation() -> SpoolGeneration? {
+        guard case .found(let st) = SharedFS.lstat(layout.generation) else { return nil }
+        return SpoolGeneration(st)
+    }
 
     private func nextCount() -> Int { lock.withLock { counter += 1; return counter } }
 
@@ -100,6 +151,7 @@ public final class Spool: @unchecked Sendable {
             unlink(layout.doneMarker(request.id))
             SpoolFS.touch(target)
         }
+        bumpGeneration()
         return fresh
     }
 
@@ -118,10 +170,35 @@ public final class Spool: @unchecked Sendable {
     /// Every readable request. One that was read but does not parse goes to `corrupt/` (with a
     /// log line) instead of being skipped on every pass while its callers wait for it.
     public func requests() -> [SpoolRequest] {
-        SpoolFS.list(layout.path(.requests)).compactMap(SpoolLayout.recordID).compactMap { id in
-            record(layout.request(id)) { self.decodeRequest($0, id: id) }
+        let ids = SpoolFS.list(layout.path(.requests)).compactMap(SpoolLayout.recordID)
+        let known = lock.withLock {
+            parsedRequests = parsedRequests.filter { ids.contains($0.key) }
+            return parsedRequests
+        }
+        return ids.compactMap { id in
+            if let request = known[id] { return request }
+            guard let request = record(layout.request(id), decode: { self.decodeRequest($0, id: id) }) else { return nil }
+            lock.withLock { parsedRequests[id] = request }
+            return request
         }
     }
+
+    /// The requests that are neither done nor failed. With `remembersSettled`, a request found
+    /// settled is not looked at again until `forgetSettled()`.
+    public func activeRequests() -> [SpoolRequest] {
+        let remembered = lock.withLock { remembering ? settledIDs : [] }
+        return requests().filter { request in
+            guard !remembered.contains(request.id) else { return false }
+            guard state(of: request.id) == .active else {
+                lock.withLock { if remembering { settledIDs.insert(request.id) } }
+                return false
+            }
+            return true
+        }
+    }
+
+    /// Forgets which requests were found settled (the generation moved: one may be asked again).
+    public func forgetSettled() { lock.withLock { settledIDs.removeAll() } }
 
     /// True while a request's record is in `requests/` (it is gone when moved to `corrupt/`).
     /// False only when the request's file is positively absent (an unreadable one may be there).
@@ -164,6 +241,7 @@ public final class Spool: @unchecked Sendable {
         guard (try? SpoolFS.writeNew(temp, data)) != nil else { return }
         let word = wakeWord()
         _ = try? SpoolFS.publishOnce(temp, as: target)
+        bumpGeneration()
         word?.wakeAll()
     }
 
@@ -279,6 +357,7 @@ public final class Spool: @unchecked Sendable {
         let temp = tempPath("plan")
         try SpoolFS.writeNew(temp, try JSONEncoder().encode(file))
         try SpoolFS.publishOnce(temp, as: layout.plan(file.key))
+        bumpGeneration()
     }
 
     /// Makes ranges ready again unless they are claimed or have a part (looked at in the order
@@ -286,13 +365,15 @@ public final class Spool: @unchecked Sendable {
     /// range is made ready only when both are positively absent: an unreadable claim or part
     /// may be there.
     public func addJobs(_ file: PlannedFile, indices: [Int], claimed: Set<String>? = nil) {
+        var added = false
+        defer { if added && SpoolFS.exists(layout.plan(file.key)) == true { bumpGeneration() } }
         for index in indices {
             let name = file.jobName(index)
             let taken = claimed.map { $0.contains(name) } ?? isClaimed(name)
             guard taken == false, hasPart(file, index) == false else { continue }
             let temp = tempPath("job")
             guard (try? SpoolFS.writeNew(temp, Data())) != nil else { continue }
-            _ = try? SpoolFS.publishOnce(temp, as: layout.ready(name))
+            if (try? SpoolFS.publishOnce(temp, as: layout.ready(name))) == true { added = true }
         }
     }
 
@@ -356,7 +437,7 @@ public final class Spool: @unchecked Sendable {
     /// The longest unfinished part of `job` in `tmp/` whose writer is gone (as `adoptPart`
     /// judges), if any; the other such parts, and those not to be trusted, are removed.
     public func goneParts(of job: String, rangeLength: Int64, except mine: String = "") -> (path: String, size: Int64)? {
-        var now: Double??
+        let round = leaseRound()
         var best: (path: String, size: Int64)?
         for name in SpoolFS.list(layout.path(.tmp)) where name != mine {
             guard let temp = SpoolLayout.Temp(name), temp.partJob == job else { continue }
@@ -365,13 +446,13 @@ public final class Spool: @unchecked Sendable {
             var st = stat()
             guard lstat(path, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG else { continue }
             let mtime = Double(st.st_mtim.tv_sec) + Double(st.st_mtim.tv_nsec) / 1e9
+            // A live writer is never adopted from; an unknown one neither (the clock unread).
             if temp.node == owner.node {
-                guard !SpoolFS.processRunning(pid) else { continue }
+                guard round.liveness(of: path, holder: LockOwner(node: temp.node, pid: pid), localByPid: true) == .expired
+                else { continue }
                 if mtime < Spool.bootTime { unlink(path); continue }
             } else {
-                if now == nil { now = serverNow() }
-                // No reading of the server's clock: no lease can be judged, so nothing is taken.
-                guard let serverTime = now ?? nil, serverTime - mtime > lease else { continue }
+                guard round.age(.found(mtime)) == .expired else { continue }
             }
             let size = Int64(st.st_size)
             if size > rangeLength { unlink(path); continue }  // not this range's bytes
@@ -411,10 +492,19 @@ public final class Spool: @unchecked Sendable {
     /// end first: by the bytes still to cross each link (`duplicateWouldWin`), or because the
     /// claim has not grown for `stalledAfter` seconds of this process's looks (a stalled holder).
     /// What an idle slot may fetch too once nothing is ready.
-    public func laggingClaim(stalledAfter: Double = 2) -> LaggingClaim? {
-        guard let claims = self.claims(), !claims.isEmpty,
-              let raced = SpoolFS.listing(layout.path(.endgame)).map(Set.init),
-              let temps = SpoolFS.listing(layout.path(.tmp)) else { return nil }
+    public func laggingClaim(stalledAfter: Double = 2) -> LaggingClaim? { endgameLook(stalledAfter: stalledAfter).lagging }
+
+    /// `laggingClaim`, and whether another node holds claims at all (while one does, an idle slot
+    /// looks again after a while: a claim may stall; once none does, it sleeps until woken).
+    public func endgameLook(stalledAfter: Double = 2) -> (lagging: LaggingClaim?, othersHoldClaims: Bool) {
+        guard let claims = self.claims(), !claims.isEmpty else { return (nil, false) }
+        let others = claims.contains { $0.holder.node != owner.node }
+        guard others else {
+            growth.forget(except: [])
+            return (nil, false)
+        }
+        guard let raced = SpoolFS.listing(layout.path(.endgame)).map(Set.init),
+              let temps = SpoolFS.listing(layout.path(.tmp)) else { return (nil, true) }
         var perNode: [String: Int] = [:]
         for claim in claims { perNode[claim.holder.node, default: 0] += 1 }
         let mine = perNode[owner.node] ?? 0
@@ -423,8 +513,11 @@ public final class Spool: @unchecked Sendable {
         var inFlight: [String: [Int64]] = [:]
         var lengths: [String: Int64] = [:]
         var candidates: [(claim: SpoolLayout.Claim, length: Int64, remaining: Int64)] = []
+        var plans: [String: PlannedFile?] = [:]  // one read per file, not one per claim
         for claim in claims {
-            guard let (key, index) = claim.range, let plan = plannedFile(key), index < plan.rangeCount else { continue }
+            guard let (key, index) = claim.range else { continue }
+            if plans[key] == nil { plans[key] = .some(plannedFile(key)) }
+            guard let plan = plans[key] ?? nil, index < plan.rangeCount else { continue }
             let range = plan.range(index)
             let length = range.end - range.start + 1
             lengths[claim.job] = length
@@ -452,7 +545,7 @@ public final class Spool: @unchecked Sendable {
                                 remaining: remaining)
         }
         growth.forget(except: Set(claims.map(\.name)))
-        return best
+        return (best, true)
     }
 
     /// Whether a duplicate of a claim with `remaining` of its `length` bytes to come would be
@@ -550,7 +643,7 @@ public final class Spool: @unchecked Sendable {
     /// drops its marker (the claim it raced stands).
     public func unclaim(_ claim: ClaimedJob) {
         if claim.duplicateOf != nil { unlink(claim.path); return }
-        rename(claim.path, layout.ready(claim.name))
+        if rename(claim.path, layout.ready(claim.name)) == 0 { bumpGeneration() }
     }
 
     /// Is the range's part published? nil when that cannot be read.
@@ -595,15 +688,12 @@ public final class Spool: @unchecked Sendable {
     public func revokeExpiredClaims() -> [String] {
         var revoked: [String] = []
         guard let entries = SpoolFS.listing(layout.path(.claimed)) else { return [] }
-        let now = serverNow()
+        let round = leaseRound()
         for entry in entries {
             guard let claim = SpoolLayout.Claim(entry) else { continue }
-            let (job, holder) = (claim.job, claim.holder)
+            let job = claim.job
             let path = layout.path(.claimed, entry)
-            var expired = false
-            if let now, let mtime = SpoolFS.mtime(path) { expired = now - mtime > lease }
-            let dead = expired || (holder.node == owner.node && !SpoolFS.processAlive(holder.pid))
-            guard dead else { continue }
+            guard round.liveness(of: path, holder: claim.holder) == .expired else { continue }
             switch SpoolFS.exists(layout.part(job)) {
             case true?:
                 unlink(path)
@@ -614,13 +704,14 @@ public final class Spool: @unchecked Sendable {
             }
         }
         // Endgame markers of duplicates that stopped refreshing (their worker died): another
-        // idle slot may race the claim then.
-        if let now, let markers = SpoolFS.listing(layout.path(.endgame)) {
+        // idle slot may race the claim then. Looked at only while claims stand (a marker races one).
+        if !entries.isEmpty, let markers = SpoolFS.listing(layout.path(.endgame)) {
             for marker in markers {
                 let path = layout.endgameMarker(marker)
-                if let mtime = SpoolFS.mtime(path), now - mtime > lease { unlink(path) }
+                if round.liveness(of: path, holder: nil) == .expired { unlink(path) }
             }
         }
+        if !revoked.isEmpty { bumpGeneration() }
         return revoked
     }
 
@@ -656,21 +747,22 @@ public final class Spool: @unchecked Sendable {
     @discardableResult
     public func sweepTemp() -> Int {
         var removed = 0
-        let now = serverNow()
+        let round = leaseRound()
+        let keep = 36 * 3600.0
         for name in SpoolFS.list(layout.path(.tmp)) {
             guard let temp = SpoolLayout.Temp(name) else { continue }
             let path = layout.path(.tmp, name)
-            var stale: Bool
-            if temp.node == owner.node {
-                stale = !SpoolFS.processAlive(temp.pid)
-            } else if let now, let mtime = SpoolFS.mtime(path) {
-                stale = now - mtime > 36 * 3600
-            } else {
-                stale = false
-            }
-            // A dead worker's part waits for the next claimant of its range to adopt it.
-            if stale, let job = temp.partJob, temp.node == owner.node, access(layout.ready(job), F_OK) == 0 {
-                if let now, let mtime = SpoolFS.mtime(path) { stale = now - mtime > 36 * 3600 } else { stale = false }
+            // A local writer while its pid runs, another node's for 36 hours.
+            var stale = round.liveness(of: path, holder: LockOwner(node: temp.node, pid: temp.pid), lease: keep,
+                                       localByPid: true) == .expired
+            // A dead worker's part waits for the next claimant of its range to adopt it (36 hours
+            // at most); whether the job is ready must be read, not guessed.
+            if stale, let job = temp.partJob, temp.node == owner.node {
+                switch SpoolFS.exists(layout.ready(job)) {
+                case true?: stale = round.liveness(of: path, holder: nil, lease: keep) == .expired
+                case false?: break
+                case nil: stale = false
+                }
             }
             if stale, unlink(path) == 0 { removed += 1 }
         }
@@ -679,10 +771,18 @@ public final class Spool: @unchecked Sendable {
 
     // MARK: Supervisors
 
-    /// Records that this node's supervisor is alive (its mtime is the heartbeat).
+    /// Writes this node's supervisor record (its pid), once at start: from then on its mtime is
+    /// the heartbeat (`refreshHeartbeat`).
     public func heartbeat() {
         let temp = tempPath("supervisor")
         if (try? SpoolFS.writeNew(temp, Data("\(owner.pid)".utf8))) != nil { rename(temp, layout.supervisor(owner.node)) }
+    }
+
+    /// The heartbeat: a touch of the record (`utimensat`), no write, no sync, no rename. A record
+    /// that is positively gone (the spool was cleaned under us) is written again.
+    public func refreshHeartbeat() {
+        let path = layout.supervisor(owner.node)
+        if !SpoolFS.touch(path) && SpoolFS.exists(path) == false { heartbeat() }
     }
 
     public func retireSupervisor() { unlink(layout.supervisor(owner.node)) }
@@ -696,14 +796,15 @@ public final class Spool: @unchecked Sendable {
     /// exit removes the record). A dead local holder is judged at once, never by lease age.
     public func localSupervisorIsDead() -> Bool {
         guard let pid = supervisorPID(of: owner.node) else { return false }
-        return !SpoolFS.processAlive(pid)
+        return !LeaseJudge.processRunning(pid)
     }
 
-    /// Nodes whose supervisor is alive: a live pid on this node, a fresh heartbeat elsewhere.
-    /// A heartbeat that cannot be read (or a clock probe that fails) counts as alive: a caller
-    /// does not take over from a supervisor it merely failed to see.
+    /// Nodes whose supervisor is alive, as the lease judge sees them: on this node, while the
+    /// pid its record names runs (not a zombie); elsewhere, while its heartbeat is younger than
+    /// the lease on the file server's clock. Unknown (a record or clock that cannot be read)
+    /// counts as alive: a caller never takes over from a supervisor it merely failed to see.
     public func liveSupervisors() -> [String] {
-        let now = serverNow()
+        let round = leaseRound()
         return SpoolFS.list(layout.path(.supervisors)).filter { node in
             let path = layout.supervisor(node)
             if node.hasPrefix(".") { return false }
@@ -711,16 +812,13 @@ public final class Spool: @unchecked Sendable {
                 switch SpoolFS.look(path) {
                 case .found(let data):
                     guard let pid = Int32(String(decoding: data, as: UTF8.self)) else { return false }
-                    return SpoolFS.processAlive(pid)
+                    return round.liveness(of: path, holder: LockOwner(node: node, pid: pid), localByPid: true) != .expired
                 case .absent: return false
                 case .unknown: return true
                 }
             }
-            switch SharedFS.mtime(path) {
-            case .found(let mtime): return now.map { $0 - mtime <= lease } ?? true
-            case .absent: return false
-            case .unknown: return true
-            }
+            let mtime = SharedFS.mtime(path)
+            return !mtime.isAbsent && round.age(mtime) != .expired
         }
     }
 }

@@ -95,7 +95,7 @@ extension Spool {
         }
         for entry in names(.claimed) {
             guard let claim = SpoolLayout.Claim(entry), let (key, _) = claim.range, !planned.contains(key) else { continue }
-            if claim.holder.node == owner.node && SpoolFS.processAlive(claim.holder.pid) { continue }
+            if claim.holder.node == owner.node && LeaseJudge.processRunning(claim.holder.pid) { continue }
             removeIfOld(layout.path(.claimed, entry), "claim whose plan is gone")
         }
         // Failure records no active request asks about.

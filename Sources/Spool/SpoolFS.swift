@@ -132,16 +132,8 @@ public enum SpoolFS {
         return SharedFS.serverNow(probe: probe)
     }
 
-    /// True when `pid` is a live process on this machine.
-    public static func processAlive(_ pid: Int32) -> Bool { LockOwner.isAlive(pid) }
-
-    /// Alive and not a zombie: a killed process whose parent has not reaped it yet writes
-    /// nothing more, so what it left may be taken over.
-    public static func processRunning(_ pid: Int32) -> Bool {
-        guard processAlive(pid) else { return false }
-        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-              let close = stat.lastIndex(of: ")") else { return true }
-        let state = stat[stat.index(after: close)...].drop { $0 == " " }.first
-        return state != "Z" && state != "X"
-    }
+    /// True when `pid` runs on this machine and is not a zombie: a killed process whose parent
+    /// has not reaped it yet writes nothing more, so what it left may be taken over
+    /// (`LeaseJudge.processRunning`, the one local-process check).
+    public static func processRunning(_ pid: Int32) -> Bool { LeaseJudge.processRunning(pid) }
 }

@@ -72,6 +72,9 @@ public struct SpoolLayout: Sendable {
     public func daemonLog(_ node: String) -> String { root + "/fetchd-\(node).log" }
     /// `clock`: touched to read the file server's "now".
     public var clockProbe: String { root + "/clock" }
+    /// `generation`: touched by every publisher another node may act on; one `stat` of it tells a
+    /// node whether anything changed since its last look (`Spool.bumpGeneration`).
+    public var generation: String { root + "/generation" }
     /// `wake`: one page whose first 32-bit word is the wake word (`WakeWord`).
     public var wakeWord: String { root + "/wake" }
 

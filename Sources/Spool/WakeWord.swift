@@ -72,9 +72,11 @@ public final class WakeWord: @unchecked Sendable {
     /// (or the counter had already moved, or the file was replaced and is now followed), false
     /// when the time ran out. While the word cannot be slept on it naps briefly and returns
     /// false: the caller polls until the word works again.
+    /// `followingReplacement`: look up the path first (a stat; a caller that naps often on a
+    /// network filesystem does it now and then instead).
     @discardableResult
-    public func wait(whileGeneration generation: UInt32, seconds: Double) -> Bool {
-        if followReplacement() { return true }
+    public func wait(whileGeneration generation: UInt32, seconds: Double, followingReplacement: Bool = true) -> Bool {
+        if followingReplacement && followReplacement() { return true }
         switch sf_word_wait(word, generation, max(0, Int(seconds * 1000))) {
         case 0: return true
         case 1: return false

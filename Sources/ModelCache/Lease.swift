@@ -1,0 +1,93 @@
+// Lease - the one judge of whether the holder of a lease is alive: staging locks, claims,
+// supervisors' heartbeats, temp files and parts all ask it (docs/protocol.md, "Liveness").
+//
+// The rules, in order:
+// 1. A holder on this node whose pid is not running (gone, or a zombie: a killed process its
+//    parent has not reaped writes nothing more) is expired at once.
+// 2. Otherwise the record's mtime is compared with "now" on the file server's clock (a probe
+//    file touched and read back: every node's touches are stamped by that clock); older than the
+//    lease is expired, else live.
+// 3. Anything that could not be read — the record's mtime, the server's clock — is unknown, and
+//    unknown is never acted on: nothing is revoked, broken, swept or taken over on it.
+import Foundation
+
+/// What a lease judge found.
+public enum Liveness: Sendable, Equatable {
+    case live
+    case expired
+    /// Could not be read now (a stale handle, EIO, a clock probe that failed): look again later.
+    case unknown
+}
+
+/// Judges leases against one spool's or cache's clock probe.
+public struct LeaseJudge: Sendable {
+    /// This machine's node name: holders named with it are checked by pid.
+    public let localNode: String
+    /// Seconds a lease lasts without a refresh.
+    public let lease: Double
+    /// A file or directory on the filesystem whose clock counts (touched to read "now").
+    public let probe: String
+
+    public init(localNode: String, lease: Double, probe: String) {
+        self.localNode = localNode
+        self.lease = lease
+        self.probe = probe
+    }
+
+    /// A round of judgements that reads the server's clock at most once, when first needed.
+    /// `now` replaces the probe (tests: a clock that cannot be read).
+    public func round(now: (@Sendable () -> Double?)? = nil) -> LeaseRound {
+        LeaseRound(judge: self, clock: now ?? { [probe] in SharedFS.serverNow(probe: probe) })
+    }
+
+    /// True while `pid` is a process on this machine that is not a zombie. The one local-process
+    /// check of the project.
+    public static func processRunning(_ pid: Int32) -> Bool {
+        guard pid > 0, kill(pid, 0) == 0 || errno == EPERM else { return false }
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+              let close = stat.lastIndex(of: ")") else { return true }
+        let state = stat[stat.index(after: close)...].drop { $0 == " " }.first
+        return state != "Z" && state != "X"
+    }
+}
+
+/// One round of lease judgements (a supervisor's pass, one lock's breaking): the server's clock
+/// is read once, on the first judgement that needs it, and not at all when none does.
+public final class LeaseRound: @unchecked Sendable {
+    public let judge: LeaseJudge
+    private let clock: @Sendable () -> Double?
+    private let lock = NSLock()
+    private var read: Double??
+
+    init(judge: LeaseJudge, clock: @escaping @Sendable () -> Double?) {
+        self.judge = judge
+        self.clock = clock
+    }
+
+    /// "Now" on the file server's clock; nil when the probe could not be touched or read.
+    public var serverNow: Double? {
+        lock.withLock {
+            if let read { return read }
+            let now = clock()
+            read = .some(now)
+            return now
+        }
+    }
+
+    /// The liveness of a lease whose record is at `path`, held by `holder` (nil: no holder is
+    /// named, so only its age counts). `localByPid`: a holder on this node is live exactly while
+    /// its pid runs (a supervisor whose pass outlasts a lease is still serving).
+    public func liveness(of path: String, holder: LockOwner?, lease: Double? = nil, localByPid: Bool = false) -> Liveness {
+        if let holder, holder.node == judge.localNode {
+            if !LeaseJudge.processRunning(holder.pid) { return .expired }
+            if localByPid { return .live }
+        }
+        return age(SharedFS.mtime(path), lease: lease)
+    }
+
+    /// The liveness of a lease by the age of an mtime already read.
+    public func age(_ mtime: Lookup<Double>, lease: Double? = nil) -> Liveness {
+        guard case .found(let stamp) = mtime, let now = serverNow else { return .unknown }
+        return now - stamp > (lease ?? judge.lease) ? .expired : .live
+    }
+}

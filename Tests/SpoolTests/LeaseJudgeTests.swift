@@ -1,0 +1,141 @@
+// The one lease judge (`LeaseJudge`, `LeaseRound`, docs/protocol.md "Liveness") and the spool's
+// sites that use it: revocation, supervisors' liveness, the temp sweep, adoption, staging locks.
+// Pinned: unknown is never acted on, and a zombie holder is dead.
+import Foundation
+import ModelCache
+import Spool
+import XCTest
+
+final class LeaseJudgeTests: XCTestCase {
+    private var base: URL!
+
+    override func setUpWithError() throws {
+        base = FileManager.default.temporaryDirectory.appendingPathComponent("lease-judge-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: base, withIntermediateDirectories: true)
+    }
+
+    override func tearDownWithError() throws {
+        try? FileManager.default.removeItem(at: base)
+    }
+
+    /// A child that has exited but is not reaped: `kill(pid, 0)` still succeeds for it.
+    private func zombie() throws -> pid_t {
+        var pid: pid_t = 0
+        let argv: [UnsafeMutablePointer<CChar>?] = [strdup("/bin/true"), nil]
+        defer { argv.forEach { free($0) } }
+        XCTAssertEqual(posix_spawn(&pid, "/bin/true", nil, nil, argv, environ), 0)
+        let deadline = Date().addingTimeInterval(5)
+        while Date() < deadline {
+            if let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8), stat.contains(") Z ") { break }
+            usleep(10_000)
+        }
+        XCTAssertEqual(kill(pid, 0), 0, "the zombie still has a process table entry")
+        return pid
+    }
+
+    private func reap(_ pid: pid_t) {
+        var status: Int32 = 0
+        waitpid(pid, &status, 0)
+    }
+
+    /// Makes `path` with an mtime `age` seconds in the past.
+    private func make(_ path: String, age: Double, contents: String = "") {
+        XCTAssertTrue(FileManager.default.createFile(atPath: path, contents: Data(contents.utf8)))
+        let then = Date().addingTimeInterval(-age).timeIntervalSince1970
+        var times = [timespec(tv_sec: Int(then), tv_nsec: 0), timespec(tv_sec: Int(then), tv_nsec: 0)]
+        XCTAssertEqual(utimensat(AT_FDCWD, path, &times, 0), 0)
+    }
+
+    func testAZombieHolderIsDead() throws {
+        let pid = try zombie()
+        defer { reap(pid) }
+        XCTAssertFalse(LeaseJudge.processRunning(pid), "a zombie writes nothing more")
+        XCTAssertTrue(LeaseJudge.processRunning(getpid()))
+        let record = base.appendingPathComponent("record").path
+        make(record, age: 0)
+        let judge = LeaseJudge(localNode: "here", lease: 30, probe: base.path)
+        // A fresh record, but its local holder is a zombie: expired at once, with no clock needed.
+        let round = judge.round(now: { nil })
+        XCTAssertEqual(round.liveness(of: record, holder: LockOwner(node: "here", pid: pid)), .expired)
+        XCTAssertEqual(round.liveness(of: record, holder: LockOwner(node: "here", pid: pid), localByPid: true), .expired)
+        XCTAssertEqual(judge.round().liveness(of: record, holder: LockOwner(node: "here", pid: getpid())), .live)
+    }
+
+    func testUnknownIsNeverActedOn() {
+        let record = base.appendingPathComponent("record").path
+        make(record, age: 3600)
+        let judge = LeaseJudge(localNode: "here", lease: 30, probe: base.path)
+        let far = LockOwner(node: "far", pid: 1)
+        XCTAssertEqual(judge.round(now: { nil }).liveness(of: record, holder: far), .unknown, "no clock: no verdict")
+        XCTAssertEqual(judge.round().liveness(of: record, holder: far), .expired, "an hour old on the server's clock")
+        XCTAssertEqual(judge.round().liveness(of: record + ".absent", holder: far), .unknown, "no record: no verdict")
+        XCTAssertEqual(judge.round().age(.unknown(ESTALE)), .unknown, "a stale handle: no verdict")
+        XCTAssertEqual(judge.round().liveness(of: record, holder: far, lease: 7200), .live)
+    }
+
+    func testTheServerClockIsReadOnlyWhenALeaseIsJudged() throws {
+        let reads = Counter()
+        let round = LeaseJudge(localNode: "here", lease: 30, probe: base.path).round(now: { reads.add(); return Date().timeIntervalSince1970 })
+        let record = base.appendingPathComponent("record").path
+        make(record, age: 0)
+        XCTAssertEqual(round.liveness(of: record, holder: LockOwner(node: "here", pid: getpid()), localByPid: true), .live)
+        XCTAssertEqual(reads.value, 0, "a live local pid needs no clock")
+        _ = round.liveness(of: record, holder: LockOwner(node: "far", pid: 1))
+        _ = round.liveness(of: record, holder: LockOwner(node: "far", pid: 2))
+        XCTAssertEqual(reads.value, 1, "one reading of the clock per round")
+    }
+
+    /// Each spool site under a clock that cannot be read: nothing is revoked, swept or taken over;
+    /// with the clock, the same records are expired.
+    func testTheSpoolActsOnlyOnWhatItJudged() throws {
+        let blind = try Spool(base: base, node: "here", lease: 30, clock: { nil })
+        let seeing = try Spool(base: base, node: "here", lease: 30)
+        let job = String(repeating: "a", count: 24) + ".000000"
+        let claim = blind.layout.path(.claimed, "\(job)@far@1")
+        make(claim, age: 3600)
+        let heartbeat = blind.layout.supervisor("far")
+        make(heartbeat, age: 3600, contents: "1")
+        let temp = blind.layout.path(.tmp, "request@far@1@1")
+        make(temp, age: 40 * 3600)
+
+        XCTAssertEqual(blind.revokeExpiredClaims(), [], "no clock: a foreign claim is not revoked")
+        XCTAssertTrue(FileManager.default.fileExists(atPath: claim))
+        XCTAssertEqual(blind.liveSupervisors(), ["far"], "no clock: a foreign supervisor is not taken over from")
+        XCTAssertEqual(blind.sweepTemp(), 0, "no clock: a foreign temp file stays")
+
+        XCTAssertEqual(seeing.revokeExpiredClaims(), [job])
+        XCTAssertTrue(FileManager.default.fileExists(atPath: seeing.layout.ready(job)), "the range is ready again")
+        XCTAssertEqual(seeing.liveSupervisors(), [])
+        XCTAssertEqual(seeing.sweepTemp(), 1)
+    }
+
+    func testAZombieClaimantsClaimIsRevokedAtOnce() throws {
+        let pid = try zombie()
+        defer { reap(pid) }
+        let spool = try Spool(base: base, node: "here", lease: 30, clock: { nil })
+        let job = String(repeating: "b", count: 24) + ".000001"
+        make(spool.layout.path(.claimed, "\(job)@here@\(pid)"), age: 0)
+        XCTAssertEqual(spool.revokeExpiredClaims(), [job], "a zombie holder is dead: no lease to wait for")
+        // A supervisor record naming a zombie: not live.
+        make(spool.layout.supervisor("here"), age: 0, contents: "\(pid)")
+        XCTAssertEqual(spool.liveSupervisors(), [])
+        XCTAssertTrue(spool.localSupervisorIsDead())
+    }
+
+    func testAStagingLockOfAZombieIsStale() throws {
+        let pid = try zombie()
+        defer { reap(pid) }
+        let lock = base.appendingPathComponent("x.lock").path
+        make(lock, age: 0, contents: "here@\(pid)")
+        XCTAssertTrue(StagingLock.isStale(lock, localNode: "here", lease: 30, probe: base.path))
+        make(lock, age: 0, contents: "far@\(pid)")
+        XCTAssertFalse(StagingLock.isStale(lock, localNode: "here", lease: 30, probe: base.path), "another node's fresh lock")
+    }
+}
+
+private final class Counter: @unchecked Sendable {
+    private let lock = NSLock()
+    private var count = 0
+    func add() { lock.withLock { count += 1 } }
+    var value: Int { lock.withLock { count } }
+}
