@@ -93,13 +93,16 @@ public struct Handoff: Sendable {
         while true {
             // The markers first (two access(2) calls): a wake-up that finds the request settled
             // costs next to nothing, which matters when hundreds of waiters wake at once.
+            // One look at the supervisors per pass (a listing and a stat each: it grows with the nodes).
+            var supervised: Bool?
             if spool.state(of: request.id) == .active {
                 // Its record was unreadable and went to corrupt/ (docs/protocol.md): this
                 // process knows the request whole, so it asks again rather than wait on nothing.
                 if !spool.hasRequest(request.id) { try spool.submit(request) }
-                if spool.hasOrphanParts(olderThan: 2) {
+                supervised = !spool.liveSupervisors().isEmpty
+                if spool.hasOrphanParts(olderThan: 2, supervised: supervised) {
                     splicer.spliceAll()
-                } else if firstPass || spool.liveSupervisors().isEmpty {
+                } else if firstPass || supervised == false {
                     splicer.settleRequests()  // files may be final with nobody left to say so
                 }
             }
@@ -121,7 +124,7 @@ public struct Handoff: Sendable {
                 progress(report)
             }
             if isCancelled() { throw CancellationError() }
-            if !spool.liveSupervisors().isEmpty {
+            if supervised ?? !spool.liveSupervisors().isEmpty {
                 supervisorSeen = Date()
             } else if takesOver || Date().timeIntervalSince(supervisorSeen) > settings.lease {
                 // No daemon serves the spool any more. A caller that can finish the transfer

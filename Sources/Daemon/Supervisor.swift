@@ -10,12 +10,17 @@ import Transfer
 public enum SupervisorError: Error, Sendable, CustomStringConvertible {
     /// A live speech-fetchd of this node already serves the spool.
     case alreadyServed(spool: String, node: String, pid: Int32)
+    /// This node's supervisor record could not be read or replaced (a stale handle, EIO).
+    case recordUnreadable(spool: String, node: String)
 
     public var description: String {
         switch self {
         case .alreadyServed(let spool, let node, let pid):
             return "another speech-fetchd (pid \(pid)) already serves \(spool) as node \(node); this one exits "
                 + "(stop that one first, or give this one another --node to run beside it)"
+        case .recordUnreadable(let spool, let node):
+            return "cannot read or replace \(spool)/supervisors/\(node) (the filesystem keeps failing: a stale handle or I/O error); "
+                + "this speech-fetchd exits: check the mount and start it again"
         }
     }
 }
@@ -57,7 +62,9 @@ public final class Supervisor: @unchecked Sendable {
     /// - Throws: `SupervisorError.alreadyServed` when a live supervisor of this node serves
     ///   the spool: two would retire each other's heartbeat and double the workers.
     public func run(shouldStop: @escaping @Sendable () -> Bool) throws {
-        if spool.liveSupervisors().contains(settings.node), let pid = spool.supervisorPID(of: settings.node), pid != getpid() {
+        // The record is taken atomically (two daemons started at the same instant: one runs).
+        if let pid = try spool.takeSupervisorRecord() {
+            guard pid > 0 else { throw SupervisorError.recordUnreadable(spool: spool.root, node: settings.node) }
             throw SupervisorError.alreadyServed(spool: spool.root, node: settings.node, pid: pid)
         }
         for node in spool.liveSupervisors() where node != settings.node {
@@ -65,7 +72,6 @@ public final class Supervisor: @unchecked Sendable {
         }
         log("serving \(spool.root) as node \(settings.node) with \(workerCount) workers × \(slots) ranges"
             + (ownRequestsOnly ? ", own requests only" : ""))
-        spool.heartbeat()
         spool.remembersSettled = true
         // Local changes wake the loop through inotify: a request, a part this node's workers
         // published, a failure. Another node's changes are seen through one stat of the spool's

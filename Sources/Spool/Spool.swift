@@ -662,10 +662,11 @@ public final class Spool: @unchecked Sendable {
 
     /// True when parts wait that nobody is about to splice: no supervisor serves the spool, or
     /// a part has waited longer than `seconds` (on the filesystem's clock).
-    public func hasOrphanParts(olderThan seconds: Double) -> Bool {
+    /// `supervised`: whether a supervisor is alive, when the caller has just looked.
+    public func hasOrphanParts(olderThan seconds: Double, supervised: Bool? = nil) -> Bool {
         let parts = SpoolFS.list(layout.path(.parts)).compactMap(SpoolLayout.partJob)
         guard !parts.isEmpty else { return false }
-        if liveSupervisors().isEmpty { return true }
+        if !(supervised ?? !liveSupervisors().isEmpty) { return true }
         guard let now = serverNow() else { return false }
         return parts.contains { now - (SpoolFS.mtime(layout.part($0)) ?? now) > seconds }
     }
@@ -785,7 +786,47 @@ public final class Spool: @unchecked Sendable {
         if !SpoolFS.touch(path) && SpoolFS.exists(path) == false { heartbeat() }
     }
 
-    public func retireSupervisor() { unlink(layout.supervisor(owner.node)) }
+    /// Takes this node's supervisor record, atomically: it is published with `link(2)`, so of two
+    /// supervisors of one node started at the same instant exactly one gets it. A record the
+    /// lease judge calls expired (its pid not running here; one that is not a pid) is moved
+    /// aside and replaced; moved aside by someone else's judgement meanwhile, it is put back.
+    /// Returns nil when this process holds the record, else the pid of the live (or unknown:
+    /// never acted on) holder.
+    public func takeSupervisorRecord() throws -> Int32? {
+        let path = layout.supervisor(owner.node)
+        for attempt in 0..<20 {
+            if attempt > 0 { usleep(50_000) }
+            let temp = tempPath("supervisor")
+            try SpoolFS.writeNew(temp, Data("\(owner.pid)".utf8))
+            if try SpoolFS.publishOnce(temp, as: path) { return nil }
+            let judged: Int32?
+            switch SpoolFS.look(path) {
+            case .absent: continue
+            case .unknown: if attempt == 19 { return -1 } else { continue }
+            case .found(let data): judged = Int32(String(decoding: data, as: UTF8.self))
+            }
+            if let pid = judged {
+                if pid == owner.pid { return nil }
+                let verdict = leaseRound().liveness(of: path, holder: LockOwner(node: owner.node, pid: pid), localByPid: true)
+                guard verdict == .expired else { return pid }
+            }
+            // Expired (or not a pid at all): move it aside, and keep it moved only if it is the
+            // record judged (another starter may have replaced it with its own meanwhile).
+            let grave = tempPath("supervisor-gone")
+            guard rename(path, grave) == 0 else { continue }
+            let moved = SpoolFS.read(grave).map { Int32(String(decoding: $0, as: UTF8.self)) }
+            if let moved, moved != judged { link(grave, path) }
+            unlink(grave)
+        }
+        return -1
+    }
+
+    /// Removes this node's supervisor record, if it still names this process.
+    public func retireSupervisor() {
+        let path = layout.supervisor(owner.node)
+        guard supervisorPID(of: owner.node) == owner.pid else { return }
+        unlink(path)
+    }
 
     /// The pid a node's supervisor record names; nil when there is none or it cannot be read.
     public func supervisorPID(of node: String) -> Int32? {

@@ -83,6 +83,26 @@ final class DaemonCommandLineTests: DaemonTestCase {
         XCTAssertEqual(supervisorPid(), first.process.processIdentifier)
     }
 
+    /// Issue 22, defect 6: the record is taken with link(2), not checked then written, so of two
+    /// daemons started at the same instant exactly one serves (three rounds).
+    func testTwoDaemonsStartedAtOnceOneServes() throws {
+        for round in 0..<3 {
+            let a = try launch(fetchdBinary, ["--cache-base", cacheBase.path, "--workers", "1"], environment: environment(), hint: "fetchd-a\(round)")
+            let b = try launch(fetchdBinary, ["--cache-base", cacheBase.path, "--workers", "1"], environment: environment(), hint: "fetchd-b\(round)")
+            XCTAssertTrue(waitUntil(timeout: 20) { !a.process.isRunning || !b.process.isRunning }, "one of the two exits")
+            let (winner, loser) = a.process.isRunning ? (a, b) : (b, a)
+            XCTAssertTrue(waitForExit(loser.process, timeout: 10))
+            XCTAssertEqual(loser.process.terminationStatus, 1, contents(loser.stderr))
+            XCTAssertTrue(contents(loser.stderr).contains("another speech-fetchd (pid \(winner.process.processIdentifier)) already serves"),
+                          contents(loser.stderr))
+            usleep(300_000)
+            XCTAssertTrue(winner.process.isRunning, "the other one serves: \(contents(winner.stderr))")
+            XCTAssertEqual(supervisorPid(), winner.process.processIdentifier)
+            kill(winner.process.processIdentifier, SIGTERM)
+            XCTAssertTrue(waitForExit(winner.process, timeout: 20))
+        }
+    }
+
     func testCancelWithdrawsTheRequestWaitersSeeCancelledAndStagedBytesAreKept() throws {
         try makeRepo(size: 4 << 20)
         hub.setFault(.rateLimit(bytesPerSecond: 256 << 10), for: file)  // far longer than the test
