@@ -221,7 +221,10 @@ public final class HuggingFaceDownloader: Sendable {
             fetched += staleIndexes.map(\.path)
         }
         let indexes = try indexFiles.map { try ShardIndex(contentsOf: directory.finalURL($0.path), path: $0.path) }
-        let needed = try FilePlan.applyIndexes(indexes, selected: selected, all: snapshot.files, repo: repo.description)
+        // A huggingface_hub cache keeps a consolidated copy too: huggingface_hub checks a snapshot
+        // against its tree listing, as `hf download` fills it.
+        let needed = try FilePlan.applyIndexes(indexes, selected: selected, all: snapshot.files, repo: repo.description,
+                                               keepUnnamed: directory.hubCommit != nil)
 
         var missing = needed.filter { !isCurrent($0, in: directory, previous: previous) }
         // A blob huggingface_hub (or an earlier snapshot) already holds is checked and linked, not fetched.
