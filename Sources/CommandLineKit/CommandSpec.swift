@@ -16,6 +16,15 @@ public struct Option: Sendable {
     /// next word that is a path (`/…`, `./…`, `../…`, `~…`), is taken as the value, so that
     /// a following operand is never swallowed.
     public var valueIsOptional = false
+    /// Other long names that mean this option (`local-dir`, `hf download`'s name for `cache-dir`).
+    public var aliases: [String] = []
+
+    /// The same option, also accepted as `--alias` for each alias.
+    public func alias(_ names: String...) -> Option {
+        var copy = self
+        copy.aliases += names
+        return copy
+    }
 
     public static func flag(_ name: String, short: Character? = nil, _ help: String) -> Option {
         Option(name: name, value: nil, short: short, help: help)
@@ -44,9 +53,13 @@ public struct CommandSpec: Sendable {
     public let maxOperands: Int?
     /// Text after the options (environment, exit codes, examples).
     public let epilogue: String
+    /// What to say about an unknown option that users of another tool type (`max-workers` →
+    /// the setting that does that here), keyed by its long name without dashes.
+    public let optionHints: [String: String]
 
     public init(name: String, operands: String = "", summary: String, options: [Option] = [],
-                minOperands: Int = 0, maxOperands: Int? = 0, epilogue: String = "") {
+                minOperands: Int = 0, maxOperands: Int? = 0, epilogue: String = "", optionHints: [String: String] = [:]) {
+        self.optionHints = optionHints
         self.name = name
         self.operands = operands
         self.summary = summary
@@ -74,6 +87,36 @@ public struct CommandSpec: Sendable {
         return out
     }
 
+    /// "; did you mean --cache-dir?" for a near miss of a known option (or the spec's own hint
+    /// for a name another tool uses), "" when nothing is near.
+    func hint(forUnknown name: String) -> String {
+        if let hint = optionHints[name] { return "; \(hint)" }
+        let known = options.flatMap { [$0.name] + $0.aliases } + ["help", "version"]
+        let typed = name.lowercased().replacingOccurrences(of: "_", with: "-")
+        if known.contains(typed) { return "; did you mean --\(typed)?" }
+        let scored = known.map { ($0, CommandSpec.editDistance(typed, $0)) }
+            .filter { $0.1 <= max(1, min(3, $0.0.count / 3)) || ($0.0.hasPrefix(typed) && typed.count >= 3) }
+            .sorted { $0.1 < $1.1 }
+        guard let best = scored.first else { return "" }
+        return "; did you mean --\(best.0)?"
+    }
+
+    /// Levenshtein distance over characters (names are short: O(n·m) is nothing).
+    static func editDistance(_ a: String, _ b: String) -> Int {
+        let x = Array(a), y = Array(b)
+        var row = Array(0...y.count)
+        for i in 1...max(1, x.count) where !x.isEmpty {
+            var previous = row[0]
+            row[0] = i
+            for j in stride(from: 1, through: y.count, by: 1) {
+                let substitution = previous + (x[i - 1] == y[j - 1] ? 0 : 1)
+                previous = row[j]
+                row[j] = min(substitution, row[j] + 1, row[j - 1] + 1)
+            }
+        }
+        return x.isEmpty ? y.count : row[y.count]
+    }
+
     /// What a command line asks for.
     public enum Outcome {
         case run(ParsedArguments)
@@ -88,7 +131,7 @@ public struct CommandSpec: Sendable {
     public func parse(_ words: [String]) throws -> Outcome {
         var parsed = ParsedArguments()
         var i = 0
-        func option(named name: String) -> Option? { options.first { $0.name == name } }
+        func option(named name: String) -> Option? { options.first { $0.name == name || $0.aliases.contains(name) } }
         while i < words.count {
             let word = words[i]
             i += 1
@@ -106,7 +149,7 @@ public struct CommandSpec: Sendable {
                     inline = String(name[name.index(after: eq)...])
                     name = String(name[..<eq])
                 }
-                guard let o = option(named: name) else { throw UsageError("\(self.name): unknown option --\(name)") }
+                guard let o = option(named: name) else { throw UsageError("\(self.name): unknown option --\(name)" + hint(forUnknown: name)) }
                 found = o
             } else if word.hasPrefix("-"), word.count > 1 {
                 let letters = Array(word.dropFirst())

@@ -12,15 +12,18 @@ public enum FilePlan {
     }
 
     /// Applies shard indexes: every shard an index names is needed; a `.safetensors` file in an
-    /// index's folder that no index names (a consolidated copy) is dropped.
+    /// index's folder that no index names (a consolidated copy) is dropped, unless
+    /// `keepUnnamed`: a huggingface_hub cache holds the whole selection, as `hf download`
+    /// fetches it, because huggingface_hub checks a snapshot against its tree listing
+    /// (docs/cache-and-offline.md, "Sharing a huggingface_hub cache").
     public static func applyIndexes(_ indexes: [ShardIndex], selected: [RepoFile], all: [RepoFile],
-                                    repo: String) throws -> [RepoFile] {
+                                    repo: String, keepUnnamed: Bool = false) throws -> [RepoFile] {
         guard !indexes.isEmpty else { return selected }
         let named = indexes.reduce(into: Set<String>()) { $0.formUnion($1.shards) }
         let byPath = Dictionary(all.map { ($0.path, $0) }, uniquingKeysWith: { a, _ in a })
         let missing = named.filter { byPath[$0] == nil }.sorted()
         if !missing.isEmpty { throw CacheError.notInRepo(repo: repo, paths: missing) }
-        var result = selected.filter { file in
+        var result = keepUnnamed ? selected : selected.filter { file in
             !indexes.contains { $0.governs(file.path) } || named.contains(file.path)
         }
         let have = Set(result.map(\.path))

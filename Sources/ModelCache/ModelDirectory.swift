@@ -142,7 +142,8 @@ public struct ModelDirectory: Sendable {
             var missing = selected.filter { ShardIndex.isIndexPath($0.path) && !isHere($0) }.map(\.path)
             let indexes = selected.filter { ShardIndex.isIndexPath($0.path) && isHere($0) }
                 .compactMap { try? ShardIndex(contentsOf: finalURL($0.path), path: $0.path) }
-            guard let needed = try? FilePlan.applyIndexes(indexes, selected: selected, all: snapshot.files, repo: repo) else {
+            guard let needed = try? FilePlan.applyIndexes(indexes, selected: selected, all: snapshot.files, repo: repo,
+                                                             keepUnnamed: hubCommit != nil) else {
                 missing = indexes.flatMap(\.shards).filter { access(finalPath($0), F_OK) != 0 }
                 return OfflineCheck(missing: missing.sorted(), present: selected.filter { isHere($0) }.map(\.path),
                                     commit: snapshot.commit)

@@ -11,6 +11,8 @@ public enum DownloadError: Error, Sendable, CustomStringConvertible {
     case stalled(modelId: String, seconds: Int)
     /// speech-fetchd is needed (`backgroundTransfer` is set) and none could be found.
     case noDaemonExecutable(searched: [String])
+    /// `forceDownload` asks the Hub again, which offline mode forbids.
+    case forceDownloadOffline(repo: String)
 
     public var description: String {
         switch self {
@@ -21,6 +23,8 @@ public enum DownloadError: Error, Sendable, CustomStringConvertible {
             return "the download of \(modelId) made no progress for \(seconds) s and was stopped; what it staged is kept for the next attempt"
         case .noDaemonExecutable(let searched):
             return "backgroundTransfer is set but no speech-fetchd was found (looked at \(searched.joined(separator: ", "))); install it beside this program or set SPEECH_FETCHD to its path"
+        case .forceDownloadOffline(let repo):
+            return "forceDownload fetches \(repo) again from the Hub, which offline mode (offlineMode, HF_HUB_OFFLINE) forbids; drop one of them"
         case .conflictingDirectories:
             return "give either cacheDir (the model's own directory) or cacheBaseDir (a base for models/<org>/<name>) and huggingFaceCache (--hf-cache), not cacheDir with either"
         }

@@ -28,6 +28,17 @@ public struct DownloadResult: Sendable {
     public var handedOver: Bool = false
     /// The daemon `--detach` started (nil when one already served the base).
     public var startedDaemon: StartedDaemon? = nil
+    /// The spool request the call handed over (`--detach`), which `speech status` shows.
+    public var requestID: String? = nil
+    /// Include patterns that matched no file of the repo, each with a few repo paths it may have
+    /// meant (nearest first): the call fetched nothing for them.
+    public var unmatchedPatterns: [UnmatchedPattern] = []
+}
+
+/// An include pattern that selected nothing, and the repo paths nearest to it.
+public struct UnmatchedPattern: Sendable, Equatable {
+    public let pattern: String
+    public let nearPaths: [String]
 }
 
 /// Something a download call tells its caller besides progress.
@@ -58,6 +69,9 @@ public struct DownloadPlan: Sendable {
 public final class HuggingFaceDownloader: Sendable {
     public let settings: DownloadSettings
     let environment: [String: String]
+    /// A token for this downloader's own Hub requests, instead of `HF_TOKEN` (`speech download
+    /// --token`). It stays in this process: a daemon started or served keeps its own credential.
+    let token: String?
     private let madeClient = Mutex<HubClient?>(nil)
 
     /// The Hub client (`HF_ENDPOINT`, `HF_TOKEN`), made at its first use: a call the cache
@@ -65,17 +79,26 @@ public final class HuggingFaceDownloader: Sendable {
     public var client: HubClient {
         madeClient.withLock { made in
             if let made { return made }
-            let client = HubClient.fromEnvironment(environment, retry: settings.retry, stallTimeout: settings.stallTimeout)
+            let client = makeClient(retry: settings.retry, stallTimeout: settings.stallTimeout)
             made = client
             return client
         }
     }
 
-    /// A downloader configured from the environment (`HF_ENDPOINT`, `HF_TOKEN`, `HF_DOWNLOAD_*`).
-    public init(environment: [String: String] = ProcessInfo.processInfo.environment, settings: DownloadSettings? = nil) {
+    /// A downloader configured from the environment (`HF_ENDPOINT`, `HF_TOKEN`, `HF_DOWNLOAD_*`);
+    /// `token`, when given, replaces the environment's token for this downloader's requests.
+    public init(environment: [String: String] = ProcessInfo.processInfo.environment, settings: DownloadSettings? = nil,
+                token: String? = nil) {
         let settings = (settings ?? DownloadSettings.fromEnvironment(environment)).normalized()
         self.environment = environment
         self.settings = settings
+        self.token = token
+    }
+
+    /// A Hub client for the endpoint of `environment`, with `token` or else the environment's.
+    private func makeClient(retry: RetryPolicy, stallTimeout: Double) -> HubClient {
+        guard let token else { return HubClient.fromEnvironment(environment, retry: retry, stallTimeout: stallTimeout) }
+        return HubClient(endpoint: .fromEnvironment(environment), token: token, retry: retry, stallTimeout: stallTimeout)
     }
 
     /// The cache base used when a call names neither `cacheDir` nor `cacheBaseDir`.
@@ -122,7 +145,7 @@ public final class HuggingFaceDownloader: Sendable {
     /// the base whose spool a daemon serves.
     public func downloadBlocking(repo rawRepo: String, revision: String = "main", include: [String] = [],
                                  exclude: [String] = [], cacheDir: URL? = nil, cacheBaseDir: URL? = nil, huggingFaceCache: URL? = nil,
-                                 offlineMode: Bool? = nil,
+                                 offlineMode: Bool? = nil, forceDownload: Bool = false,
                                  host: TransferHost = .automatic, requestTimeout: Double? = nil,
                                  progress: @escaping @Sendable (DownloadProgress) -> Void = { _ in },
                                  isCancelled: @escaping @Sendable () -> Bool = { false },
@@ -148,6 +171,7 @@ public final class HuggingFaceDownloader: Sendable {
             directory = ModelDirectory(cacheDir ?? CacheLocation.modelDirectory(base: cacheBaseDir ?? defaultCacheBase, repo: repo))
             cached = directory.offlineCheck(selection, repo: repo.description)
         }
+        if forceDownload, offlineMode ?? offlineByDefault { throw DownloadError.forceDownloadOffline(repo: repo.description) }
         if offlineMode ?? offlineByDefault {
             guard cached.missing.isEmpty else {
                 let checked = directory.hubCommit == "" ? directory.path + " (no snapshot for revision \(revision))"
@@ -160,9 +184,8 @@ public final class HuggingFaceDownloader: Sendable {
 
         // Resolution always asks the Hub. When the cache already satisfies the call, one attempt is
         // enough to learn the Hub is unreachable: no waiting through the retry ladder.
-        let satisfied = cached.missing.isEmpty
-        let resolver = satisfied ? HubClient.fromEnvironment(environment, retry: RetryPolicy(attempts: 1),
-                                                             stallTimeout: min(settings.stallTimeout, 30))
+        let satisfied = cached.missing.isEmpty && !forceDownload
+        let resolver = satisfied ? makeClient(retry: RetryPolicy(attempts: 1), stallTimeout: min(settings.stallTimeout, 30))
                                  : client
         let snapshot: RepoSnapshot
         do {
@@ -178,8 +201,11 @@ public final class HuggingFaceDownloader: Sendable {
         }
         try checkLocations(cacheDir: cacheDir, cacheBaseDir: cacheBaseDir, forWriting: true)
         if let huggingFaceCache { HubCache.tag(huggingFaceCache) }
-        return try fetch(snapshot, repo: repo, selection: selection, into: directory.atCommit(snapshot.commit), spoolBase: cacheBaseDir ?? defaultCacheBase,
-                         host: host, requestTimeout: requestTimeout, progress: progress, isCancelled: isCancelled, notice: notice)
+        var result = try fetch(snapshot, repo: repo, selection: selection, into: directory.atCommit(snapshot.commit),
+                               spoolBase: cacheBaseDir ?? defaultCacheBase, force: forceDownload,
+                               host: host, requestTimeout: requestTimeout, progress: progress, isCancelled: isCancelled, notice: notice)
+        result.unmatchedPatterns = HuggingFaceDownloader.unmatched(selection, in: snapshot.files)
+        return result
     }
 
     /// What a download call would fetch (`speech download --dry-run`): resolves the revision and
@@ -201,8 +227,19 @@ public final class HuggingFaceDownloader: Sendable {
                                                                    cached: isCurrent($0, in: directory, previous: previous)) })
     }
 
+    /// Globs of the selection that match no file of the listing, with the paths nearest each.
+    static func unmatched(_ selection: FileSelection, in files: [RepoFile]) -> [UnmatchedPattern] {
+        let paths = files.map(\.path)
+        return selection.patterns.filter { FileSelection.isPattern($0) }.compactMap { pattern in
+            paths.contains { FileSelection.glob(pattern, matches: $0) } ? nil
+                : UnmatchedPattern(pattern: pattern, nearPaths: FileSelection.nearest(to: pattern, among: paths, limit: 3))
+        }
+    }
+
+    /// `force`: every needed file is fetched again in this process (no hand-over, no adopted
+    /// blob); the new copy replaces the old one only once it verifies.
     private func fetch(_ snapshot: RepoSnapshot, repo: RepoID, selection: FileSelection, into directory: ModelDirectory,
-                       spoolBase: URL, host: TransferHost, requestTimeout: Double?,
+                       spoolBase: URL, force: Bool = false, host: TransferHost, requestTimeout: Double?,
                        progress: @escaping @Sendable (DownloadProgress) -> Void,
                        isCancelled: @escaping @Sendable () -> Bool,
                        notice: @escaping @Sendable (DownloadNotice) -> Void) throws -> DownloadResult {
@@ -215,19 +252,27 @@ public final class HuggingFaceDownloader: Sendable {
 
         // Shard indexes first: they decide which weight files the call needs.
         let indexFiles = selected.filter { ShardIndex.isIndexPath($0.path) }
-        let staleIndexes = indexFiles.filter { !isCurrent($0, in: directory, previous: previous) }
+        let staleIndexes = force ? indexFiles : indexFiles.filter { !isCurrent($0, in: directory, previous: previous) }
         if !staleIndexes.isEmpty {
             try engine.fetch(staleIndexes, repo: repo, commit: snapshot.commit, into: directory, isCancelled: isCancelled)
             fetched += staleIndexes.map(\.path)
         }
         let indexes = try indexFiles.map { try ShardIndex(contentsOf: directory.finalURL($0.path), path: $0.path) }
-        let needed = try FilePlan.applyIndexes(indexes, selected: selected, all: snapshot.files, repo: repo.description)
+        // A huggingface_hub cache keeps a consolidated copy too: huggingface_hub checks a snapshot
+        // against its tree listing, as `hf download` fills it.
+        let needed = try FilePlan.applyIndexes(indexes, selected: selected, all: snapshot.files, repo: repo.description,
+                                               keepUnnamed: directory.hubCommit != nil)
 
-        var missing = needed.filter { !isCurrent($0, in: directory, previous: previous) }
-        // A blob huggingface_hub (or an earlier snapshot) already holds is checked and linked, not fetched.
-        missing = missing.filter { !directory.adoptExistingBlob($0, isCancelled: isCancelled) }
+        var missing: [RepoFile]
+        if force {
+            missing = needed.filter { file in !staleIndexes.contains { $0.path == file.path } }
+        } else {
+            missing = needed.filter { !isCurrent($0, in: directory, previous: previous) }
+            // A blob huggingface_hub (or an earlier snapshot) already holds is checked and linked, not fetched.
+            missing = missing.filter { !directory.adoptExistingBlob($0, isCancelled: isCancelled) }
+        }
         if isCancelled() { throw CancellationError() }
-        let handoff = handoff(base: spoolBase)
+        let handoff = force ? nil : handoff(base: spoolBase)
         if !missing.isEmpty, let handoff {
             let daemon = handoff.daemonServes
             switch host {
@@ -238,7 +283,7 @@ public final class HuggingFaceDownloader: Sendable {
                 try handoff.submit(request)
                 let started = daemon ? nil : try handoff.startDaemon(executable: executable, base: spoolBase)
                 return DownloadResult(directory: directory.filesURL, files: needed.map(\.path), commit: snapshot.commit,
-                                      fetched: [], warning: nil, handedOver: true, startedDaemon: started)
+                                      fetched: [], warning: nil, handedOver: true, startedDaemon: started, requestID: request.id)
             case .automatic where daemon:
                 let request = SpoolRequest(repo: repo.description, revision: snapshot.revision, commit: snapshot.commit,
                                            modelDir: directory.path, files: needed, node: settings.node,

@@ -1,4 +1,4 @@
-// SocketListener - a listening socket on 127.0.0.1 with an accept thread and a thread per
+// SocketListener - a listening socket on a loopback address with an accept thread and a thread per
 // connection. It keeps every open connection so stop() can shut them all down, and closes
 // a connection's descriptor under the same lock, so stop() never touches a reused number.
 import Foundation
@@ -14,15 +14,21 @@ final class SocketListener: @unchecked Sendable {
     private let acceptDone = DispatchSemaphore(value: 0)
     private let connections = DispatchGroup()
 
-    init(port requested: UInt16) throws {
+    /// Binds `host` (an IPv4 loopback address: 127.0.0.1, or another of 127/8, which Linux
+    /// routes to `lo` without setup) at `requested` (0: a free port).
+    init(host: String = "127.0.0.1", port requested: UInt16) throws {
+        var loopback = in_addr()
+        guard inet_pton(AF_INET, host, &loopback) == 1, UInt32(bigEndian: loopback.s_addr) >> 24 == 127 else {
+            throw TestHubError.notLoopback(host)
+        }
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { throw TestHubError.cannotListen(port: requested, errno: errno) }
+        guard fd >= 0 else { throw TestHubError.cannotListen(host: host, port: requested, errno: errno) }
         var one: Int32 = 1
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = requested.bigEndian
-        address.sin_addr.s_addr = UInt32(0x7f00_0001).bigEndian
+        address.sin_addr = loopback
         let bound = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
                 bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
@@ -31,7 +37,7 @@ final class SocketListener: @unchecked Sendable {
         guard bound == 0, listen(fd, 256) == 0 else {
             let code = errno
             close(fd)
-            throw TestHubError.cannotListen(port: requested, errno: code)
+            throw TestHubError.cannotListen(host: host, port: requested, errno: code)
         }
         var actual = sockaddr_in()
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)

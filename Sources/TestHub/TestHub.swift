@@ -11,7 +11,7 @@ import Foundation
 public final class TestHub: @unchecked Sendable {
     /// "http://127.0.0.1:<port>", no trailing slash: what `HF_ENDPOINT` should be.
     public let baseURL: String
-    /// "http://127.0.0.1:<cdnPort>": where LFS resolves redirect to.
+    /// "http://<cdnHost>:<cdnPort>": where LFS resolves redirect to.
     public let cdnURL: String
     /// The folder whose `<org>/<name>/` subfolders are the repos.
     public let root: URL
@@ -24,15 +24,21 @@ public final class TestHub: @unchecked Sendable {
     /// - Parameters:
     ///   - port: The Hub's port; 0 picks a free one.
     ///   - cdnPort: The CDN's port; 0 picks a free one.
+    ///   - cdnHost: The CDN's loopback address. Another address than the Hub's (127.0.0.2, as
+    ///     `speech-testhub` uses) makes the redirect change host, as the Hub's CDN redirects do,
+    ///     which huggingface_hub 1.x needs to stop there; 127.0.0.1 (the default) keeps tools that
+    ///     only know the Hub's address (raw-socket tests, proxies) working.
     ///   - treePageSize: Entries per tree page (the Hub uses 1000; 50 at most with `expand=true`).
-    /// - Throws: `TestHubError.cannotListen` when a port cannot be bound.
-    public init(root: URL, port: UInt16 = 0, cdnPort: UInt16 = 0, treePageSize: Int = 1000) throws {
+    /// - Throws: `TestHubError.cannotListen` when a port cannot be bound, `.notLoopback` for a
+    ///   `cdnHost` outside 127/8.
+    public init(root: URL, port: UInt16 = 0, cdnPort: UInt16 = 0, cdnHost: String = "127.0.0.1",
+                treePageSize: Int = 1000) throws {
         self.root = root.standardizedFileURL
         try? FileManager.default.createDirectory(at: self.root, withIntermediateDirectories: true)
         hubListener = try SocketListener(port: port)
-        cdnListener = try SocketListener(port: cdnPort)
+        cdnListener = try SocketListener(host: cdnHost, port: cdnPort)
         baseURL = "http://127.0.0.1:\(hubListener.port)"
-        cdnURL = "http://127.0.0.1:\(cdnListener.port)"
+        cdnURL = "http://\(cdnHost):\(cdnListener.port)"
         let state = HubState(root: self.root, baseURL: baseURL, cdnURL: cdnURL, treePageSize: treePageSize)
         self.state = state
         let hubRoutes = HubRoutes(state: state)

@@ -8,8 +8,10 @@ public enum TestHubError: Error, CustomStringConvertible, Equatable {
     case invalidPath(repo: String, path: String)
     /// Writing a repo file failed.
     case cannotWrite(path: String, errno: Int32)
-    /// Opening a listening socket on 127.0.0.1 failed.
-    case cannotListen(port: UInt16, errno: Int32)
+    /// Opening a listening socket on a loopback address failed.
+    case cannotListen(host: String, port: UInt16, errno: Int32)
+    /// A listening address that is not IPv4 loopback (127.x.y.z): the test Hub serves this machine only.
+    case notLoopback(String)
 
     public var description: String {
         switch self {
@@ -19,8 +21,10 @@ public enum TestHubError: Error, CustomStringConvertible, Equatable {
             return "'\(path)' cannot be a file of \(repo): use a relative path without '.', '..' or empty parts"
         case .cannotWrite(let path, let code):
             return "cannot write \(path): \(String(cString: strerror(code)))"
-        case .cannotListen(let port, let code):
-            return "cannot listen on 127.0.0.1:\(port): \(String(cString: strerror(code))); pick another port or 0 for a free one"
+        case .cannotListen(let host, let port, let code):
+            return "cannot listen on \(host):\(port): \(String(cString: strerror(code))); pick another port or 0 for a free one"
+        case .notLoopback(let host):
+            return "'\(host)' is not an IPv4 loopback address: the test Hub listens on 127.x.y.z only (e.g. 127.0.0.2)"
         }
     }
 }

@@ -16,7 +16,8 @@ let spec = CommandSpec(
     options: [
         .value("root", "DIR", "folder whose <org>/<name>/ subfolders are served as repos (created if missing; required)"),
         .value("port", "N", "Hub port on 127.0.0.1 (0, the default, picks a free one)"),
-        .value("cdn-port", "N", "CDN port on 127.0.0.1 (0, the default, picks a free one)"),
+        .value("cdn-port", "N", "CDN port (0, the default, picks a free one)"),
+        .value("cdn-host", "ADDR", "CDN address, a loopback 127.x.y.z (default 127.0.0.2: another host than the Hub's, as on the Hub)"),
         .value("page-size", "N", "tree listing entries per page (default 1000)"),
         .value("faults", "FILE", "JSON scenario: faults, gated and private repos (docs/testhub.md)"),
         .flag("lfs-oid-prefix", "write tree lfs.oid as \"sha256:<hex>\""),
@@ -68,6 +69,7 @@ struct Options {
     var root: String?
     var port: UInt16 = 0
     var cdnPort: UInt16 = 0
+    var cdnHost = "127.0.0.2"
     var pageSize = 1000
     var faultsPath: String?
     var oidPrefix = false
@@ -81,6 +83,7 @@ struct Options {
         options.root = parsed.value("root")
         if let v = parsed.value("port") { options.port = parsePort(v, flag: "--port") }
         if let v = parsed.value("cdn-port") { options.cdnPort = parsePort(v, flag: "--cdn-port") }
+        if let v = parsed.value("cdn-host") { options.cdnHost = v }
         if let v = parsed.value("page-size") {
             guard let n = Int(v), n > 0 else { usageFail("--page-size takes a positive number, not '\(v)'") }
             options.pageSize = n
@@ -127,7 +130,9 @@ do {
 
 let hub: TestHub
 do {
-    hub = try TestHub(root: rootURL, port: port, cdnPort: cdnPort, treePageSize: pageSize)
+    hub = try TestHub(root: rootURL, port: port, cdnPort: cdnPort, cdnHost: options.cdnHost, treePageSize: pageSize)
+} catch TestHubError.notLoopback(let host) {
+    usageFail("--cdn-host \(host): not an IPv4 loopback address; give 127.x.y.z (e.g. 127.0.0.2)")
 } catch {
     fail("\(error)")
 }

@@ -3,6 +3,7 @@
 import CommandLineKit
 import Foundation
 import HubClient
+import ModelCache
 import SpeechFetch
 
 enum DownloadCommand {
@@ -17,9 +18,12 @@ enum DownloadCommand {
             .value("revision", "R", "branch, tag or commit (default main)"),
             .value("include", "GLOB", "fetch only matching files (repeatable; `*` crosses /)"),
             .value("exclude", "GLOB", "leave out matching files (repeatable)"),
-            .value("cache-dir", "DIR", "the model's own directory (instead of <base>/models/<org>/<name>)"),
+            Option.value("cache-dir", "DIR", "the model's own directory (instead of <base>/models/<org>/<name>); also --local-dir")
+                .alias("local-dir"),
             CacheCommand.baseOption,
             .optionalValue("hf-cache", "DIR", "write a huggingface_hub cache instead (DIR, else HF_HUB_CACHE, HF_HOME/hub, ~/.cache/huggingface/hub)"),
+            .value("token", "TOKEN", "Hub token for this call instead of HF_TOKEN; `-` reads it from stdin (never echoed)"),
+            .flag("force-download", "fetch the selected files again even when cached (in this process)"),
             .flag("offline", "use only the cache (as HF_HUB_OFFLINE=1)"),
             .flag("dry-run", "print what would be fetched, with sizes; write nothing"),
             .flag("json", "one JSON object per progress, retry and result event"),
@@ -31,8 +35,18 @@ enum DownloadCommand {
         On a terminal one redrawn line shows the whole file set; piped, a line per finished file and
         a progress line at least every 5 s; HF_HUB_DISABLE_PROGRESS_BARS=1 turns progress off.
         Each retry prints one line (what failed, attempt k of n, the wait).
+        hf download's flags here: --local-dir DIR is --cache-dir DIR (the model's files, at their repo
+        paths); hf's --cache-dir DIR (a huggingface_hub cache root) is --hf-cache DIR; --cache-base
+        is this cache's own root (<base>/models/<org>/<name>), which hf does not have. --token and
+        --force-download are hf's. HF_HUB_ENABLE_HF_TRANSFER has no effect: ranges are built in.
         exit codes: 0 done, 1 failed, 64 bad usage, 130 interrupted (what was fetched is kept).
-        """)
+        """,
+        optionHints: [
+            "max-workers": "speech has no --max-workers: HF_DOWNLOAD_RANGE_CONCURRENCY sets the ranges in flight (default 16)",
+            "repo-type": "speech fetches model repos only, so there is no --repo-type",
+            "local-dir-use-symlinks": "speech writes real files under --cache-dir (or a huggingface_hub cache with --hf-cache)",
+            "resume-download": "speech always resumes: what an interrupted call staged under .incomplete/ is kept",
+        ])
 
     static let demoSpec = CommandSpec(
         name: "speech demo",
@@ -64,6 +78,9 @@ enum DownloadCommand {
         var json = false
         var quiet = false
         var detach = false
+        /// `--token`, read (from stdin for `-`); never printed.
+        var token: String?
+        var force = false
 
         /// ` --cache-base DIR` or ` --cache-dir DIR` as given, for suggested commands.
         var baseArgument: String {
@@ -88,6 +105,14 @@ enum DownloadCommand {
         request.json = parsed.flag("json")
         request.quiet = parsed.flag("quiet")
         request.detach = parsed.flag("detach")
+        request.force = parsed.flag("force-download")
+        if let token = parsed.value("token") {
+            request.token = token == "-" ? readToken() : token.trimmingCharacters(in: .whitespacesAndNewlines)
+            if request.token?.isEmpty ?? true {
+                speechProgram.usageError("speech download: --token \(token == "-" ? "- read no token from stdin" : "got a blank token"); give the token, or `-` and the token on stdin", help: spec.name)
+            }
+        }
+        warnAboutHFTransfer(environment)
         if request.cacheDir != nil && request.cacheBase != nil {
             speechProgram.usageError("speech download: give --cache-dir DIR (the model's own directory) or --cache-base DIR (a base for models/<org>/<name>), not both", help: spec.name)
         }
@@ -99,6 +124,10 @@ enum DownloadCommand {
         }
         if request.dryRun && request.detach {
             speechProgram.usageError("speech download: --dry-run writes nothing, so it cannot --detach", help: spec.name)
+        }
+        if request.force && (request.offline || request.dryRun || request.detach) {
+            let other = request.offline ? "--offline" : request.dryRun ? "--dry-run" : "--detach"
+            speechProgram.usageError("speech download: --force-download fetches again in this process, which \(other) does not do; drop one of them", help: spec.name)
         }
         exit(download(request, environment: environment))
     }
@@ -115,6 +144,9 @@ enum DownloadCommand {
             if !request.files.isEmpty || !request.include.isEmpty || !request.exclude.isEmpty || parsedRevision(request) {
                 speechProgram.usageError("speech download: \(entry.displayName) is a catalog model, which names its own files and revision; FILE, --include, --exclude and --revision apply to org/name", help: spec.name)
             }
+            if request.force {
+                speechProgram.usageError("speech download: --force-download takes an org/name (the catalog model \(entry.displayName) needs \(entry.repos.joined(separator: " + ")))", help: spec.name)
+            }
             if request.dryRun {
                 speechProgram.usageError("speech download: --dry-run takes an org/name (the catalog model \(entry.displayName) needs \(entry.repos.joined(separator: " + ")))", help: spec.name)
             }
@@ -125,7 +157,7 @@ enum DownloadCommand {
         } catch {
             speechProgram.usageError("speech download: \(error)", help: spec.name)
         }
-        let downloader = HuggingFaceDownloader(environment: environment)
+        let downloader = HuggingFaceDownloader(environment: environment, token: request.token)
         let offlineBy: String? = request.offline ? "drop --offline" : downloader.offlineByDefault ? "unset HF_HUB_OFFLINE" : nil
         if offlineBy == nil, let warning = HubEndpoint.ignoredValueWarning(environment) {  // offline, the endpoint is unused
             speechProgram.warn(warning)
@@ -157,7 +189,7 @@ enum DownloadCommand {
             let result = try downloader.downloadBlocking(
                 repo: request.repo, revision: request.revision, include: include, exclude: request.exclude,
                 cacheDir: cacheDir, cacheBaseDir: cacheBase, huggingFaceCache: hubCache, offlineMode: offlineBy != nil ? true : nil,
-                host: host, progress: { printer.update($0) }, isCancelled: { interrupt.isRaised },
+                forceDownload: request.force, host: host, progress: { printer.update($0) }, isCancelled: { interrupt.isRaised },
                 notice: { notice in
                     switch notice {
                     case .handedToDaemon(let spool):
@@ -170,13 +202,27 @@ enum DownloadCommand {
                 })
             printer.finish()
             if let warning = result.warning { speechProgram.warn(warning) }
+            for miss in result.unmatchedPatterns {
+                speechProgram.warn("--include \(shellQuoted(miss.pattern)) matches no file of \(request.repo); nothing was fetched for it"
+                                   + (miss.nearPaths.isEmpty ? "" : " (did you mean \(miss.nearPaths.map(shellQuoted).joined(separator: ", "))? `speech resolve \(request.repo)` lists every file)"))
+            }
             let seconds = Date().timeIntervalSince(started)
-            if request.json {
+            if request.json, result.handedOver, result.fetched.isEmpty, let id = result.requestID {
+                // --detach: the request was handed over; nothing is fetched yet.
+                var accepted: [String: Any] = ["event": "accepted", "requestId": id, "repo": request.repo,
+                                               "directory": result.directory.path, "files": result.files]
+                if let commit = result.commit { accepted["commit"] = commit }
+                if let daemon = result.startedDaemon { accepted["daemonPid"] = Int(daemon.pid); accepted["daemonLog"] = daemon.log }
+                printer.emitJSON(accepted)
+            } else if request.json {
                 var summary: [String: Any] = ["event": "done", "directory": result.directory.path, "files": result.files,
                                               "fetched": result.fetched, "seconds": seconds,
                                               "averageBytesPerSecond": Int(printer.averageRate)]
                 if let commit = result.commit { summary["commit"] = commit }
                 if let warning = result.warning { summary["warning"] = warning }
+                if !result.unmatchedPatterns.isEmpty {
+                    summary["unmatchedPatterns"] = result.unmatchedPatterns.map { ["pattern": $0.pattern, "nearPaths": $0.nearPaths] as [String: Any] }
+                }
                 if let daemon = result.startedDaemon { summary["daemonPid"] = Int(daemon.pid); summary["daemonLog"] = daemon.log }
                 printer.emitJSON(summary)
             } else if request.quiet {
@@ -199,12 +245,44 @@ enum DownloadCommand {
 
     private static func parsedRevision(_ request: Request) -> Bool { request.revision != "main" }
 
+    /// Where an org/name download stages (`<dir>/.incomplete`): `--cache-dir`, the repo folder of
+    /// `--hf-cache`, or `<base>/models/<org>/<name>`.
+    static func modelDirectory(_ request: Request, environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
+        if let cacheDir = request.cacheDir { return cacheDir }
+        let base = request.cacheBase.map { URL(fileURLWithPath: $0) } ?? CacheLocation.defaultBase(environment)
+        if !request.repo.contains("/"), let entry = ModelCatalog.find(request.repo) {  // a catalog model: its first repo's
+            let repos = entry.repos.compactMap { try? RepoID($0) }
+            if let first = repos.first { return CacheLocation.modelDirectory(base: base, repo: first).path }
+        }
+        guard let repo = try? RepoID(request.repo) else { return "the model directory" }
+        if let hubCache = request.hubCache {
+            let root = hubCache.isEmpty ? HubCache.defaultDirectory(environment) : URL(fileURLWithPath: hubCache)
+            return HubCache.repoFolder(hub: root, repo: repo).path
+        }
+        return CacheLocation.modelDirectory(base: base, repo: repo).path
+    }
+
+    /// The token from stdin (`--token -`): the first line, at most 4 KiB, trimmed.
+    private static func readToken() -> String {
+        var bytes: [UInt8] = []
+        var byte: UInt8 = 0
+        while bytes.count < 4096, read(STDIN_FILENO, &byte, 1) == 1, byte != UInt8(ascii: "\n") { bytes.append(byte) }
+        return String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    /// huggingface_hub's switch for hf_transfer: said once, as it changes nothing here.
+    static func warnAboutHFTransfer(_ environment: [String: String]) {
+        guard let value = environment["HF_HUB_ENABLE_HF_TRANSFER"], ["1", "true", "yes", "on"].contains(value.lowercased()) else { return }
+        speechProgram.warn("HF_HUB_ENABLE_HF_TRANSFER has no effect here: speech fetches large files as concurrent byte ranges itself "
+                           + "(HF_DOWNLOAD_RANGE_CONCURRENCY, HF_DOWNLOAD_RANGE_CHUNK), so there is nothing to switch on")
+    }
+
     /// Prints the failure (one line; a JSON event too with --json) and returns the exit code.
     static func failed(_ error: Error, _ request: Request, printer: ProgressPrinter?, offlineBy: String? = nil,
                        catalog: Bool = false) -> Int32 {
         printer?.finish()
         if error is CancellationError {
-            let dir = request.cacheDir ?? "the model directory"
+            let dir = modelDirectory(request)
             speechProgram.fail("interrupted; what was transferred is kept under \(dir)/.incomplete; run the same command again to resume",
                                code: ExitCode.interrupted)
         }
@@ -237,7 +315,7 @@ enum DownloadCommand {
         let interrupt = StopSignal()
         interrupt.install()
         let host: TransferHost = request.detach ? .detach(daemonExecutable: siblingExecutable("speech-fetchd")) : .automatic
-        let downloader = HuggingFaceDownloader(environment: environment)
+        let downloader = HuggingFaceDownloader(environment: environment, token: request.token)
         let offlineBy: String? = request.offline ? "drop --offline" : downloader.offlineByDefault ? "unset HF_HUB_OFFLINE" : nil
         do {
             let model = try ModelCatalog.downloadBlocking(

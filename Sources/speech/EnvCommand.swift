@@ -25,30 +25,48 @@ enum EnvCommand {
         let numbers = release.split(whereSeparator: { !$0.isNumber }).prefix(2).compactMap { Int($0) }
         let hasGetxattrat = numbers.count == 2 && (numbers[0], numbers[1]) >= (6, 13)
         let spoolExists = FileManager.default.fileExists(atPath: spool)
-        let rows: [(String, String)] = [
-            ("endpoint", "\(HubEndpoint.fromEnvironment(environment).url) (\(endpointSource))"),
-            ("token", HubToken.source(environment).map { "from \($0)" } ?? "none (public repos only)"),
-            ("offline", downloader.offlineByDefault ? "yes (HF_HUB_OFFLINE)" : "no"),
-            ("cache base", "\(base.path) (\(baseSource))"),
-            ("spool", spoolExists ? spool : "\(spool) (not created yet)"),
-            ("daemon", admin.daemonServesBase ? "speech-fetchd serves this base" : "none serves this base (downloads run in the calling process)"),
-            ("libcurl", BuildInfo.libcurl),
-            ("proxy", proxies.isEmpty ? "none set" : proxies.map { "\($0.0)=\($0.1)" }.joined(separator: " ")),
-            ("kernel", release),
+        let hubCacheSource = environment["HF_HUB_CACHE"].map { _ in "HF_HUB_CACHE" }
+            ?? environment["HF_HOME"].map { _ in "HF_HOME" } ?? "default"
+        let token = HubToken.source(environment)
+        // (name, value, where the value comes from): printed as "value (source)", in JSON as
+        // "name" and "name_source".
+        var rows: [(String, String, String?)] = [
+            ("version", "\(BuildInfo.version) (commit \(BuildInfo.commit ?? "unknown"))", nil),
+            ("endpoint", HubEndpoint.fromEnvironment(environment).url, endpointSource),
+            ("token", token != nil ? "set" : "none (public repos only)", token),
+            ("offline", downloader.offlineByDefault ? "yes" : "no", downloader.offlineByDefault ? "HF_HUB_OFFLINE" : nil),
+            ("cache base", base.path, baseSource),
+            ("hf cache", downloader.defaultHubCache.path, hubCacheSource),
+            ("spool", spoolExists ? spool : "\(spool) (not created yet)", nil),
+            ("daemon", admin.daemonServesBase ? "speech-fetchd serves this base" : "none serves this base (downloads run in the calling process)", nil),
+            ("libcurl", BuildInfo.libcurl, nil),
+            ("proxy", proxies.isEmpty ? "none set" : proxies.map { "\($0.0)=\($0.1)" }.joined(separator: " "), nil),
+            ("kernel", release, nil),
             ("inotify", DirectoryWatcher.shared != nil
                 ? "yes" + (spoolExists && !FilesystemKind.inotifySeesAllWriters(spool) ? " (the spool's filesystem hides other nodes' writes: polled)" : "")
-                : "no instance (waiters sleep on the spool's futex wake word)"),
-            ("file look-ups", hasGetxattrat ? "fstatat + getxattrat (Linux 6.13+)" : "fstatat + lgetxattr (getxattrat needs Linux 6.13)"),
-            ("splicing", "FICLONERANGE where the filesystem shares blocks, else copy_file_range"),
-            ("retries", "\(downloader.settings.retry.attempts) attempts (SPEECH_FETCH_RETRY_ATTEMPTS)"),
+                : "no instance (waiters sleep on the spool's futex wake word)", nil),
+            ("file look-ups", hasGetxattrat ? "fstatat + getxattrat (Linux 6.13+)" : "fstatat + lgetxattr (getxattrat needs Linux 6.13)", nil),
+            ("splicing", "FICLONERANGE where the filesystem shares blocks, else copy_file_range", nil),
+            ("retries", "\(downloader.settings.retry.attempts) attempts",
+             environment["SPEECH_FETCH_RETRY_ATTEMPTS"] != nil ? "SPEECH_FETCH_RETRY_ATTEMPTS" : "default"),
         ]
+        if let value = environment["HF_HUB_ENABLE_HF_TRANSFER"] {
+            rows.append(("hf_transfer", "no effect (ranges are built in)", "HF_HUB_ENABLE_HF_TRANSFER=\(value)"))
+        }
         if parsed.flag("json") {
             var object: [String: Any] = [:]
-            for (key, value) in rows { object[key.replacingOccurrences(of: " ", with: "_")] = value }
+            for (key, value, source) in rows {
+                let name = key.replacingOccurrences(of: " ", with: "_").replacingOccurrences(of: "-", with: "_")
+                object[name] = value
+                if let source { object[name + "_source"] = source }
+            }
             emitJSON(object)
         } else {
             let width = rows.map(\.0.count).max() ?? 0
-            emit(rows.map { $0.0.padding(toLength: width, withPad: " ", startingAt: 0) + "  " + $0.1 + "\n" }.joined())
+            emit(rows.map { row in
+                let shown = row.0 == "token" ? (row.2.map { "from \($0)" } ?? row.1) : row.1 + (row.2.map { " (\($0))" } ?? "")
+                return row.0.padding(toLength: width, withPad: " ", startingAt: 0) + "  " + shown + "\n"
+            }.joined())
         }
         exit(0)
     }

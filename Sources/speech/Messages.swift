@@ -23,17 +23,22 @@ enum Messages {
             var text = "\(reason): \(repo) is not complete in \(directory); \(list)"
             if let offlineBy { text += "; to fetch \(missing.count == 1 && missing != ["(any file)"] ? "it" : "them"), \(offlineBy)" }
             return text
+        case CacheError.notInRepo(let repo, let paths) where catalog:
+            // A mirror that lacks the repo or has an old copy is the likelier cause than the catalog.
+            let endpoint = HubEndpoint.fromEnvironment(environment).url
+            let mirror = environment["HF_ENDPOINT"] != nil && HubEndpoint.ignoredValueWarning(environment) == nil
+            return "\(endpoint)\(mirror ? " (HF_ENDPOINT)" : "") has no file \(paths.joined(separator: ", ")) in \(repo), which the model catalog lists; "
+                + (mirror ? "a mirror may lack the repo or hold an older copy: check `speech resolve \(repo)`, or unset HF_ENDPOINT to ask https://huggingface.co; "
+                          : "check `speech resolve \(repo)`; ")
+                + "if the Hub itself lacks it, the catalog entry is out of date (docs/models.md)"
         case CacheError.notInRepo(let repo, let paths):
-            return catalog
-                ? "\(repo) has no file \(paths.joined(separator: ", ")), which the model catalog lists; the catalog entry is out of date (docs/models.md)"
-                : "\(repo) has no file \(paths.joined(separator: ", ")); check the file names and --include patterns against `speech resolve \(repo)`"
+            return "\(repo) has no file \(paths.joined(separator: ", ")); check the file names and --include patterns against `speech resolve \(repo)`"
         case HandoffError.noDaemon(let repo, let spool):
             return "\(repo) is requested in \(spool) but no speech-fetchd serves it; start `speech-fetchd\(baseArgument.replacingOccurrences(of: "--cache-dir", with: "--cache-base"))` or run `speech download \(repo)\(baseArgument)` to fetch it in this process"
         case HandoffError.requestFailed(let repo, let reason) where reason == HuggingFaceDownloader.cancelledReason:
             return "the download of \(repo) was cancelled (`speech cancel`); the bytes fetched so far are kept: run the download again to resume"
         case CacheAdminError.inFlight(let repo, let directory, let reasons):
-            return "\(repo) is in flight in \(directory): \(reasons.joined(separator: "; ")); "
-                + "wait for it (`speech wait \(repo)\(baseArgument)`) or withdraw it (`speech cancel \(repo)\(baseArgument)`), then try again"
+            return "\(repo) is in flight in \(directory): \(reasons.joined(separator: "; ")); " + inFlightAdvice(repo, reasons, baseArgument)
         case let error as HubError:
             return describe(hub: error, environment: environment)
         case let error as DownloadError:
@@ -49,6 +54,24 @@ enum Messages {
             if ns.domain == NSCocoaErrorDomain || ns.domain == NSPOSIXErrorDomain { return describe(cocoa: error) }
             return String(describing: error)
         }
+    }
+
+    /// What works for a model in flight: `speech wait`/`speech cancel` act on spool requests; a
+    /// download running in a process of its own (no request: only its staging lock) is ended
+    /// by that process, so name it.
+    static func inFlightAdvice(_ repo: String, _ reasons: [String], _ baseArgument: String) -> String {
+        let spool = reasons.contains { $0.hasPrefix("spool request") || $0.hasPrefix("the spool has plans") }
+        if spool {
+            return "wait for it (`speech wait \(repo)\(baseArgument)`) or withdraw it (`speech cancel \(repo)\(baseArgument)`), then try again"
+        }
+        let pids = reasons.flatMap { reason -> [String] in
+            // "… (staging lock held by node@pid)"
+            guard let range = reason.range(of: "held by "), let at = reason[range.upperBound...].lastIndex(of: "@") else { return [] }
+            return [String(reason[reason.index(after: at)...].prefix { $0.isNumber })].filter { !$0.isEmpty }
+        }
+        let who = pids.isEmpty ? "the process downloading it" : "the process downloading it (pid \(Array(Set(pids)).sorted().joined(separator: ", ")))"
+        return "\(who) is not speech-fetchd's, so `speech wait` and `speech cancel` do not see it: let it finish, or stop it "
+            + "(Ctrl-C in its terminal\(pids.isEmpty ? "" : ", or kill \(Array(Set(pids)).sorted().joined(separator: " "))")), then try again"
     }
 
     private static func describe(hub error: HubError, environment: [String: String]) -> String {

@@ -131,7 +131,7 @@ final class ProgressPrinter: @unchecked Sendable {
     }
 
     func emitJSON(_ object: [String: Any]) {
-        if let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]) {
+        if let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes]) {
             emit(String(decoding: data, as: UTF8.self) + "\n")
         }
     }
@@ -142,9 +142,9 @@ func emit(_ text: String) {
     write(text, to: STDOUT_FILENO)
 }
 
-/// One JSON object on a line of its own.
+/// One JSON object on a line of its own; `/` stays `/` (paths and repo ids read as written).
 func emitJSON(_ object: Any) {
-    if let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]) {
+    if let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes]) {
         emit(String(decoding: data, as: UTF8.self) + "\n")
     }
 }

@@ -58,4 +58,20 @@ final class CommandSpecTests: XCTestCase {
         XCTAssertEqual(refusal(["org/x", "-qx"]), "speech download: unknown option -qx")
         XCTAssertEqual(refusal(["org/x", "--include", ""]), "speech download: --include needs a value, not an empty string")
     }
+
+    func testAnAliasIsTheSameOptionAndANearMissGetsAHint() throws {
+        let hf = CommandSpec(name: "speech download", operands: "<repo>", summary: "test",
+                             options: [Option.value("cache-dir", "DIR", "d").alias("local-dir"), .flag("offline", "o")],
+                             minOperands: 1, maxOperands: 1, optionHints: ["max-workers": "HF_DOWNLOAD_RANGE_CONCURRENCY sets that"])
+        guard case .run(let p) = try hf.parse(["org/x", "--local-dir", "D"]) else { return XCTFail("not a run") }
+        XCTAssertEqual(p.value("cache-dir"), "D", "--local-dir is --cache-dir")
+        func refusal(_ words: [String]) -> String {
+            do { _ = try hf.parse(words); return "" } catch { return "\(error)" }
+        }
+        XCTAssertEqual(refusal(["org/x", "--cache-dri", "D"]), "speech download: unknown option --cache-dri; did you mean --cache-dir?")
+        XCTAssertEqual(refusal(["org/x", "--cache_dir", "D"]), "speech download: unknown option --cache_dir; did you mean --cache-dir?")
+        XCTAssertEqual(refusal(["org/x", "--ofline"]), "speech download: unknown option --ofline; did you mean --offline?")
+        XCTAssertEqual(refusal(["org/x", "--max-workers", "8"]), "speech download: unknown option --max-workers; HF_DOWNLOAD_RANGE_CONCURRENCY sets that")
+        XCTAssertEqual(refusal(["org/x", "--zzz"]), "speech download: unknown option --zzz")
+    }
 }

@@ -26,12 +26,17 @@ enum RawHTTPError: Error {
 
 final class RawHTTPClient {
     let port: UInt16
+    /// The loopback address in `base` (127.0.0.1, or the CDN's 127.0.0.2).
+    let host: String
     private var fd: Int32 = -1
     private var buffer: [UInt8] = []
 
-    /// `base` like "http://127.0.0.1:1234" (a path after it is ignored).
+    /// `base` like "http://127.0.0.1:1234" (a path after it is ignored; any 127.x.y.z host).
     init(_ base: String) throws {
-        guard let url = URL(string: base), url.host == "127.0.0.1", let port = url.port else { throw RawHTTPError.badURL(base) }
+        guard let url = URL(string: base), let host = url.host, host.hasPrefix("127."), let port = url.port else {
+            throw RawHTTPError.badURL(base)
+        }
+        self.host = host
         self.port = UInt16(port)
     }
 
@@ -50,7 +55,7 @@ final class RawHTTPClient {
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = port.bigEndian
-        address.sin_addr.s_addr = UInt32(0x7f00_0001).bigEndian
+        address.sin_addr.s_addr = inet_addr(host)
         let rc = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(s, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }
@@ -67,7 +72,7 @@ final class RawHTTPClient {
     /// Sends one request on the kept connection (reconnecting when needed) and reads the answer.
     func request(_ method: String, _ target: String, headers: [String: String] = [:], body: Data? = nil) throws -> RawResponse {
         if fd < 0 { try connect() }
-        var head = "\(method) \(target) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\n"
+        var head = "\(method) \(target) HTTP/1.1\r\nHost: \(host):\(port)\r\n"
         for (name, value) in headers { head += "\(name): \(value)\r\n" }
         if let body { head += "Content-Length: \(body.count)\r\n" }
         head += "\r\n"

@@ -123,3 +123,30 @@ final class ResolveTests: HubTestCase {
         XCTAssertTrue(hub.sawAuthorization(onCDN: true))
     }
 }
+
+/// The CDN under another loopback address than the Hub's, as `speech-testhub` serves it by
+/// default: the redirect changes host, as the Hub's CDN redirects do.
+final class CDNHostTests: XCTestCase {
+    func testTheCDNCanListenOnAnotherLoopbackAddressAndRedirectsNameIt() throws {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("testhub-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: root) }
+        try TestHub.generateRepo(root: root, repo: "org/model", files: ["model.safetensors": 200_000])
+        let hub = try TestHub(root: root, cdnHost: "127.0.0.2")
+        defer { hub.stop() }
+        XCTAssertTrue(hub.cdnURL.hasPrefix("http://127.0.0.2:"), hub.cdnURL)
+        let head = try RawHTTPClient(hub.baseURL).request("HEAD", "/org/model/resolve/main/model.safetensors")
+        XCTAssertEqual(head.status, 302)
+        let location = try XCTUnwrap(head.header("Location"))
+        XCTAssertTrue(location.hasPrefix(hub.cdnURL + "/cdn/"), location)
+        let body = try RawHTTPClient.fetch(location)
+        XCTAssertEqual(body.status, 200)
+        XCTAssertEqual(body.body, try Data(contentsOf: root.appendingPathComponent("org/model/model.safetensors")))
+    }
+
+    func testACDNHostOutsideLoopbackIsRefusedByName() {
+        XCTAssertThrowsError(try TestHub(root: FileManager.default.temporaryDirectory, cdnHost: "10.0.0.1")) { error in
+            XCTAssertEqual(error as? TestHubError, .notLoopback("10.0.0.1"))
+            XCTAssertTrue("\(error)".contains("127.x.y.z"), "\(error)")
+        }
+    }
+}

@@ -61,6 +61,7 @@ class DaemonTestCase: HubTestCase {
     /// Starts a child process whose stdout and stderr go to files; it is killed in tearDown.
     @discardableResult
     func launch(_ executable: URL, _ arguments: [String], environment: [String: String], hint: String,
+                standardInput: FileHandle? = nil,
                 onExit: (@Sendable (Process) -> Void)? = nil) throws -> (process: Process, stdout: URL, stderr: URL) {
         let out = logFile(hint + "-out")
         let err = logFile(hint + "-err")
@@ -68,7 +69,7 @@ class DaemonTestCase: HubTestCase {
         p.executableURL = executable
         p.arguments = arguments
         p.environment = environment
-        p.standardInput = FileHandle.nullDevice
+        p.standardInput = standardInput ?? FileHandle.nullDevice
         p.standardOutput = try FileHandle(forWritingTo: out)
         p.standardError = try FileHandle(forWritingTo: err)
         if let onExit { p.terminationHandler = onExit }
@@ -79,9 +80,9 @@ class DaemonTestCase: HubTestCase {
 
     /// `speech <args…>` as a child process.
     @discardableResult
-    func speech(_ arguments: [String], extra: [String: String] = [:], hint: String = "speech",
+    func speech(_ arguments: [String], extra: [String: String] = [:], hint: String = "speech", standardInput: FileHandle? = nil,
                 onExit: (@Sendable (Process) -> Void)? = nil) throws -> (process: Process, stdout: URL, stderr: URL) {
-        try launch(speechBinary, arguments, environment: environment(extra: extra), hint: hint, onExit: onExit)
+        try launch(speechBinary, arguments, environment: environment(extra: extra), hint: hint, standardInput: standardInput, onExit: onExit)
     }
 
     /// Starts `speech-fetchd --cache-base <cacheBase> --workers N --slots K` and waits until it

@@ -190,7 +190,7 @@ start_hub() {
     local generate=() spec
     for spec in "$@"; do generate+=(--generate "$spec"); done
     ip netns exec "$HUB_NS" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin "$BIN/speech-testhub" --root "$WORK/hub" \
-        --port "$HUB_PORT" --cdn-port "$CDN_PORT" --log "${generate[@]}" \
+        --port "$HUB_PORT" --cdn-port "$CDN_PORT" --cdn-host 127.0.0.1 --log "${generate[@]}" \
         </dev/null >"$LOGS/hub.url" 2>"$LOGS/hub.log" &
     HUB_PID=$!
     for _ in $(seq 1 600); do
