@@ -279,8 +279,19 @@ public final class Worker: @unchecked Sendable {
                 // claimant, or a caller taking over, to adopt once this process has exited.
                 spool.unclaim(claim)
             }
+        } catch let error as CacheError where DiskSpace.isFull(error) {
+            // A full disk is not a pause: the request fails saying what is needed and what is
+            // free (as the embedded engine does), the staged bytes stay, and asking again (the
+            // same command, once there is room) clears the failure and resumes from the sidecar.
+            unlink(temp)
+            let full = DiskSpace.explain(error, directory: plan.directory, needed: stillNeeded(plan), staged: [plan.file.path])
+            log("\(plan.repo)/\(plan.file.path) bytes \(range.start)-\(range.end): \(full)")
+            spool.recordFailure(plan.key, reason: "\(full)")
+            unlink(claim.path)
+            spool.dropPlan(plan)
+            Splicer(spool: spool).settleRequests()
         } catch let error as CacheError {
-            // A local problem (disk full, I/O): the range is not at fault. Give it back and pause.
+            // A local problem (I/O): the range is not at fault. Give it back and pause.
             unlink(temp)
             log("\(plan.repo)/\(plan.file.path) bytes \(range.start)-\(range.end): \(error); giving the range back")
             spool.unclaim(claim)
@@ -292,6 +303,19 @@ public final class Worker: @unchecked Sendable {
             unlink(claim.path)
             spool.dropPlan(plan)
             Splicer(spool: spool).settleRequests()
+        }
+    }
+}
+
+extension Worker {
+    /// Bytes of a file's ranges its sidecar does not list as done (the whole file without one).
+    func stillNeeded(_ plan: PlannedFile) -> Int64 {
+        guard case .found(let found) = Sidecar.look(plan.file.path, in: plan.directory), let record = found,
+              record.rangeSize == plan.rangeSize else { return plan.file.size }
+        let done = Set(record.done)
+        return (0..<plan.rangeCount).filter { !done.contains($0) }.reduce(Int64(0)) { sum, index in
+            let range = plan.range(index)
+            return sum + range.end - range.start + 1
         }
     }
 }

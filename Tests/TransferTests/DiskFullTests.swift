@@ -57,6 +57,31 @@ final class DiskFullTests: DaemonTestCase {
         XCTAssertEqual(overlap(hub.servedRanges(for: file)), 0)
     }
 
+    /// Issue 22, defect 7: under the daemon a full disk failed nothing: the worker gave the range
+    /// back and paused, forever. Now the request fails saying what is needed and what is free,
+    /// the staged bytes stay, and the same command resumes once there is room.
+    func testDiskFullUnderTheDaemonFailsTheRequestAndTheSameCommandResumes() throws {
+        try TestHub.generateRepo(root: root, repo: repo, files: [path: size])
+        try FileManager.default.createDirectory(at: cacheBase, withIntermediateDirectories: true)
+        guard TmpfsMount.mount(cacheBase.path, options: "size=3m") else { throw XCTSkip("cannot mount a tmpfs here (not root?)") }
+        defer { TmpfsMount.unmount(cacheBase.path) }
+        let daemon = try startDaemon(workers: 2, slots: 2)
+        let first = try speech(["download", repo, "--cache-base", cacheBase.path], hint: "full")
+        XCTAssertTrue(waitForExit(first.process, timeout: 60), "the call ends: \(contents(first.stderr))\n\(contents(daemon.log))")
+        XCTAssertEqual(first.process.terminationStatus, 1, contents(first.stderr))
+        let said = contents(first.stderr)
+        XCTAssertTrue(said.contains("is full") && said.contains("more are needed") && said.contains("are free"), said)
+        XCTAssertTrue(FileManager.default.fileExists(atPath: ModelDirectory(modelDir(repo)).stagingDirectory
+            .appendingPathComponent(ModelLayout.stagingName(path)).path), "the staging file is kept")
+        XCTAssertLessThan(contents(daemon.log).components(separatedBy: "is full").count, 40, "no endless retry lines")
+
+        XCTAssertEqual(TmpfsMount.run("/bin/mount", ["-o", "remount,size=32m", cacheBase.path]), 0)
+        let again = try speech(["download", repo, "--cache-base", cacheBase.path], hint: "again")
+        XCTAssertTrue(waitForExit(again.process, timeout: 60))
+        XCTAssertEqual(again.process.terminationStatus, 0, contents(again.stderr))
+        try assertSameBytes(repo, path)
+    }
+
     private func entries(_ directory: String) -> [String] {
         (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
     }
