@@ -89,21 +89,25 @@ public final class Supervisor: @unchecked Sendable {
         var event = true
         while !shouldStop() {
             let workersChanged = keepWorkers()
-            let generation = spool.generation()
+            let now = Date()
+            // One fstat of the generation through a held descriptor; the safety pass looks the
+            // path up too (a replaced file is followed).
+            let generation = spool.heldGenerationLook(recheckPath: pace.safetyDue(now: now))
             let moved = lastGeneration.map { $0 != generation } ?? true
             lastGeneration = .some(generation)
             if moved { spool.forgetSettled() }
-            let now = Date()
             let look = pace.due(now: now, changed: moved || event || workersChanged)
             if look.revoke {
                 for claim in spool.revokeExpiredClaims() { log("revoked claim \(claim) (its holder is gone or its lease expired); the range goes back to ready") }
             }
             if look.full {
+                spool.beginPass()  // one listing of requests/ for the whole pass
                 requestLog.look(spool: spool, log: log)
                 planner.planRequests()
                 splicer.spliceAll()
                 requestLog.look(spool: spool, log: log)
                 pace.busy = !spool.activeRequests().isEmpty
+                spool.endPass()
             } else if look.splice {
                 splicer.spliceAll()  // parts whose splicer is gone (another node's supervisor died)
             }
@@ -113,7 +117,7 @@ public final class Supervisor: @unchecked Sendable {
                 pace.repaired(now: now, suspects: planner.repairLostJobs())
                 spool.sweepTemp()
             }
-            if pace.beatDue(now: now) { spool.refreshHeartbeat() }
+            if pace.beatDue(now: now) { spool.refreshHeartbeat(recheckPath: look.safety) }
             // Another node's change: this node's idle worker slots and waiters look again
             // (they sleep on the wake word and cost the file server nothing meanwhile).
             if moved { wakeWord?.wakeAll() }
@@ -211,12 +215,17 @@ struct SupervisorPace {
         var revoke = false
         var splice = false
         var repair = false
+        /// The full pass is the idle node's periodic one, not a reaction to a change.
+        var safety = false
     }
+
+    func safetyDue(now: Date) -> Bool { now.timeIntervalSince(lastFull) >= safety }
 
     mutating func due(now: Date, changed: Bool) -> Look {
         var look = Look()
         let quarter = max(0.25, lease / 4)
-        look.full = changed || now.timeIntervalSince(lastFull) >= safety
+        look.safety = now.timeIntervalSince(lastFull) >= safety
+        look.full = changed || look.safety
         look.revoke = look.full || (busy && now.timeIntervalSince(lastRevoke) >= quarter)
         look.splice = !look.full && look.revoke
         look.repair = now.timeIntervalSince(lastRepair) >= (busy ? repairInterval : safety)

@@ -61,6 +61,13 @@ public final class Spool: @unchecked Sendable {
     /// Requests parsed once: a request's record never changes under its id (the id is a digest
     /// of its directory, commit and files). Entries whose id leaves `requests/` are dropped.
     private var parsedRequests: [String: SpoolRequest] = [:]
+    /// The listing of `requests/` within one supervisor pass (`beginPass`): a pass plans,
+    /// splices, settles and logs, and each of those looks at the requests.
+    private var passRequestIDs: [String]?
+    private var inPass = false
+    /// The generation file and this node's supervisor record, held open (`HeldFile`).
+    private lazy var heldGeneration = HeldFile(path: layout.generation)
+    private lazy var heldHeartbeat = HeldFile(path: layout.supervisor(owner.node))
 
     /// "Now" on the file server's clock, when not read from the probe (tests: a clock that
     /// cannot be read).
@@ -124,6 +131,21 @@ public final class Spool: @unchecked Sendable {
         return SpoolGeneration(st)
     }
 
+    /// `generation()` through a descriptor this spool keeps open: an `fstat`, with no lookup of
+    /// the path at the file server (what a supervisor does once per poll). `recheckPath` also
+    /// looks the path up, so a generation file that was replaced is followed (the safety pass).
+    public func heldGenerationLook(recheckPath: Bool = false) -> SpoolGeneration? {
+        if recheckPath && lock.withLock({ heldGeneration }).stillNamesHeldFile() == false { bumpGeneration() }
+        if let st = lock.withLock({ heldGeneration }).status() { return SpoolGeneration(st) }
+        bumpGeneration()  // creates it when it is not there yet
+        return lock.withLock { heldGeneration }.status().map(SpoolGeneration.init)
+    }
+
+    /// Starts a supervisor pass: `requests()` lists `requests/` once until `endPass()`.
+    public func beginPass() { lock.withLock { inPass = true; passRequestIDs = nil } }
+
+    public func endPass() { lock.withLock { inPass = false; passRequestIDs = nil } }
+
     private func nextCount() -> Int { lock.withLock { counter += 1; return counter } }
 
     // MARK: Requests
@@ -170,8 +192,10 @@ public final class Spool: @unchecked Sendable {
     /// Every readable request. One that was read but does not parse goes to `corrupt/` (with a
     /// log line) instead of being skipped on every pass while its callers wait for it.
     public func requests() -> [SpoolRequest] {
-        let ids = SpoolFS.list(layout.path(.requests)).compactMap(SpoolLayout.recordID)
+        let memo = lock.withLock { passRequestIDs }
+        let ids = memo ?? SpoolFS.list(layout.path(.requests)).compactMap(SpoolLayout.recordID)
         let known = lock.withLock {
+            if inPass { passRequestIDs = ids }
             parsedRequests = parsedRequests.filter { ids.contains($0.key) }
             return parsedRequests
         }
@@ -781,9 +805,14 @@ public final class Spool: @unchecked Sendable {
 
     /// The heartbeat: a touch of the record (`utimensat`), no write, no sync, no rename. A record
     /// that is positively gone (the spool was cleaned under us) is written again.
-    public func refreshHeartbeat() {
-        let path = layout.supervisor(owner.node)
-        if !SpoolFS.touch(path) && SpoolFS.exists(path) == false { heartbeat() }
+    /// `recheckPath`: also make sure the path still names the record this process touches (a
+    /// cleaned spool), writing it again if not (the safety pass).
+    public func refreshHeartbeat(recheckPath: Bool = false) {
+        let held = lock.withLock { heldHeartbeat }
+        if recheckPath, held.stillNamesHeldFile() == false, SpoolFS.exists(layout.supervisor(owner.node)) == false {
+            heartbeat()
+        }
+        if !held.touch() && SpoolFS.exists(layout.supervisor(owner.node)) == false { heartbeat() }
     }
 
     /// Takes this node's supervisor record, atomically: it is published with `link(2)`, so of two
