@@ -14,7 +14,7 @@ let package = Package(
     targets: [
         .target(name: "CFuzzDriver"),
         .target(name: "FuzzSupport", dependencies: ["CFuzzDriver"]),
-        .executableTarget(name: "FuzzTree", dependencies: ["FuzzSupport", .product(name: "HubClient", package: root)]),
+        .executableTarget(name: "FuzzTree", dependencies: ["FuzzSupport", .product(name: "HubClient", package: root), .product(name: "ModelCache", package: root)]),
         .executableTarget(name: "FuzzLinkHeader", dependencies: ["FuzzSupport", .product(name: "HubClient", package: root)]),
         .executableTarget(name: "FuzzRangeHeaders", dependencies: ["FuzzSupport", .product(name: "HubClient", package: root), .product(name: "Transfer", package: root)]),
         .executableTarget(name: "FuzzManifest", dependencies: ["FuzzSupport", .product(name: "HubClient", package: root), .product(name: "ModelCache", package: root)]),

@@ -125,6 +125,13 @@ struct InFlight {
         lockedPaths[path] != nil || plannedPaths.contains(path) || requestedPaths.contains(path)
     }
 
+    /// `touches` for the file a hashed staging name (`ModelLayout.isHashed`) belongs to, whose
+    /// repo path cannot be read back from the name: matched by encoding the wanted paths.
+    func touches(stagingName: String) -> Bool {
+        guard ModelLayout.isHashed(stagingName) else { return false }
+        return plannedPaths.union(requestedPaths).contains { ModelLayout.stagingName($0) == stagingName }
+    }
+
     /// A process is writing this file right now, or the daemon has split it into jobs.
     func isBusy(_ path: String) -> Bool { lockedPaths[path] != nil || plannedPaths.contains(path) }
 

@@ -111,7 +111,7 @@ extension CacheAdmin {
             let facts = entries.compactMap { FileTree.facts(directory.stagingPath($0)) }
             let newest = facts.map(\.mtime).max() ?? now
             guard newest < cutoff else { continue }
-            if flight.touches(path) {
+            if flight.touches(path) || flight.touches(stagingName: name) {
                 let why = flight.lockedPaths[path].map { "its staging lock is held by \($0)" }
                     ?? "an active spool request or plan still wants it"
                 report.kept.append("\(repo): \(path) (staged \(DiskScan.formatAge(now - newest)) ago; \(why))")

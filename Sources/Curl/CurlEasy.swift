@@ -41,7 +41,8 @@ public struct CurlUnavailable: Error, Sendable, CustomStringConvertible {
 public enum BodyDisposition: Sendable {
     /// Hand every chunk to the body callback.
     case stream
-    /// Keep at most this many bytes in memory (error pages, JSON).
+    /// Keep the body in memory (error pages, JSON). A body that passes `limit` bytes ends the
+    /// transfer at once: it completes as `.tooLarge` (an endless body is never drained).
     case collect(limit: Int)
     /// Stop the transfer now; it completes with `aborted == true`.
     case abort
@@ -60,6 +61,8 @@ public final class CurlEasy: @unchecked Sendable {
     private var disposition = BodyDisposition.collect(limit: 1 << 20)
     private var collected = Data()
     private var abortedByUs = false
+    /// The collected body passed its limit: the transfer was stopped there.
+    private var overLimit: Int?
     private var onResponse: (Int, HTTPHeaders) -> BodyDisposition = { _, _ in .collect(limit: 1 << 20) }
     private var onBody: (UnsafeRawBufferPointer) -> Bool = { _ in true }
     private var onTick: () -> Bool = { true }
@@ -96,11 +99,14 @@ public final class CurlEasy: @unchecked Sendable {
         headersDone = false
         collected = Data()
         abortedByUs = false
+        overLimit = nil
         lastActivity = Date()
         stalled = false
 
         setString(CURLOPT_URL, request.url)
         setLong(CURLOPT_FOLLOWLOCATION, 0)
+        // http and https only, whatever a URL or a Location names (file://, ftp://, …).
+        _ = sf_easy_restrict_to_http(handle)
         setLong(CURLOPT_NOSIGNAL, 1)
         setLong(CURLOPT_TCP_KEEPALIVE, 1)
         setString(CURLOPT_USERAGENT, "speech-fetch/0.1")
@@ -188,7 +194,11 @@ public final class CurlEasy: @unchecked Sendable {
             abortedByUs = true
             return false
         case .collect(let limit):
-            if collected.count < limit { collected.append(contentsOf: bytes.prefix(limit - collected.count)) }
+            guard collected.count + bytes.count <= limit else {
+                overLimit = limit
+                return false
+            }
+            collected.append(contentsOf: bytes)
             return true
         case .stream:
             if onBody(bytes) { return true }
@@ -203,6 +213,7 @@ public final class CurlEasy: @unchecked Sendable {
     /// Turns libcurl's completion code into a result; used by both interfaces.
     func finish(code: CURLcode) -> CurlResult {
         if !headersDone, status >= 200 { decide() }
+        if let limit = overLimit { return .tooLarge(status: status, headers: headers, limit: limit) }
         if abortedByUs { return .aborted(status: status, headers: headers) }
         if stalled {
             return .transport(TransportError(code: Int(code.rawValue), message: "no data for \(request.stallTimeout) s",
@@ -227,4 +238,58 @@ public enum CurlResult: Sendable {
     case transport(TransportError)
     /// Our callbacks stopped it; the status and headers seen so far.
     case aborted(status: Int, headers: HTTPHeaders)
+    /// A body kept in memory passed its `limit` (`BodyDisposition.collect`): stopped there.
+    case tooLarge(status: Int, headers: HTTPHeaders, limit: Int)
+}
+
+/// How many body bytes one answer may bring, by what it is. A body past its bound ends the
+/// transfer at once with `BodyTooLarge` (docs/protocol.md, "Trust"): a server that never stops
+/// sending is an error, never a hang.
+public enum BodyLimit {
+    /// An error page (4xx, 5xx): only its message is read.
+    public static let errorPage = 64 << 10
+    /// A redirect's body (nobody reads it; the Location header is the answer).
+    public static let redirect = 64 << 10
+    /// An API answer in JSON (revision, with every sibling listed).
+    public static let apiJSON = 16 << 20
+    /// One page of a tree listing (1,000 entries, or 50 with `expand`).
+    public static let treePage = 16 << 20
+
+    /// The bound for an answer of `status` when a successful one may bring `success` bytes.
+    public static func forStatus(_ status: Int, success: Int) -> Int {
+        switch status {
+        case 200..<300: return success
+        case 300..<400: return redirect
+        default: return errorPage
+        }
+    }
+}
+
+/// An answer whose body passed its bound: the transfer was stopped there.
+public struct BodyTooLarge: Error, Sendable, CustomStringConvertible {
+    public let url: String
+    public let status: Int
+    public let limit: Int
+    public init(url: String, status: Int, limit: Int) {
+        self.url = url
+        self.status = status
+        self.limit = limit
+    }
+
+    /// What kind of answer it was, in the user's words.
+    public var kind: String {
+        switch status {
+        case 200..<300: return "answer"
+        case 300..<400: return "redirect"
+        default: return "error page (HTTP \(status))"
+        }
+    }
+
+    /// Why, without the URL.
+    public var reason: String {
+        "the \(kind) sent more than \(limit) bytes of body (its bound) and was stopped there; "
+            + "the server or a proxy in between is misbehaving (check HF_ENDPOINT)"
+    }
+
+    public var description: String { "\(url): \(reason)" }
 }

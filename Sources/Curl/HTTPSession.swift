@@ -10,16 +10,21 @@ public final class HTTPSession: @unchecked Sendable {
 
     public init() {}
 
-    /// Performs `request` and returns the answer with up to `bodyLimit` bytes of body in memory.
-    /// Throws `TransportError` when no HTTP answer came, `CurlUnavailable` without libcurl.
-    public func perform(_ request: HTTPRequest, bodyLimit: Int = 64 << 20) throws -> HTTPResponse {
+    /// Performs `request` and returns the answer with its body in memory: up to `bodyLimit`
+    /// bytes for a success, `BodyLimit.redirect` for a redirect, `BodyLimit.errorPage` for an error.
+    /// Throws `TransportError` when no HTTP answer came, `BodyTooLarge` when a body passed its
+    /// bound (the transfer stops there), `CurlUnavailable` without libcurl.
+    public func perform(_ request: HTTPRequest, bodyLimit: Int) throws -> HTTPResponse {
         try CurlLibrary.load()
         let easy = borrow()
         defer { giveBack(easy) }
-        easy.prepare(request, onResponse: { _, _ in .collect(limit: bodyLimit) }, onBody: { _ in true })
+        easy.prepare(request, onResponse: { status, _ in .collect(limit: BodyLimit.forStatus(status, success: bodyLimit)) },
+                     onBody: { _ in true })
         switch easy.performBlocking() {
         case .response(let response): return response
         case .transport(let error): throw error
+        case .tooLarge(let status, _, let limit):
+            throw BodyTooLarge(url: request.url, status: status, limit: limit)
         case .aborted(let status, let headers):
             return HTTPResponse(status: status, headers: headers, body: Data(), url: request.url)
         }

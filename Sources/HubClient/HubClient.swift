@@ -47,7 +47,7 @@ public final class HubClient: Sendable {
     public func commit(of repo: RepoID, revision: String) throws -> String {
         try HubClient.validateRevision(revision)
         let url = apiURL(repo, "revision", revision)
-        let response = try retry.run { try get(url, repo: repo, revision: revision) }
+        let response = try retry.run { try get(url, repo: repo, revision: revision, bodyLimit: BodyLimit.apiJSON) }
         guard let json = try? JSONSerialization.jsonObject(with: response.body) as? [String: Any],
               let sha = json["sha"] as? String, !sha.isEmpty else {
             throw HubError.badResponse(url: url, reason: "no commit id ('sha') in the revision answer")
@@ -83,17 +83,36 @@ public final class HubClient: Sendable {
         s.utf8.count == length && s.utf8.allSatisfy { ($0 >= 48 && $0 <= 57) || ($0 >= 97 && $0 <= 102) || ($0 >= 65 && $0 <= 70) }
     }
 
+    /// The most files one listing may hold, over all its pages (docs/protocol.md, "Trust").
+    public static let maxTreeFiles = 1_000_000
+    /// The most pages one listing may have.
+    public static let maxTreePages = 10_000
+
     /// Lists every file of the repo at `commit` (recursive, all pages); directories are dropped
-    /// and every path is validated.
+    /// and every path is validated. A listing that names a page twice (a `Link` loop), names a
+    /// path twice, or passes `maxTreePages` pages or `maxTreeFiles` files is refused.
     public func files(of repo: RepoID, commit: String) throws -> [RepoFile] {
         var next: String? = apiURL(repo, "tree", commit) + "?recursive=true"
         var files: [RepoFile] = []
-        var pages = 0
+        var seenPages = Set<String>()
+        var seenPaths = Set<String>()
         while let url = next {
-            pages += 1
-            if pages > 100_000 { throw HubError.badResponse(url: url, reason: "tree pagination does not end") }
-            let response = try retry.run { try get(url, repo: repo, revision: commit) }
-            files += try HubClient.treeFiles(response.body, of: repo, url: url)
+            guard seenPages.insert(url).inserted else {
+                throw HubError.badResponse(url: url, reason: "the tree listing's Link header leads back to a page already read (a loop)")
+            }
+            if seenPages.count > HubClient.maxTreePages {
+                throw HubError.badResponse(url: url, reason: "the tree listing has more than \(HubClient.maxTreePages) pages")
+            }
+            let response = try retry.run { try get(url, repo: repo, revision: commit, bodyLimit: BodyLimit.treePage) }
+            for file in try HubClient.treeFiles(response.body, of: repo, url: url) {
+                guard seenPaths.insert(file.path).inserted else {
+                    throw HubError.badTreeEntry(repo: repo, path: file.path, field: "path", reason: "the listing names it twice")
+                }
+                files.append(file)
+            }
+            if files.count > HubClient.maxTreeFiles {
+                throw HubError.badResponse(url: url, reason: "the tree listing names more than \(HubClient.maxTreeFiles) files")
+            }
             next = HubClient.nextLink(response.headers["Link"], relativeTo: url)
         }
         return files
@@ -115,6 +134,10 @@ public final class HubClient: Sendable {
         }
         return files
     }
+
+    /// The git blob id and the SHA-256 of an empty file.
+    static let emptyBlobID = "e69de29bb2d1d6434b8b29ae775ad8c2e48c5391"
+    static let emptySHA256 = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
 
     /// The largest file size taken from a listing: 2^53 bytes (8 PiB), the largest integer a
     /// JSON number carries exactly. Anything above is a broken or hostile answer.
@@ -146,6 +169,10 @@ public final class HubClient: Sendable {
         let fileSize = try size(entry["size"], field: "size")
         guard let oid = entry["oid"] as? String else { throw refuse("oid", "missing") }
         guard isHex(oid, length: 40) else { throw refuse("oid", "'\(oid.prefix(80))' is not a 40-hex git blob id") }
+        // An empty file has exactly one blob id: any other names content a size of 0 cannot hold.
+        if fileSize == 0, entry["lfs"] == nil || entry["lfs"] is NSNull, oid.lowercased() != emptyBlobID {
+            throw refuse("oid", "size 0 but '\(oid)' is not the empty file's blob id (\(emptyBlobID))")
+        }
         var sha256: String?
         if let raw = entry["lfs"], !(raw is NSNull) {
             guard let lfs = raw as? [String: Any] else { throw refuse("lfs", "not an object") }
@@ -155,6 +182,9 @@ public final class HubClient: Sendable {
             if lfs["size"] != nil {
                 let lfsSize = try size(lfs["size"], field: "lfs.size")
                 guard lfsSize == fileSize else { throw refuse("lfs.size", "\(lfsSize) differs from size \(fileSize)") }
+            }
+            if fileSize == 0, hex.lowercased() != emptySHA256 {
+                throw refuse("lfs.oid", "size 0 but '\(hex)' is not the empty file's SHA-256")
             }
             sha256 = hex.lowercased()
         }
@@ -197,6 +227,7 @@ public final class HubClient: Sendable {
                           let target = URL(string: location, relativeTo: URL(string: url))?.absoluteString else {
                         throw HubError.badResponse(url: url, reason: "redirect without a Location")
                     }
+                    try checkRedirect(from: url, to: target)
                     if endpoint.isSameOrigin(target) && linkedEtag == nil {
                         url = target  // a renamed repo: follow on the Hub host
                         continue
@@ -208,6 +239,25 @@ public final class HubClient: Sendable {
                 }
             }
             throw HubError.badResponse(url: url, reason: "too many redirects")
+        }
+    }
+
+    /// Refuses a redirect this client must not follow: to any scheme but http and https
+    /// (`file://`, `ftp://`, …), or from https to http while the endpoint itself is https (a
+    /// downgrade would send the request, and what it learns, in clear text).
+    public func checkRedirect(from url: String, to target: String) throws {
+        try HubClient.checkRedirect(from: url, to: target, endpoint: endpoint)
+    }
+
+    /// `checkRedirect(from:to:)` for a client of `endpoint` (nil: the scheme rule alone).
+    public static func checkRedirect(from url: String, to target: String, endpoint: HubEndpoint?) throws {
+        let scheme = URLComponents(string: target)?.scheme?.lowercased() ?? ""
+        guard scheme == "http" || scheme == "https" else {
+            throw HubError.badResponse(url: url, reason: "it redirects to '\(target.prefix(200))'; only http and https are followed")
+        }
+        if scheme == "http", endpoint?.scheme == "https" {
+            throw HubError.badResponse(url: url, reason: "it redirects from https to plain http ('\(target.prefix(200))'); "
+                                       + "a downgrade is followed only when HF_ENDPOINT itself is http")
         }
     }
 
@@ -225,6 +275,7 @@ public final class HubClient: Sendable {
                                     bodyLimit: bodyLimit)
             if (300..<400).contains(response.status), let location = response.headers["Location"],
                let target = URL(string: location, relativeTo: URL(string: current))?.absoluteString {
+                try checkRedirect(from: current, to: target)
                 current = target
                 continue
             }
@@ -236,17 +287,20 @@ public final class HubClient: Sendable {
 
     // MARK: Plumbing
 
-    private func get(_ url: String, repo: RepoID, revision: String) throws -> HTTPResponse {
-        let response = try send(HTTPRequest(url: url, headers: headers(for: url), stallTimeout: stallTimeout))
+    private func get(_ url: String, repo: RepoID, revision: String, bodyLimit: Int) throws -> HTTPResponse {
+        let response = try send(HTTPRequest(url: url, headers: headers(for: url), stallTimeout: stallTimeout),
+                                bodyLimit: bodyLimit)
         guard (200..<300).contains(response.status) else { throw HubError.from(response, repo: repo, revision: revision) }
         return response
     }
 
-    private func send(_ request: HTTPRequest, bodyLimit: Int = 64 << 20) throws -> HTTPResponse {
+    private func send(_ request: HTTPRequest, bodyLimit: Int = BodyLimit.errorPage) throws -> HTTPResponse {
         do {
             return try session.perform(request, bodyLimit: bodyLimit)
         } catch let error as TransportError {
             throw HubError.transport(error)
+        } catch let error as BodyTooLarge {
+            throw HubError.badResponse(url: error.url, reason: error.reason)
         }
     }
 

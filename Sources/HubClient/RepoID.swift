@@ -36,6 +36,9 @@ public struct RepoID: Sendable, Hashable, CustomStringConvertible {
 /// Server-supplied file paths, checked before they touch the filesystem.
 public enum RepoPath {
     public static let maxLength = 1024
+    /// The most components (folders and the file) a path may have: what `maxLength` allows
+    /// (one byte and a slash each). Walks of a model directory go no deeper.
+    public static let maxDepth = maxLength / 2
 
     /// Returns the path when it is a safe relative path, else throws `HubError.unsafePath`.
     /// Judged on the UTF-8 bytes the filesystem sees, not on Swift's characters: a combining
@@ -51,7 +54,9 @@ public enum RepoPath {
         if bytes.contains(0) { throw refuse("it contains a NUL byte") }
         if bytes[0] == slash { throw refuse("it is absolute") }
         if bytes.contains(UInt8(ascii: "\\")) { throw refuse("it contains a backslash") }
-        for component in bytes.split(separator: slash, omittingEmptySubsequences: false) {
+        let components = bytes.split(separator: slash, omittingEmptySubsequences: false)
+        if components.count > maxDepth { throw refuse("it is more than \(maxDepth) folders deep") }
+        for component in components {
             if component.isEmpty { throw refuse("it has an empty component") }
             if component.elementsEqual([dot]) || component.elementsEqual([dot, dot]) {
                 throw refuse("it has a '\(String(decoding: component, as: UTF8.self))' component")

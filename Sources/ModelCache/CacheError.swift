@@ -18,6 +18,14 @@ public enum CacheError: Error, Sendable, CustomStringConvertible {
     case unusableDirectory(path: String, role: String, reason: String)
     /// The disk is full (ENOSPC, EDQUOT): what is staged was kept for the resume.
     case diskFull(directory: String, needed: Int64, available: Int64, staged: String)
+    /// A listed file is larger than the free space where it would be staged: refused before
+    /// anything was written.
+    case tooLargeForDisk(path: String, size: Int64, available: Int64, directory: String)
+    /// Another process held a lock longer than the wait's bound.
+    case lockWaitExpired(path: String, seconds: Double, holder: String)
+    /// A cache entry that must be a plain directory (or pointer) is something else, e.g. a
+    /// symbolic link planted to lead writes out of the cache.
+    case unsafeCacheEntry(path: String, reason: String)
 
     public var description: String {
         switch self {
@@ -42,6 +50,15 @@ public enum CacheError: Error, Sendable, CustomStringConvertible {
             return "the disk holding \(directory) is full: \(CacheError.bytes(needed)) more are needed to finish, "
                 + "\(CacheError.bytes(available)) are free; \(staged) was kept in \(directory)/.incomplete, "
                 + "so free space (or use another --cache-dir/--cache-base) and run the download again to resume"
+        case .tooLargeForDisk(let path, let size, let available, let directory):
+            return "\(path) is \(CacheError.bytes(size)) but only \(CacheError.bytes(available)) are free on the disk holding "
+                + "\(directory); nothing was written: free space, or use another --cache-dir/--cache-base (a listing that "
+                + "claims such a size from a mirror may also be wrong: check HF_ENDPOINT)"
+        case .lockWaitExpired(let path, let seconds, let holder):
+            return "gave up after \(Int(seconds.rounded())) s waiting for the lock \(path), held by \(holder); "
+                + "try again once it finished (SPEECH_FETCH_LOCK_WAIT_SECONDS sets the wait)"
+        case .unsafeCacheEntry(let path, let reason):
+            return "refusing to use \(path): \(reason); nothing was written through it. Remove it (or move the cache) and try again"
         case .notInRepo(let repo, let paths):
             return "\(repo) has no file \(paths.joined(separator: ", ")); check the --include names"
         }

@@ -1,6 +1,7 @@
 // DiskSpace - telling a full disk (ENOSPC, EDQUOT) from other I/O failures, and saying how
 // much room a download still needs.
 import Foundation
+import HubClient
 
 public enum DiskSpace {
     /// True for the errnos of a full disk or an exhausted quota.
@@ -17,6 +18,31 @@ public enum DiskSpace {
         var st = statvfs()
         guard statvfs(path, &st) == 0 else { return 0 }
         return Int64(st.f_bavail) * Int64(st.f_frsize)
+    }
+
+    /// Refuses, before anything is written, a file whose bytes still to stage are more than the
+    /// space free where it is staged: `CacheError.tooLargeForDisk` naming the file, its size, the
+    /// free bytes and the directory. A file already partly staged counts only what it lacks.
+    public static func checkRoom(for files: [RepoFile], in directory: ModelDirectory) throws {
+        guard let largest = files.max(by: { $0.size < $1.size }), largest.size > 0 else { return }
+        let probe = nearestExisting(directory.stagingDirectory.path)
+        let free = available(at: probe)
+        for file in files where file.size > free {
+            var st = stat()
+            let staged = stat(directory.stagingPath(ModelLayout.stagingName(file.path)), &st) == 0 ? Int64(st.st_blocks) * 512 : 0
+            if file.size - staged > free {
+                throw CacheError.tooLargeForDisk(path: file.path, size: file.size, available: free, directory: directory.path)
+            }
+        }
+    }
+
+    /// `path`, or its nearest ancestor that exists (a model directory not yet made).
+    static func nearestExisting(_ path: String) -> String {
+        var current = path
+        while !current.isEmpty, current != "/", access(current, F_OK) != 0 {
+            current = (current as NSString).deletingLastPathComponent
+        }
+        return current.isEmpty ? "/" : current
     }
 
     /// `error` as `CacheError.diskFull` when it is a full disk (with what is still needed and

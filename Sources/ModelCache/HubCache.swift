@@ -61,6 +61,28 @@ public enum HubCache {
         return isCommitHash(text) ? text : nil
     }
 
+    /// Refuses a repo folder in which a folder speech-fetch writes into (or reads pointers from)
+    /// is not a plain directory: `blobs/`, `snapshots/` (and `snapshots/<commit>/`), `refs/`,
+    /// `trees/`, `.incomplete/`, and `<hub>/.locks/models--<org>--<name>/`. A symbolic link
+    /// planted there would lead our writes (or a look-up's trust) out of the cache. Absent folders
+    /// are fine: they are made as plain directories.
+    /// - Throws: `CacheError.unsafeCacheEntry` naming the entry.
+    public static func checkNoPlantedLinks(hub: URL, repo: RepoID, commit: String?) throws {
+        let folder = repoFolder(hub: hub, repo: repo).path
+        var entries = [hub.path + "/.locks", hub.path + "/.locks/" + folderName(repo)]
+        entries += ["blobs", "snapshots", "refs", "trees", ModelLayout.staging].map { folder + "/" + $0 }
+        if let commit, !commit.isEmpty { entries.append(folder + "/snapshots/" + commit) }
+        for path in entries {
+            var st = stat()
+            guard lstat(path, &st) == 0 else { continue }
+            guard (st.st_mode & S_IFMT) == S_IFDIR else {
+                let what = (st.st_mode & S_IFMT) == S_IFLNK ? "it is a symbolic link, which would lead writes out of the cache"
+                                                           : "it is not a directory"
+                throw CacheError.unsafeCacheEntry(path: path, reason: what)
+            }
+        }
+    }
+
     /// Marks `hub` as a cache directory (the Cache Directory Tagging Standard's file, which
     /// huggingface_hub writes too), so backup tools skip it. Best effort.
     public static func tag(_ hub: URL) {
@@ -89,8 +111,38 @@ public final class HubBlobLock: @unchecked Sendable {
     /// Waits until the lock is ours (polling with LOCK_NB, so a stop request is noticed), or
     /// returns nil when the file cannot be opened, the filesystem has no flock, or `timeout`
     /// seconds passed.
-    public static func acquire(_ path: String, timeout: Double? = nil, isCancelled: () -> Bool = { false }) -> HubBlobLock? {
-        let deadline = timeout.map { Date().addingTimeInterval($0) }
+    public static func acquire(_ path: String, timeout: Double, isCancelled: () -> Bool = { false }) -> HubBlobLock? {
+        if case .locked(let lock) = attempt(path, timeout: timeout, isCancelled: isCancelled) { return lock }
+        return nil
+    }
+
+    /// Waits at most `timeout` seconds for the lock; after `noticeAfter` seconds of waiting
+    /// says so once through `onWaiting` (the message names the lock file), as huggingface_hub
+    /// does. Nil when there is no lock to take (no flock on this filesystem, the file cannot be
+    /// opened) or `isCancelled` turned true.
+    /// - Throws: `CacheError.lockWaitExpired` when another process still holds it at the bound.
+    public static func wait(_ path: String, timeout: Double, noticeAfter: Double = 5,
+                            onWaiting: (String) -> Void = { _ in }, isCancelled: () -> Bool = { false }) throws -> HubBlobLock? {
+        switch attempt(path, timeout: timeout, noticeAfter: noticeAfter, onWaiting: onWaiting, isCancelled: isCancelled) {
+        case .locked(let lock): return lock
+        case .unavailable: return nil
+        case .timedOut:
+            throw CacheError.lockWaitExpired(path: path, seconds: timeout,
+                                             holder: "another process (a huggingface_hub download of the same file?)")
+        }
+    }
+
+    private enum Attempt {
+        case locked(HubBlobLock)
+        case unavailable
+        case timedOut
+    }
+
+    private static func attempt(_ path: String, timeout: Double, noticeAfter: Double = .infinity,
+                                onWaiting: (String) -> Void = { _ in }, isCancelled: () -> Bool) -> Attempt {
+        let started = Date()
+        let deadline = started.addingTimeInterval(timeout)
+        var noticed = false
         let folder = (path as NSString).deletingLastPathComponent
         try? FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         var pause: useconds_t = 5_000
@@ -104,21 +156,26 @@ public final class HubBlobLock: @unchecked Sendable {
                 fd = open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC)
                 if fd < 0 && errno == ENOENT { continue }  // removed meanwhile
             }
-            guard fd >= 0 else { return nil }
+            guard fd >= 0 else { return .unavailable }
             if flock(fd, LOCK_EX | LOCK_NB) == 0 {
                 var st = stat()
-                if fstat(fd, &st) == 0, st.st_nlink > 0 { return HubBlobLock(path: path, fd: fd) }
+                if fstat(fd, &st) == 0, st.st_nlink > 0 { return .locked(HubBlobLock(path: path, fd: fd)) }
                 close(fd)  // unlinked while we waited: lock the file that is there now
                 continue
             }
             let code = errno
             close(fd)
-            guard code == EWOULDBLOCK || code == EINTR else { return nil }  // ENOLCK, ENOSYS: no flock here
-            if let deadline, Date() >= deadline { return nil }
+            guard code == EWOULDBLOCK || code == EINTR else { return .unavailable }  // ENOLCK, ENOSYS: no flock here
+            let waited = Date().timeIntervalSince(started)
+            if waited >= timeout || Date() >= deadline { return .timedOut }
+            if !noticed && waited >= noticeAfter {
+                noticed = true
+                onWaiting("waiting for lock \(path) (another process holds it; giving up after \(Int(timeout.rounded())) s)")
+            }
             usleep(pause)
             pause = min(pause * 2, 200_000)
         }
-        return nil
+        return .unavailable
     }
 
     /// Unlocks and closes; the file stays, as huggingface_hub leaves it.

@@ -25,15 +25,26 @@ extension ModelDirectory {
         return String(repeating: "../", count: depth) + "blobs/" + contentID(file)
     }
 
-    /// The pointer resolves to a regular file of the expected size and names this content's blob
-    /// (a pointer that is a plain file, as huggingface_hub makes where symlinks fail, is judged by size).
+    /// The pointer is exactly the relative link to this content's blob (`pointerTarget`) and the
+    /// blob is a regular file of the expected size (a pointer that is a plain file, as
+    /// huggingface_hub makes where symlinks fail, is judged by size). An absolute pointer, or
+    /// one that leaves the repo folder, is not complete, whatever it points at.
     func hubIsComplete(_ file: RepoFile) -> Bool {
         let pointer = finalPath(file.path)
         var st = stat()
-        guard stat(pointer, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG, Int64(st.st_size) == file.size else { return false }
-        guard let target = ModelDirectory.readLink(pointer) else { return true }
-        return target.hasSuffix("/blobs/" + ModelDirectory.contentID(file))
+        guard lstat(pointer, &st) == 0 else { return false }
+        if (st.st_mode & S_IFMT) == S_IFLNK {
+            guard ModelDirectory.readLink(pointer) == ModelDirectory.pointerTarget(file) else { return false }
+            // The blob itself, not the pointer: `blobs/` must be the repo folder's own.
+            var folder = stat()
+            guard lstat(path + "/blobs", &folder) == 0, (folder.st_mode & S_IFMT) == S_IFDIR,
+                  lstat(blobPath(file), &st) == 0 else { return false }
+        }
+        return (st.st_mode & S_IFMT) == S_IFREG && Int64(st.st_size) == file.size
     }
+
+    /// How deep a walk of a snapshot (or a model directory) goes: as deep as a repo path may be.
+    public static let maxWalkDepth = RepoPath.maxDepth
 
     static func readLink(_ path: String) -> String? {
         var buffer = [CChar](repeating: 0, count: 4096)
@@ -42,23 +53,34 @@ extension ModelDirectory {
         return String(decoding: buffer[0..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
-    /// Repo paths under `snapshots/<commit>/` that resolve to regular files.
+    /// Repo paths under `snapshots/<commit>/` that are regular files or links to regular files.
+    /// The walk never follows a link to a directory (a loop, or a way out of the cache), visits
+    /// each directory once (by device and inode) and goes at most `maxWalkDepth` folders deep.
     func hubListFiles() -> Set<String> {
         var result = Set<String>()
-        func walk(_ dir: String, _ prefix: String) {
-            guard let names = try? FileManager.default.contentsOfDirectory(atPath: dir) else { return }
+        var visited = Set<[UInt64]>()
+        func walk(_ dir: String, _ prefix: String, depth: Int) {
+            var here = stat()
+            guard depth <= ModelDirectory.maxWalkDepth, lstat(dir, &here) == 0, (here.st_mode & S_IFMT) == S_IFDIR,
+                  visited.insert([UInt64(here.st_dev), UInt64(here.st_ino)]).inserted,
+                  let names = try? FileManager.default.contentsOfDirectory(atPath: dir) else { return }
             for name in names {
                 let full = dir + "/" + name
                 var st = stat()
-                guard stat(full, &st) == 0 else { continue }
-                if (st.st_mode & S_IFMT) == S_IFDIR {
-                    walk(full, prefix + name + "/")
-                } else if (st.st_mode & S_IFMT) == S_IFREG {
+                guard lstat(full, &st) == 0 else { continue }
+                switch st.st_mode & S_IFMT {
+                case S_IFDIR:
+                    walk(full, prefix + name + "/", depth: depth + 1)
+                case S_IFREG:
                     result.insert(prefix + name)
+                case S_IFLNK:
+                    if stat(full, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG { result.insert(prefix + name) }
+                default:
+                    break
                 }
             }
         }
-        walk(filesURL.path, "")
+        walk(filesURL.path, "", depth: 0)
         return result
     }
 
@@ -97,10 +119,14 @@ extension ModelDirectory {
 
     /// Uses a blob that is already in the cache (huggingface_hub wrote it first) when its size
     /// and digest are right: makes the pointer and returns true. No blob, or a wrong one: false.
-    /// Waits while huggingface_hub holds the blob's lock (it is writing that blob), unless cancelled.
-    public func adoptExistingBlob(_ file: RepoFile, isCancelled: () -> Bool = { false }) -> Bool {
+    /// Waits while huggingface_hub holds the blob's lock (it is writing that blob), unless
+    /// cancelled, at most `lockWait` seconds; after a few seconds `onWaiting` says what for.
+    /// - Throws: `CacheError.lockWaitExpired` when the lock is still held at the bound.
+    public func adoptExistingBlob(_ file: RepoFile, lockWait: Double = 300, onWaiting: (String) -> Void = { _ in },
+                                  isCancelled: () -> Bool = { false }) throws -> Bool {
         guard hubCommit != nil, !isCancelled() else { return false }
-        let lock = HubBlobLock.acquire(blobLockPath(file), isCancelled: isCancelled)
+        let lock = try HubBlobLock.wait(blobLockPath(file), timeout: lockWait, noticeAfter: min(5, lockWait / 2),
+                                        onWaiting: onWaiting, isCancelled: isCancelled)
         guard !isCancelled() else { return false }
         defer { lock?.release() }
         guard blobVerifies(file) else { return false }
@@ -144,6 +170,7 @@ extension ModelDirectory {
         let pointer = finalPath(file.path)
         let target = ModelDirectory.pointerTarget(file)
         if ModelDirectory.readLink(pointer) == target { return }
+        try checkPlainFolders(to: file.path)
         try ModelDirectory.makeDirectories((pointer as NSString).deletingLastPathComponent)
         try ModelDirectory.makeDirectories(stagingDirectory.path)
         let temp = stagingPath(ModelLayout.pointerTempName(pid: getpid(), n: UInt32.random(in: 0...UInt32.max)))
@@ -154,6 +181,21 @@ extension ModelDirectory {
             throw CacheError.io(path: pointer, operation: "rename a symlink into", errno: code)
         }
         rmdir(stagingDirectory.path)  // fails harmlessly while anything is staged
+    }
+
+    /// Refuses to write a pointer through a folder of the snapshot that is a symbolic link (it
+    /// would land outside the cache): every existing folder from `snapshots/<commit>/` down to
+    /// the pointer's must be a plain directory.
+    func checkPlainFolders(to repoPath: String) throws {
+        var folder = filesURL.path
+        for component in repoPath.split(separator: "/").dropLast() {
+            folder += "/" + component
+            var st = stat()
+            guard lstat(folder, &st) == 0 else { return }  // made below, as a plain directory
+            guard (st.st_mode & S_IFMT) == S_IFDIR else {
+                throw CacheError.unsafeCacheEntry(path: folder, reason: "it is not a plain directory (a symbolic link would lead the pointer out of the cache)")
+            }
+        }
     }
 
     /// Records `refs/<revision>` = commit, as huggingface_hub does (no newline; nothing when the

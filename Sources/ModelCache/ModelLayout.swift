@@ -1,6 +1,7 @@
 // ModelLayout - every name a model directory holds beside the repo's files: the manifest, the
 // staging folder `.incomplete/` and its entries, and `speech cache rm`'s trash. Each name is
 // written and parsed here only; docs/protocol.md ("Layout") lists them.
+import Digest
 import Foundation
 
 /// The model directory's own names and their parsers (the spool's are `SpoolLayout`).
@@ -30,6 +31,33 @@ public enum ModelLayout {
     /// (the lock of `uv` is `uv.lock`) and every entry of `.incomplete/` has one owner.
     /// Works on UTF-8 bytes: a combining mark after `/` must not hide the slash.
     public static func stagingName(_ repoPath: String) -> String {
+        let name = encodedName(repoPath)
+        guard name.count > maxStagingName else { return String(decoding: name, as: UTF8.self) }
+        // Too long for one directory entry once `.sidecar.json.tmp.<pid>.<n>` or
+        // `.lock.broken.<node>.<pid>.<n>` is added (NAME_MAX is 255 bytes): keep a readable
+        // head, cut where no `%XX` escape or UTF-8 sequence is split, and name the rest by the
+        // SHA-256 of the whole repo path. `%#` never occurs in an encoded name (every `%` there
+        // starts `%25`, `%2F` or `%2E`), so a hashed name is never another path's plain one.
+        var cut = maxStagingName - hashedMarker.utf8.count - 64
+        while cut > 0 && (name[cut] & 0xC0) == 0x80 { cut -= 1 }
+        if let percent = name[max(0, cut - 2)..<cut].lastIndex(of: UInt8(ascii: "%")) { cut = percent }
+        let digest = SHA256.smallHex(of: Data(repoPath.utf8))
+        return String(decoding: name[..<cut], as: UTF8.self) + hashedMarker + digest
+    }
+
+    /// The most bytes a staging name has (docs/protocol.md, "Layout"): with the longest suffix
+    /// an entry of `.incomplete/` adds (a broken lock's, node name cut to `maxNodeInName`), every
+    /// entry fits the 255 bytes of a directory entry.
+    public static let maxStagingName = 150
+    /// What a hashed staging name puts between its head and the digest.
+    static let hashedMarker = "%#"
+    /// The most bytes of a node's name that go into an entry's name.
+    static let maxNodeInName = 48
+
+    /// True for a staging name made from a repo path too long to encode whole (`stagingName(_:)`).
+    public static func isHashed(_ stagingName: String) -> Bool { stagingName.contains(hashedMarker) }
+
+    private static func encodedName(_ repoPath: String) -> [UInt8] {
         var name: [UInt8] = []
         name.reserveCapacity(repoPath.utf8.count)
         for byte in repoPath.utf8 {
@@ -42,7 +70,7 @@ public enum ModelLayout {
         for marker in [lockSuffix, sidecarSuffix, importMarker] {
             name = replacing(Array(marker.utf8), with: Array("%2E".utf8) + marker.utf8.dropFirst(), in: name)
         }
-        return String(decoding: name, as: UTF8.self)
+        return name
     }
 
     /// `<staging name>.sidecar.json`.
@@ -56,7 +84,7 @@ public enum ModelLayout {
 
     /// `<lock>.broken.<node>.<pid>.<n>`: a lock moved aside while it is broken.
     static func brokenLockPath(_ lockPath: String, node: String, pid: Int32, n: UInt32) -> String {
-        lockPath + brokenMarker + "\(node).\(pid).\(n)"
+        lockPath + brokenMarker + "\(String(decoding: node.utf8.prefix(maxNodeInName), as: UTF8.self)).\(pid).\(n)"
     }
 
     /// `.<name>.tmp.<pid>.<n>`: a small file being written whole (AtomicFile), beside it.
@@ -73,8 +101,12 @@ public enum ModelLayout {
 
     // MARK: Reading
 
-    /// `a%2Fb%25c%2Elock` → `a/b%c.lock`: the inverse of `stagingName(_:)`.
+    /// `a%2Fb%25c%2Elock` → `a/b%c.lock`: the inverse of `stagingName(_:)`. A hashed name
+    /// (`isHashed`) gives its readable head followed by `…`, not the whole path.
     public static func repoPath(stagingName: String) -> String {
+        if let marker = stagingName.range(of: hashedMarker) {
+            return repoPath(stagingName: String(stagingName[..<marker.lowerBound])) + "…"
+        }
         let bytes = Array(stagingName.utf8)
         var out: [UInt8] = []
         var i = 0

@@ -52,10 +52,19 @@ public final class StagingLock: @unchecked Sendable {
     }
 
     /// Takes the lock for `repoPath` in `directory`, breaking a dead or expired one. Nil when a
-    /// live holder has it, or when whether it does cannot be read (a stale handle: look again later).
+    /// live holder has it, or when whether it does cannot be read (a stale handle: look again later),
+    /// and also when the lock cannot be created at all (`take` says why: use it where a caller
+    /// would otherwise wait for a holder that does not exist).
     public static func acquire(_ repoPath: String, in directory: ModelDirectory, owner: LockOwner, lease: Double) -> StagingLock? {
+        (try? take(repoPath, in: directory, owner: owner, lease: lease)) ?? nil
+    }
+
+    /// `acquire`, but a lock that cannot be created for any reason other than "it exists"
+    /// (`EACCES`, `EROFS`, `ENAMETOOLONG`, `ENOSPC`, an `EIO` that outlived its retries, …) is
+    /// `CacheError.io` naming the lock file: never "held elsewhere", which would be waited for.
+    public static func take(_ repoPath: String, in directory: ModelDirectory, owner: LockOwner, lease: Double) throws -> StagingLock? {
         let staging = directory.stagingDirectory.path
-        try? StagingFile.makeDirectory(directory.stagingDirectory)
+        try StagingFile.makeDirectory(directory.stagingDirectory)
         let path = directory.stagingPath(ModelLayout.lockName(repoPath))
         for _ in 0..<3 {
             let fd = SharedFS.retry { open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600) }
@@ -73,7 +82,9 @@ public final class StagingLock: @unchecked Sendable {
                 }
                 return StagingLock(path: path, owner: owner, inode: UInt64(st.st_ino))
             }
-            guard errno == EEXIST else { return nil }
+            guard errno == EEXIST else {
+                throw CacheError.io(path: path, operation: "create the staging lock", errno: errno)
+            }
             let judged: stat
             switch SharedFS.lstat(path) {
             case .found(let st): judged = st

@@ -119,15 +119,12 @@ extension StagingFile {
     }
 
     /// After a mismatch (`digest`: what the staged bytes hash to): starts or goes on with the
-    /// repair and throws `CacheError.repairing` with the ranges to fetch again; when the file
-    /// is one range, or no range may be fetched again, deletes it and throws the mismatch.
+    /// repair and throws `CacheError.repairing` with the ranges to fetch again; when no range
+    /// may be fetched again, deletes it and throws the mismatch. A file of one range is fetched
+    /// again once (a byte flipped on the way heals; a bad copy on the server fails the second time).
     func continueRepair(digest: String) throws -> Never {
         let mismatch = file.sha256.map { CacheError.checksumMismatch(path: file.path, expected: $0, actual: digest) }
             ?? CacheError.blobMismatch(path: file.path, expected: file.blobID, actual: digest)
-        guard rangeCount > 1 else {
-            discard()
-            throw mismatch
-        }
         let next: [Int]? = lock.withLock {
             if record.repair == nil {
                 // The hash restarts from 0: any range may change now, so only bytes no

@@ -45,18 +45,28 @@ extension HuggingFaceDownloader {
     /// True when `directory` holds weights (a `.safetensors` file or a `.mlmodelc`/`.mlpackage`
     /// bundle at its top level) and every shard each `*.safetensors.index.json` in it names is
     /// present. Other files (config, tokenizer, README) do not count; staging does not either.
+    /// The walk looks for indexes without following links to folders, visits each folder once
+    /// and goes at most `ModelDirectory.maxWalkDepth` folders deep, so a link loop ends it.
     public static func weightsExist(in directory: URL) -> Bool {
         guard let top = try? FileManager.default.contentsOfDirectory(atPath: directory.path) else { return false }
         guard top.contains(where: { weightFileExtensions.contains(($0 as NSString).pathExtension) }) else { return false }
         var complete = true
-        func visit(_ dir: String, _ prefix: String) {
+        var visited = Set<[UInt64]>()
+        func visit(_ dir: String, _ prefix: String, depth: Int) {
+            var here = stat()
+            guard depth <= ModelDirectory.maxWalkDepth, stat(dir, &here) == 0,
+                  visited.insert([UInt64(here.st_dev), UInt64(here.st_ino)]).inserted else { return }
             for name in (try? FileManager.default.contentsOfDirectory(atPath: dir)) ?? [] where complete {
                 if prefix.isEmpty && name == ".incomplete" { continue }
                 let full = dir + "/" + name
-                var isDirectory: ObjCBool = false
-                guard FileManager.default.fileExists(atPath: full, isDirectory: &isDirectory) else { continue }
-                if isDirectory.boolValue {
-                    if !weightFileExtensions.contains((name as NSString).pathExtension) { visit(full, prefix + name + "/") }
+                var st = stat()
+                guard lstat(full, &st) == 0 else { continue }
+                let isLink = (st.st_mode & S_IFMT) == S_IFLNK
+                if isLink && stat(full, &st) != 0 { continue }
+                if (st.st_mode & S_IFMT) == S_IFDIR {
+                    if !isLink && !weightFileExtensions.contains((name as NSString).pathExtension) {
+                        visit(full, prefix + name + "/", depth: depth + 1)
+                    }
                 } else if ShardIndex.isIndexPath(prefix + name) {
                     guard let index = try? ShardIndex(contentsOf: URL(fileURLWithPath: full), path: prefix + name) else {
                         complete = false
@@ -66,7 +76,7 @@ extension HuggingFaceDownloader {
                 }
             }
         }
-        visit(directory.path, "")
+        visit(directory.path, "", depth: 0)
         return complete
     }
 
@@ -134,24 +144,84 @@ extension HuggingFaceDownloader {
     /// Runs `operation`, which calls its argument with the progress so far, and stops it with
     /// `DownloadError.stalled` when the value did not move for `stallTimeoutSeconds` (default
     /// `downloadStallTimeoutSeconds`). Stopping cancels the operation's task: a download keeps
-    /// what it staged. Not used for a transfer speech-fetchd performs (`backgroundTransfer`).
+    /// what it staged. The guard returns at once; it does not wait for an operation that
+    /// ignores cancellation (which then finishes, or not, on its own). Cancelling the caller's
+    /// task cancels the operation and ends the call with `CancellationError`. Not used for a
+    /// transfer speech-fetchd performs (`backgroundTransfer`).
     public static func withDownloadStallGuard(
         modelId: String, stallTimeoutSeconds: Int? = nil,
         _ operation: @escaping @Sendable (@escaping @Sendable (Double) -> Void) async throws -> Void
     ) async throws {
         let stall = Double(stallTimeoutSeconds ?? downloadStallTimeoutSeconds)
         let clock = ProgressClock()
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask { try await operation { clock.tick($0) } }
-            group.addTask {
-                while true {
-                    try await Task.sleep(for: .seconds(max(0.1, stall / 3)))
-                    if clock.idleSeconds >= stall { throw DownloadError.stalled(modelId: modelId, seconds: Int(stall)) }
+        let outcome = Outcome()
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, Error>) in
+                outcome.begin(continuation)
+                let work = Task {
+                    do {
+                        try await operation { clock.tick($0) }
+                        outcome.finish(.success(()))
+                    } catch {
+                        outcome.finish(.failure(error))
+                    }
                 }
+                let watch = Task {
+                    while !Task.isCancelled {
+                        try? await Task.sleep(for: .seconds(max(0.1, stall / 3)))
+                        if clock.idleSeconds >= stall {
+                            outcome.finish(.failure(DownloadError.stalled(modelId: modelId, seconds: Int(stall))))
+                            return
+                        }
+                    }
+                }
+                outcome.onFinish { work.cancel(); watch.cancel() }
             }
-            defer { group.cancelAll() }
-            try await group.next()
+        } onCancel: {
+            outcome.finish(.failure(CancellationError()))
         }
+    }
+}
+
+/// The one result of a guarded operation: the first of its end, a stall, or cancelling wins;
+/// the continuation is resumed exactly once, and whoever comes later is ignored.
+private final class Outcome: Sendable {
+    private struct State {
+        var continuation: CheckedContinuation<Void, Error>?
+        var early: Result<Void, Error>?
+        var cleanup: (@Sendable () -> Void)?
+        var done = false
+    }
+    private let state = Mutex(State())
+
+    func begin(_ continuation: CheckedContinuation<Void, Error>) {
+        let early: Result<Void, Error>? = state.withLock { s in
+            if let early = s.early { return early }
+            s.continuation = continuation
+            return nil
+        }
+        if let early { continuation.resume(with: early) }
+    }
+
+    func onFinish(_ cleanup: @escaping @Sendable () -> Void) {
+        let now = state.withLock { s -> Bool in
+            if s.done { return true }
+            s.cleanup = cleanup
+            return false
+        }
+        if now { cleanup() }
+    }
+
+    func finish(_ result: Result<Void, Error>) {
+        let (continuation, cleanup) = state.withLock { s -> (CheckedContinuation<Void, Error>?, (@Sendable () -> Void)?) in
+            guard !s.done else { return (nil, nil) }
+            s.done = true
+            if s.continuation == nil { s.early = result }
+            defer { s.continuation = nil; s.cleanup = nil }
+            return (s.continuation, s.cleanup)
+        }
+        continuation?.resume(with: result)
+        cleanup?()
     }
 }
 

@@ -48,6 +48,9 @@ public enum DownloadNotice: Sendable, Equatable {
     /// The daemon serving the request is gone (stopped, killed); this call finishes the
     /// transfer itself from what the daemon staged.
     case daemonGone(spool: String)
+    /// The call has waited a few seconds for something another process holds (a
+    /// huggingface_hub blob lock): what, and how long it waits at most.
+    case waiting(String)
 }
 
 /// What a download call would do, from `HuggingFaceDownloader.plan`.
@@ -159,6 +162,8 @@ public final class HuggingFaceDownloader: Sendable {
         if let huggingFaceCache {
             // The snapshot the revision names on disk (refs/<revision>), if any.
             let folder = HubCache.repoFolder(hub: huggingFaceCache, repo: repo)
+            try HubCache.checkNoPlantedLinks(hub: huggingFaceCache, repo: repo,
+                                             commit: HubCache.commit(forRevision: revision, repoFolder: folder))
             if let commit = HubCache.commit(forRevision: revision, repoFolder: folder) {
                 directory = ModelDirectory(hubRepoFolder: folder, commit: commit)
                 cached = directory.offlineCheck(selection, repo: repo.description)
@@ -199,8 +204,17 @@ public final class HuggingFaceDownloader: Sendable {
                                                missing: cached.missing,
                                                cause: "\(error)")
         }
+        // Everything already current: served as it is, whether or not the cache can be written
+        // (a read-only mount serves online calls as it serves offline ones).
+        if !forceDownload, let served = try servedFromCache(snapshot, repo: repo, selection: selection,
+                                            directory: directory.atCommit(snapshot.commit)) {
+            return served
+        }
         try checkLocations(cacheDir: cacheDir, cacheBaseDir: cacheBaseDir, forWriting: true)
-        if let huggingFaceCache { HubCache.tag(huggingFaceCache) }
+        if let huggingFaceCache {
+            try HubCache.checkNoPlantedLinks(hub: huggingFaceCache, repo: repo, commit: snapshot.commit)
+            HubCache.tag(huggingFaceCache)
+        }
         var result = try fetch(snapshot, repo: repo, selection: selection, into: directory.atCommit(snapshot.commit),
                                spoolBase: cacheBaseDir ?? defaultCacheBase, force: forceDownload,
                                host: host, requestTimeout: requestTimeout, progress: progress, isCancelled: isCancelled, notice: notice)
@@ -269,7 +283,10 @@ public final class HuggingFaceDownloader: Sendable {
         } else {
             missing = needed.filter { !isCurrent($0, in: directory, previous: previous) }
             // A blob huggingface_hub (or an earlier snapshot) already holds is checked and linked, not fetched.
-            missing = missing.filter { !directory.adoptExistingBlob($0, isCancelled: isCancelled) }
+            missing = try missing.filter {
+                try !directory.adoptExistingBlob($0, lockWait: settings.lockWait, onWaiting: { notice(.waiting($0)) },
+                                                isCancelled: isCancelled)
+            }
         }
         if isCancelled() { throw CancellationError() }
         let handoff = force ? nil : handoff(base: spoolBase)
@@ -316,6 +333,29 @@ public final class HuggingFaceDownloader: Sendable {
         try directory.recordRevision(snapshot.revision)
         return DownloadResult(directory: directory.filesURL, files: needed.map(\.path), commit: snapshot.commit,
                               fetched: fetched, warning: nil)
+    }
+
+    /// The call's result when every file it needs is already current in `directory` (shard
+    /// indexes on disk decide the shards); nil when anything must be fetched. The manifest,
+    /// tree listing and ref are brought up to date where the cache can be written, and their
+    /// writes are skipped where it cannot (a read-only cache still serves its files).
+    private func servedFromCache(_ snapshot: RepoSnapshot, repo: RepoID, selection: FileSelection,
+                                 directory: ModelDirectory) throws -> DownloadResult? {
+        let previous = directory.hubCommit == nil ? directory.readManifest() : nil
+        let selected = try FilePlan.select(snapshot.files, selection, repo: repo.description)
+        let indexFiles = selected.filter { ShardIndex.isIndexPath($0.path) }
+        guard indexFiles.allSatisfy({ isCurrent($0, in: directory, previous: previous) }),
+              let indexes = try? indexFiles.map({ try ShardIndex(contentsOf: directory.finalURL($0.path), path: $0.path) }) else {
+            return nil
+        }
+        let needed = try FilePlan.applyIndexes(indexes, selected: selected, all: snapshot.files, repo: repo.description,
+                                               keepUnnamed: directory.hubCommit != nil)
+        guard needed.allSatisfy({ isCurrent($0, in: directory, previous: previous) }) else { return nil }
+        try? directory.writeManifest(snapshot)
+        try? directory.writeTreeListing(snapshot)
+        try? directory.recordRevision(snapshot.revision)
+        return DownloadResult(directory: directory.filesURL, files: needed.map(\.path), commit: snapshot.commit,
+                              fetched: [], warning: nil)
     }
 
     /// Checks the directories a call names (or the default base) before anything is written,

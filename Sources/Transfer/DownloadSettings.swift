@@ -24,6 +24,9 @@ public struct DownloadSettings: Sendable, Equatable {
     /// Daemon workers may duplicate another node's far-behind range once nothing is ready
     /// (`SPEECH_FETCH_ENDGAME=0` turns it off; docs/cluster.md).
     public var endgame = true
+    /// Seconds to wait for a lock another process holds (a huggingface_hub blob lock) before
+    /// the call fails saying so (`SPEECH_FETCH_LOCK_WAIT_SECONDS`).
+    public var lockWait: Double = 300
 
     public static let pageSize: Int64 = 64 << 10
 
@@ -52,6 +55,9 @@ public struct DownloadSettings: Sendable, Equatable {
         }
         if let v = env["SPEECH_FETCH_POLL_SECONDS"].flatMap({ Double($0.trimmingCharacters(in: .whitespaces)) }), v > 0 {
             s.pollInterval = v
+        }
+        if let v = env["SPEECH_FETCH_LOCK_WAIT_SECONDS"].flatMap({ Double($0.trimmingCharacters(in: .whitespaces)) }), v > 0 {
+            s.lockWait = v
         }
         if let v = env["SPEECH_FETCH_ENDGAME"]?.trimmingCharacters(in: .whitespaces).lowercased() {
             if ["0", "false", "no", "off"].contains(v) { s.endgame = false }

@@ -38,6 +38,9 @@ struct RangeContext {
 struct RangeAttemptPolicy: Sendable {
     /// Attempts and the delays between them (`Retry-After` wins, capped).
     var retry: RetryPolicy
+    /// The Hub the transfer talks to: an https endpoint's transfers are never downgraded to
+    /// http by a redirect (nil: only the http/https rule applies).
+    var endpoint: HubEndpoint? = nil
     var maxRedirects = 10
     /// The embedded engine can answer a server that ignores Range by fetching the whole file;
     /// a worker, which owns one range's part, cannot.
@@ -56,6 +59,9 @@ struct RangeAttemptPolicy: Sendable {
                                               url: url))
         case .response(let response):
             cause = HubError.from(response, repo: context.repo, revision: context.commit, path: context.path)
+        case .tooLarge(let status, _, let limit):
+            // An error page that never ends: its status is not trusted to mean "try again".
+            return .fail(HubError.badResponse(url: url, reason: BodyTooLarge(url: url, status: status, limit: limit).reason))
         case .transport(let error):
             // A connection that closed after the last byte of the range (fewer bytes than its
             // Content-Length promised, a reset) still delivered the whole range: asking for the
@@ -67,7 +73,12 @@ struct RangeAttemptPolicy: Sendable {
             case .redirect(let target):
                 count.redirects += 1
                 guard count.redirects <= maxRedirects else {
-                    return .fail(HubError.badResponse(url: url, reason: "too many redirects"))
+                    return .fail(HubError.badResponse(url: url, reason: "too many redirects (more than \(maxRedirects) in a row: a loop?)"))
+                }
+                do {
+                    try HubClient.checkRedirect(from: url, to: target, endpoint: endpoint)
+                } catch {
+                    return .fail(error)
                 }
                 return .follow(target)
             case .rangeIgnored:

@@ -22,7 +22,7 @@ public final class RangeFetch: @unchecked Sendable {
         self.settings = settings.normalized()
         session = CurlEasy()
         locator = FileLocator(client: client, rangeThreshold: self.settings.rangeThreshold)
-        policy = RangeAttemptPolicy(retry: self.settings.retry, canRestartAsOneStream: false)
+        policy = RangeAttemptPolicy(retry: self.settings.retry, endpoint: client.endpoint, canRestartAsOneStream: false)
     }
 
     /// Fetches bytes `start...end` of `file` into a new file at `partPath`; fsyncs it when `sync`

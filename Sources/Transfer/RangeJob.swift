@@ -23,6 +23,10 @@ final class FileTask: @unchecked Sendable {
     var notedBytes: Int64 = 0
     var notedAt = Date()
     var finalizing = false
+    /// A range of this file failed without a byte: its other ranges wait (those never tried
+    /// do not start) until one of its ranges gets bytes again, so a file that cannot be had
+    /// fails after one range's retries instead of cycling every range through its first attempt.
+    var probing = false
     var dirty = false
     var syncScheduled = false
     /// Serial queue for this file's hashing and finalization.
@@ -56,6 +60,8 @@ final class RangeJob {
     var count = RangeAttemptCount()
     var notBefore = Date.distantPast
     var url: String
+    /// `writer.written` when the current attempt began: an attempt that ends with no more got nothing.
+    var writtenAtAttempt: Int64 = 0
     /// `writer.written` when its head was last recorded in the staging file's record.
     var noted: Int64 = 0
 

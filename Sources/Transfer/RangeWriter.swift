@@ -127,7 +127,7 @@ final class RangeWriter {
             refusal = why
             return .abort
         case .errorBody:
-            return .collect(limit: 64 << 10)
+            return .collect(limit: BodyLimit.errorPage)
         }
     }
 

@@ -73,7 +73,7 @@ final class TransferRun: @unchecked Sendable {
         self.commit = commit
         self.directory = directory
         self.isCancelled = isCancelled
-        policy = RangeAttemptPolicy(retry: engine.settings.retry, canRestartAsOneStream: true)
+        policy = RangeAttemptPolicy(retry: engine.settings.retry, endpoint: engine.client.endpoint, canRestartAsOneStream: true)
         locator = FileLocator(client: engine.client, rangeThreshold: engine.settings.rangeThreshold)
         meter = ProgressMeter(progress: progress)
     }
@@ -105,13 +105,13 @@ final class TransferRun: @unchecked Sendable {
         while !heldElsewhere.isEmpty {
             if isCancelled() { throw CancellationError() }
             var takeOver: [RepoFile] = []
-            heldElsewhere.removeAll { file in
+            try heldElsewhere.removeAll { file in
                 if directory.isComplete(file) {
                     meter.fileDone(nil, bytes: file.size)
                     meter.report(force: true, completed: file.path)
                     return true
                 }
-                if let lock = StagingLock.acquire(file.path, in: directory, owner: owner, lease: settings.lease) {
+                if let lock = try StagingLock.take(file.path, in: directory, owner: owner, lease: settings.lease) {
                     lock.release()
                     takeOver.append(file)
                     return true

@@ -89,7 +89,7 @@ extension TransferRun {
         var i = 0
         while active.count < settings.concurrency && i < ready.count {
             let job = ready[i]
-            if job.notBefore > now { i += 1; continue }
+            if job.notBefore > now || (job.task.probing && job.count.attempts == 0) { i += 1; continue }
             ready.remove(at: i)
             start(job)
         }
@@ -99,10 +99,12 @@ extension TransferRun {
         let easy = idleHandles.popLast() ?? CurlEasy()
         let writer = job.writer
         writer.beginAttempt()
+        job.writtenAtAttempt = writer.written
         // The task, not the job: the job holds this writer, so capturing it would be a cycle
         // that keeps the staging file (and its descriptor) open after the run.
         let task = job.task
         writer.onWritten = { [unowned meter] bytes in
+            task.probing = false
             task.countedBytes += bytes
             meter.add(bytes: bytes)
             meter.currentFile = task.file.path
@@ -133,6 +135,7 @@ extension TransferRun {
             RetryEvents.report(RetryEvent(subject: job.task.file.path, error: cause, attempt: job.count.attempts + 1,
                                           attempts: policy.retry.attempts, wait: delay))
             job.notBefore = Date().addingTimeInterval(delay)
+            if job.writer.written == job.writtenAtAttempt { job.task.probing = true }
             ready.append(job)
         case .follow(let target):
             job.url = target
@@ -166,6 +169,7 @@ extension TransferRun {
 
     private func complete(_ job: RangeJob) {
         let task = job.task
+        task.probing = false
         if let index = job.index, let repair = job.repair {
             task.pending -= 1
             fetchAgain(task, task.staging.markRepaired(index, changed: repair.changed))
@@ -203,6 +207,7 @@ extension TransferRun {
             return failFile(task, HubError.badResponse(url: task.url, reason: "the server ignores Range even for a whole-file request"))
         }
         task.wholeFallback = true
+        task.probing = false
         dropTransfers(of: task)
         task.queue.sync { task.staging.resetProgress() }
         meter.add(bytes: -task.countedBytes)

@@ -6,6 +6,9 @@ import ModelCache
 
 extension TransferRun {
     func plan(_ files: [RepoFile]) throws {
+        // A size the disk cannot hold is refused before any file is staged (a staging file is
+        // sparse, so nothing else would notice until the disk is full).
+        try DiskSpace.checkRoom(for: files, in: directory)
         var large: [FileTask] = []
         for file in files {
             if file.size == 0 {
@@ -13,7 +16,7 @@ extension TransferRun {
                 meter.fileDone(nil)
                 continue
             }
-            guard let lock = StagingLock.acquire(file.path, in: directory, owner: owner, lease: settings.lease) else {
+            guard let lock = try StagingLock.take(file.path, in: directory, owner: owner, lease: settings.lease) else {
                 heldElsewhere.append(file)
                 continue
             }

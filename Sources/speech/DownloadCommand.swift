@@ -198,6 +198,8 @@ enum DownloadCommand {
                     case .daemonGone(let spool):
                         printer.note("speech-fetchd is gone from \(spool); this process finishes the transfer itself from what it staged",
                                      json: ["event": "daemonGone", "spool": spool])
+                    case .waiting(let what):
+                        printer.note(what, json: ["event": "waiting", "message": what])
                     }
                 })
             printer.finish()

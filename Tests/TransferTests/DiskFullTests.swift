@@ -10,58 +10,95 @@ import XCTest
 
 final class DiskFullTests: DaemonTestCase {
     let repo = "org/Full"
-    let path = "model.safetensors"
-    let size = 6 << 20  // 24 ranges of 256 KiB
     let rangeSize = 256 << 10
-    var file: String { "\(repo)/\(path)" }
+
+    // Each file fits the free space on its own (a file that does not is refused before anything
+    // is written: `testAFileLargerThanTheFreeDiskIsRefusedBeforeAnythingIsWritten`), the set
+    // does not: the disk fills in the middle of the transfer.
 
     func testDiskFullKeepsTheResumePointAndSaysWhatIsNeeded() throws {
-        try assertDiskFullResumesExactly(tmpfsSize: "3m", someRangesDone: true)
+        try assertDiskFullResumesExactly(tmpfsSize: "3m", files: ["a.safetensors": 2 << 20, "b.safetensors": 2 << 20],
+                                         someRangesDone: true)
     }
 
     func testDiskFullBeforeAnyRangeIsDoneStillKeepsEveryByte() throws {
-        // 512 KiB of room and 4 ranges of 256 KiB in flight at once: the disk fills before any
-        // range completes. The sidecar (written at the start) and the ranges' heads survive.
-        try assertDiskFullResumesExactly(tmpfsSize: "512k", someRangesDone: false)
+        // 512 KiB of room and four ranges in flight at once (800 KiB): the disk fills before most
+        // ranges complete. The sidecars (written at the start) and the ranges' heads survive.
+        try assertDiskFullResumesExactly(tmpfsSize: "512k", files: ["a.safetensors": 400 << 10, "b.safetensors": 400 << 10],
+                                         someRangesDone: false, extra: ["HF_DOWNLOAD_RANGE_THRESHOLD": "\(256 << 10)"])
     }
 
-    private func assertDiskFullResumesExactly(tmpfsSize: String, someRangesDone: Bool) throws {
-        try TestHub.generateRepo(root: root, repo: repo, files: [path: size])
+    func testAFileLargerThanTheFreeDiskIsRefusedBeforeAnythingIsWritten() throws {
+        try TestHub.generateRepo(root: root, repo: repo, files: ["model.safetensors": 6 << 20])
+        try FileManager.default.createDirectory(at: cacheBase, withIntermediateDirectories: true)
+        guard TmpfsMount.mount(cacheBase.path, options: "size=3m") else { throw XCTSkip("cannot mount a tmpfs here (not root?)") }
+        defer { TmpfsMount.unmount(cacheBase.path) }
+        XCTAssertThrowsError(try download(repo)) { error in
+            guard case CacheError.tooLargeForDisk(let path, let size, let available, let directory) = error else { return XCTFail("\(error)") }
+            XCTAssertEqual(path, "model.safetensors")
+            XCTAssertEqual(size, 6 << 20)
+            XCTAssertLessThan(available, 3 << 20)
+            XCTAssertEqual(directory, self.modelDir(self.repo).path)
+            XCTAssertTrue("\(error)".contains("nothing was written"), "\(error)")
+        }
+        XCTAssertEqual(hub.bodyBytes(for: "\(repo)/model.safetensors"), 0, "no byte of it was asked for")
+        XCTAssertEqual(entries(ModelDirectory(modelDir(repo)).stagingDirectory.path), [], "nothing was staged")
+    }
+
+    private func assertDiskFullResumesExactly(tmpfsSize: String, files: [String: Int], someRangesDone: Bool,
+                                              extra: [String: String] = [:]) throws {
+        try TestHub.generateRepo(root: root, repo: repo, files: files)
         try FileManager.default.createDirectory(at: cacheBase, withIntermediateDirectories: true)
         guard TmpfsMount.mount(cacheBase.path, options: "size=\(tmpfsSize)") else { throw XCTSkip("cannot mount a tmpfs here (not root?)") }
         defer { TmpfsMount.unmount(cacheBase.path) }
+        let total = files.values.reduce(0, +)
 
-        XCTAssertThrowsError(try download(repo)) { error in
+        XCTAssertThrowsError(try download(repo, extra: extra)) { error in
             guard case CacheError.diskFull(let directory, let needed, _, _) = error else { return XCTFail("\(error)") }
             XCTAssertEqual(directory, self.modelDir(self.repo).path)
             XCTAssertGreaterThan(needed, 0)
-            XCTAssertLessThanOrEqual(needed, Int64(self.size))
+            XCTAssertLessThanOrEqual(needed, Int64(total))
             XCTAssertTrue("\(error)".contains("more are needed"), "\(error)")
         }
         let staging = ModelDirectory(modelDir(repo)).stagingDirectory
-        let kept = try XCTUnwrap(sidecar(repo, path), "the sidecar survives the full disk: \(entries(staging.path))")
-        if someRangesDone { XCTAssertFalse(kept.done.isEmpty, "ranges that were durable before the disk filled are listed") }
-        let heads = (kept.partial ?? []).reduce(0) { $0 + Int($1.bytes) }
-        XCTAssertGreaterThan(heads, 0, "the heads of the ranges in flight are recorded: \(kept)")
-        XCTAssertTrue(FileManager.default.fileExists(atPath: staging.appendingPathComponent(ModelLayout.stagingName(path)).path),
-                      "the staging file is kept")
+        var kept = 0  // bytes the resume needs not fetch: final files, done ranges, recorded heads
+        var anyDone = false
+        var heads = 0
+        for (path, size) in files {
+            if finalExists(repo, path) {
+                kept += size
+                continue
+            }
+            let record = try XCTUnwrap(sidecar(repo, path), "the sidecar of \(path) survives the full disk: \(entries(staging.path))")
+            anyDone = anyDone || !record.done.isEmpty
+            kept += record.done.reduce(0) { $0 + min(size, ($1 + 1) * rangeSize) - $1 * rangeSize }
+            heads += (record.partial ?? []).reduce(0) { $0 + Int($1.bytes) }
+            XCTAssertTrue(FileManager.default.fileExists(atPath: staging.appendingPathComponent(ModelLayout.stagingName(path)).path),
+                          "the staging file of \(path) is kept")
+        }
+        if someRangesDone { XCTAssertTrue(anyDone, "ranges that were durable before the disk filled are listed") }
+        XCTAssertGreaterThan(heads, 0, "the heads of the ranges in flight are recorded")
         XCTAssertFalse(entries(staging.path).contains { $0.hasSuffix(".lock") }, "no lock is left behind")
 
-        // Room again: the resume asks only for the ranges the sidecar does not list.
+        // Room again: the resume asks only for the ranges the sidecars do not list.
         XCTAssertEqual(TmpfsMount.run("/bin/mount", ["-o", "remount,size=16m", cacheBase.path]), 0)
         hub.resetCounters()
-        try download(repo)
-        try assertSameBytes(repo, path)
-        let missing = size - kept.done.count * rangeSize - heads
-        XCTAssertEqual(hub.bodyBytes(for: file), missing, "exactly what the sidecar does not list was fetched")
-        XCTAssertEqual(overlap(hub.servedRanges(for: file)), 0)
+        try download(repo, extra: extra)
+        var fetched = 0
+        for (path, _) in files {
+            try assertSameBytes(repo, path)
+            fetched += hub.bodyBytes(for: "\(repo)/\(path)")
+            XCTAssertEqual(overlap(hub.servedRanges(for: "\(repo)/\(path)")), 0)
+        }
+        XCTAssertEqual(fetched, total - kept - heads, "exactly what the sidecars do not list was fetched")
     }
 
     /// Issue 22, defect 7: under the daemon a full disk failed nothing: the worker gave the range
     /// back and paused, forever. Now the request fails saying what is needed and what is free,
     /// the staged bytes stay, and the same command resumes once there is room.
     func testDiskFullUnderTheDaemonFailsTheRequestAndTheSameCommandResumes() throws {
-        try TestHub.generateRepo(root: root, repo: repo, files: [path: size])
+        let files = ["a.safetensors": 2 << 20, "b.safetensors": 2 << 20]
+        try TestHub.generateRepo(root: root, repo: repo, files: files)
         try FileManager.default.createDirectory(at: cacheBase, withIntermediateDirectories: true)
         guard TmpfsMount.mount(cacheBase.path, options: "size=3m") else { throw XCTSkip("cannot mount a tmpfs here (not root?)") }
         defer { TmpfsMount.unmount(cacheBase.path) }
@@ -71,15 +108,15 @@ final class DiskFullTests: DaemonTestCase {
         XCTAssertEqual(first.process.terminationStatus, 1, contents(first.stderr))
         let said = contents(first.stderr)
         XCTAssertTrue(said.contains("is full") && said.contains("more are needed") && said.contains("are free"), said)
-        XCTAssertTrue(FileManager.default.fileExists(atPath: ModelDirectory(modelDir(repo)).stagingDirectory
-            .appendingPathComponent(ModelLayout.stagingName(path)).path), "the staging file is kept")
+        let staged = entries(ModelDirectory(modelDir(repo)).stagingDirectory.path)
+        XCTAssertTrue(staged.contains { $0.hasSuffix(".sidecar.json") }, "the staged bytes are kept: \(staged)")
         XCTAssertLessThan(contents(daemon.log).components(separatedBy: "is full").count, 40, "no endless retry lines")
 
         XCTAssertEqual(TmpfsMount.run("/bin/mount", ["-o", "remount,size=32m", cacheBase.path]), 0)
         let again = try speech(["download", repo, "--cache-base", cacheBase.path], hint: "again")
         XCTAssertTrue(waitForExit(again.process, timeout: 60))
         XCTAssertEqual(again.process.terminationStatus, 0, contents(again.stderr))
-        try assertSameBytes(repo, path)
+        for path in files.keys { try assertSameBytes(repo, path) }
     }
 
     private func entries(_ directory: String) -> [String] {

@@ -18,10 +18,15 @@ fuzzMain { data in
     if let owner = LockOwner(tag: name) {
         expect(LockOwner(tag: owner.description) == owner, "holder '\(name)' does not re-encode stably")
     }
-    // Staging names are reversible, and every entry of a staged file groups under its name.
+    // Staging names are bounded (a deep path's ends in its hash) and reversible below the
+    // bound, and every entry of a staged file groups under its name.
     let staged = ModelLayout.stagingName(name)
     expect(!staged.utf8.contains(UInt8(ascii: "/")), "staging name '\(staged)' has a slash byte")
-    expect(ModelLayout.repoPath(stagingName: staged) == name, "staging name '\(staged)' does not decode to '\(name)'")
+    expect(staged.utf8.count <= ModelLayout.maxStagingName, "staging name '\(staged)' is longer than \(ModelLayout.maxStagingName) bytes")
+    expect(ModelLayout.stagingName(name) == staged, "staging name of '\(name)' is not deterministic")
+    if !ModelLayout.isHashed(staged) {
+        expect(ModelLayout.repoPath(stagingName: staged) == name, "staging name '\(staged)' does not decode to '\(name)'")
+    }
     _ = ModelLayout.repoPath(stagingName: name)
     if (try? RepoPath.validate(name, in: RepoID("org/name"))) != nil {
         expect(ModelLayout.owner(ofEntry: staged) == staged, "staged file '\(staged)' groups under another name")

@@ -2,6 +2,7 @@
 import FuzzSupport
 import Foundation
 import HubClient
+import ModelCache
 
 let repo = try! RepoID("org/name")
 let url = "http://127.0.0.1:1/api/models/org/name/tree/main?recursive=true"
@@ -9,6 +10,14 @@ let url = "http://127.0.0.1:1/api/models/org/name/tree/main?recursive=true"
 fuzzMain { data in
     guard let files = try? HubClient.treeFiles(data, of: repo, url: url) else { return }
     for file in files {
+        // Sizes and depths the listing may declare, and the names the cache makes of them.
+        expect(file.size <= HubClient.maxFileSize, "'\(file.path)' has the size \(file.size), past 2^53")
+        expect(file.size != 0 || file.sha256 != nil || file.blobID == "e69de29bb2d1d6434b8b29ae775ad8c2e48c5391",
+               "'\(file.path)' is empty but names the blob \(file.blobID)")
+        expect(file.path.utf8.count <= RepoPath.maxLength, "'\(file.path)' is longer than \(RepoPath.maxLength) bytes")
+        expect(file.path.utf8.split(separator: UInt8(ascii: "/")).count <= RepoPath.maxDepth, "'\(file.path)' is too deep")
+        expect(ModelLayout.stagingName(file.path).utf8.count <= ModelLayout.maxStagingName,
+               "'\(file.path)' has a staging name past \(ModelLayout.maxStagingName) bytes")
         // Every path that comes out is one the cache may create.
         expect((try? RepoPath.validate(file.path, in: repo)) != nil, "unsafe path '\(file.path)' passed")
         // ... judged again here on the bytes the kernel sees: no absolute path, no empty, '.'

@@ -73,6 +73,21 @@ static inline CURLcode sf_easy_setopt_slist(CURL *h, CURLoption o, struct curl_s
 static inline CURLcode sf_easy_setopt_data_cb(CURL *h, CURLoption o, sf_curl_data_cb v) { return sf_curl.easy_setopt(h, o, v); }
 static inline CURLcode sf_easy_setopt_xferinfo_cb(CURL *h, CURLoption o, sf_curl_xferinfo_cb v) { return sf_curl.easy_setopt(h, o, v); }
 
+/* Only http and https, for the request and for any redirect libcurl might follow (it follows
+   none: CURLOPT_FOLLOWLOCATION is 0, and our code judges every Location itself). The _STR options
+   came with libcurl 7.85; an older library gets the bitmask options instead. Returns CURLE_OK
+   when both restrictions took. */
+static inline CURLcode sf_easy_restrict_to_http(CURL *h) {
+    CURLcode a = sf_curl.easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+    CURLcode b = sf_curl.easy_setopt(h, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+    if (a == CURLE_UNKNOWN_OPTION || b == CURLE_UNKNOWN_OPTION) {
+        long http = CURLPROTO_HTTP | CURLPROTO_HTTPS;
+        a = sf_curl.easy_setopt(h, (CURLoption)181 /* CURLOPT_PROTOCOLS */, http);
+        b = sf_curl.easy_setopt(h, (CURLoption)182 /* CURLOPT_REDIR_PROTOCOLS */, http);
+    }
+    return a != CURLE_OK ? a : b;
+}
+
 static inline CURLcode sf_easy_getinfo_long(CURL *h, CURLINFO i, long *v) { return sf_curl.easy_getinfo(h, i, v); }
 static inline CURLcode sf_easy_getinfo_off(CURL *h, CURLINFO i, curl_off_t *v) { return sf_curl.easy_getinfo(h, i, v); }
 static inline CURLcode sf_easy_getinfo_string(CURL *h, CURLINFO i, char **v) { return sf_curl.easy_getinfo(h, i, v); }
