@@ -44,11 +44,22 @@ public struct Planner: Sendable {
         }
         // The staging file and sidecar are made (or validated) under the lock; the ranges the
         // sidecar already lists are not planned again, in the range size it already uses.
-        guard let lock = StagingLock.acquire(file.path, in: directory, owner: spool.owner, lease: spool.lease) else { return }
+        let key = PlannedFile.key(modelDir: request.modelDir, path: file.path, commit: request.commit)
+        let taken: StagingLock?
+        do {
+            taken = try StagingLock.take(file.path, in: directory, owner: spool.owner, lease: spool.lease)
+        } catch let error as CacheError where error.isTransient {
+            return  // could not look now (a stale handle): the next pass plans it
+        } catch {
+            // The lock cannot be made at all (a read-only directory, a name the filesystem
+            // refuses): the request fails saying so, rather than waiting for a holder that is not there.
+            spool.recordFailure(key, reason: "\(error)")
+            return
+        }
+        guard let lock = taken else { return }
         let held = HeldLocks(lease: spool.lease)
         held.add(lock)
         defer { held.releaseAll() }
-        let key = PlannedFile.key(modelDir: request.modelDir, path: file.path, commit: request.commit)
         guard spool.lookPlan(key).isAbsent, !directory.isComplete(file) else { return }
         let staging: StagingFile
         do {

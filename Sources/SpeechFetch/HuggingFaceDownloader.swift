@@ -206,8 +206,9 @@ public final class HuggingFaceDownloader: Sendable {
         }
         // Everything already current: served as it is, whether or not the cache can be written
         // (a read-only mount serves online calls as it serves offline ones).
-        if !forceDownload, let served = try servedFromCache(snapshot, repo: repo, selection: selection,
-                                            directory: directory.atCommit(snapshot.commit)) {
+        if !forceDownload, var served = try servedFromCache(snapshot, repo: repo, selection: selection,
+                                                           directory: directory.atCommit(snapshot.commit)) {
+            served.unmatchedPatterns = HuggingFaceDownloader.unmatched(selection, in: snapshot.files)
             return served
         }
         try checkLocations(cacheDir: cacheDir, cacheBaseDir: cacheBaseDir, forWriting: true)

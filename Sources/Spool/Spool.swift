@@ -815,19 +815,24 @@ public final class Spool: @unchecked Sendable {
         if !held.touch() && SpoolFS.exists(layout.supervisor(owner.node)) == false { heartbeat() }
     }
 
-    /// Takes this node's supervisor record, atomically: it is published with `link(2)`, so of two
-    /// supervisors of one node started at the same instant exactly one gets it. A record the
-    /// lease judge calls expired (its pid not running here; one that is not a pid) is moved
-    /// aside and replaced; moved aside by someone else's judgement meanwhile, it is put back.
-    /// Returns nil when this process holds the record, else the pid of the live (or unknown:
-    /// never acted on) holder.
+    /// Takes this node's supervisor lock, `fetchd-<node>.lock`, atomically, then writes the
+    /// record (`heartbeat`): the lock is published with `link(2)`, so of two supervisors of one node
+    /// started at the same instant exactly one gets it. A lock the lease judge calls expired (its
+    /// pid not running here; one that is not a pid) is moved aside and replaced; moved aside by
+    /// someone else's judgement meanwhile, it is put back. The record itself is replaced by
+    /// rename, so a caller watching it never sees it missing while a daemon restarts.
+    /// Returns nil when this process holds the lock, else the pid of the live (or unknown: never
+    /// acted on, -1) holder.
     public func takeSupervisorRecord() throws -> Int32? {
-        let path = layout.supervisor(owner.node)
+        let path = layout.supervisorLock(owner.node)
         for attempt in 0..<20 {
             if attempt > 0 { usleep(50_000) }
-            let temp = tempPath("supervisor")
+            let temp = tempPath("supervisor-lock")
             try SpoolFS.writeNew(temp, Data("\(owner.pid)".utf8))
-            if try SpoolFS.publishOnce(temp, as: path) { return nil }
+            if try SpoolFS.publishOnce(temp, as: path) {
+                heartbeat()
+                return nil
+            }
             let judged: Int32?
             switch SpoolFS.look(path) {
             case .absent: continue
@@ -835,12 +840,15 @@ public final class Spool: @unchecked Sendable {
             case .found(let data): judged = Int32(String(decoding: data, as: UTF8.self))
             }
             if let pid = judged {
-                if pid == owner.pid { return nil }
+                if pid == owner.pid {
+                    heartbeat()
+                    return nil
+                }
                 let verdict = leaseRound().liveness(of: path, holder: LockOwner(node: owner.node, pid: pid), localByPid: true)
                 guard verdict == .expired else { return pid }
             }
             // Expired (or not a pid at all): move it aside, and keep it moved only if it is the
-            // record judged (another starter may have replaced it with its own meanwhile).
+            // lock judged (another starter may have replaced it with its own meanwhile).
             let grave = tempPath("supervisor-gone")
             guard rename(path, grave) == 0 else { continue }
             let moved = SpoolFS.read(grave).map { Int32(String(decoding: $0, as: UTF8.self)) }
@@ -850,11 +858,11 @@ public final class Spool: @unchecked Sendable {
         return -1
     }
 
-    /// Removes this node's supervisor record, if it still names this process.
+    /// Removes this node's supervisor record and lock, if they still name this process.
     public func retireSupervisor() {
-        let path = layout.supervisor(owner.node)
-        guard supervisorPID(of: owner.node) == owner.pid else { return }
-        unlink(path)
+        if supervisorPID(of: owner.node) == owner.pid { unlink(layout.supervisor(owner.node)) }
+        let lock = layout.supervisorLock(owner.node)
+        if SpoolFS.read(lock).map({ Int32(String(decoding: $0, as: UTF8.self)) }) == owner.pid { unlink(lock) }
     }
 
     /// The pid a node's supervisor record names; nil when there is none or it cannot be read.

@@ -58,6 +58,10 @@ public struct SpoolLayout: Sendable {
     public func failure(_ key: String) -> String { path(.failures, key + ".json") }
     /// `supervisors/<node>`: the pid of the node's supervisor; its mtime is the heartbeat.
     public func supervisor(_ node: String) -> String { path(.supervisors, node) }
+    /// `fetchd-<node>.lock`: the pid of the one supervisor of the node, taken with link(2). Beside
+    /// the folders, not in `supervisors/`: callers waiting on a daemon watch that folder, and must
+    /// not wake to a new lock while the record still names the daemon that died.
+    public func supervisorLock(_ node: String) -> String { root + "/fetchd-\(node).lock" }
     /// `tmp/<hint>@<node>@<pid>@<n>`: unique across nodes.
     public func temp(_ hint: String, owner: LockOwner, n: Int) -> String { path(.tmp, "\(hint)@\(owner.node)@\(owner.pid)@\(n)") }
     /// The hint of a worker's unfinished part of `job` (`tmp/part-<job>@<node>@<pid>@<n>`).
