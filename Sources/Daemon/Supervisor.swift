@@ -38,6 +38,8 @@ public final class Supervisor: @unchecked Sendable {
     /// Work only on requests made on this node.
     let ownRequestsOnly: Bool
     private var workers: [Process] = []
+    /// The worker process that makes the timed endgame looks (`Worker.endgameLookerVariable`).
+    private var endgameLooker: Int32 = 0
     private var recentDeaths: [Date] = []
 
     /// - Parameters:
@@ -142,9 +144,16 @@ public final class Supervisor: @unchecked Sendable {
             let process = Process()
             process.executableURL = URL(fileURLWithPath: workerCommand[0])
             process.arguments = Array(workerCommand.dropFirst())
-            process.environment = environment
+            // One worker process of the node looks for endgame races on a timer (the others only
+            // when woken): the looks list claims and temp parts, and their cost must not grow with
+            // the processes of every node while a download runs.
+            var env = environment
+            let lookerAlive = workers.contains { $0.processIdentifier == endgameLooker }
+            if !lookerAlive { env[Worker.endgameLookerVariable] = "1" }
+            process.environment = env
             do {
                 try process.run()
+                if !lookerAlive { endgameLooker = process.processIdentifier }
                 workers.append(process)
                 changed = true
                 let died = { @Sendable [weak self] (_: Process) -> Void in self?.noteDeath() }
@@ -192,7 +201,8 @@ extension Spool {
 /// - a full pass (plan, splice, settle, revoke) when something changed: the generation moved, a
 ///   local event, a worker died or started; else once per `safety` interval (an idle node);
 /// - while requests are active (busy): revocation and orphan splicing every lease/4, the repair of
-///   lost jobs and the temp sweep every 10 s (2 s after a repair that found suspects);
+///   lost jobs and the temp sweep every 10 s (2 s after a repair that found suspects); idle, those
+///   two every fourth safety pass;
 /// - the heartbeat (a touch) every lease/4.
 struct SupervisorPace {
     let lease: Double
@@ -228,7 +238,10 @@ struct SupervisorPace {
         look.full = changed || look.safety
         look.revoke = look.full || (busy && now.timeIntervalSince(lastRevoke) >= quarter)
         look.splice = !look.full && look.revoke
-        look.repair = now.timeIntervalSince(lastRepair) >= (busy ? repairInterval : safety)
+        // Idle, the repair of lost jobs and the temp sweep (a listing each) run with every fourth
+        // safety pass: what they find (a planner that died half way, a dead writer's temp file)
+        // waits without harm, and an idle node lists as little as it can.
+        look.repair = now.timeIntervalSince(lastRepair) >= (busy ? repairInterval : 4 * safety)
         if look.full { lastFull = now }
         if look.revoke { lastRevoke = now }
         return look

@@ -17,6 +17,14 @@ public final class Worker: @unchecked Sendable {
     let ownRequestsOnly: Bool
     /// Syncs and publishes finished parts while the worker fetches its next range.
     private let publisher = DispatchQueue(label: "speech-fetch.worker.publish")
+    /// Set (to 1) by the supervisor in the environment of the one worker process of a node that
+    /// looks for endgame races on a timer while another node holds claims; the others look only
+    /// when woken.
+    public static let endgameLookerVariable = "SPEECH_FETCH_ENDGAME_LOOKER"
+    /// This process makes the node's timed endgame looks (a worker started without a supervisor,
+    /// as tests do, does).
+    private let timedEndgameLooks: Bool
+
     /// Where idle slots sleep: woken by inotify, the wake word, or a part this process published
     /// (its claim is gone, so this node's share has room again).
     private let wakeup = Wakeup()
@@ -26,6 +34,7 @@ public final class Worker: @unchecked Sendable {
     public init(cacheBase: URL, environment: [String: String] = ProcessInfo.processInfo.environment,
                 slots: Int = 1, ownRequestsOnly: Bool = false, log: @escaping @Sendable (String) -> Void) throws {
         self.ownRequestsOnly = ownRequestsOnly
+        timedEndgameLooks = environment[Worker.endgameLookerVariable].map { $0 == "1" } ?? true
         let settings = DownloadSettings.fromEnvironment(environment)
         self.settings = settings
         spool = try Spool.served(base: cacheBase, settings: settings)
@@ -106,7 +115,7 @@ public final class Worker: @unchecked Sendable {
         var afterWork = false
         while !done() {
             let ticket = wakeup.ticket()
-            let timed = looks.othersHoldClaims
+            let timed = timedEndgameLooks && looks.othersHoldClaims
             guard ticket != seen || afterWork || timed else {
                 wakeup.wait(after: ticket, seconds: 1)
                 continue
@@ -120,7 +129,7 @@ public final class Worker: @unchecked Sendable {
             afterWork = false
             // Endgame: nothing is ready, and another node is far behind on a range while its link
             // is shared by more ranges than ours: fetch it too; the first part published wins.
-            if settings.endgame, looks.mayLookForEndgame(ticket: ticket, every: Double(poll)) {
+            if settings.endgame, looks.mayLookForEndgame(ticket: ticket, every: timedEndgameLooks ? Double(poll) : .infinity) {
                 let endgame = spool.endgameLook()
                 looks.othersHoldClaims = endgame.othersHoldClaims
                 if let lagging = endgame.lagging, let duplicate = spool.duplicate(lagging) {
