@@ -87,7 +87,16 @@ public struct Planner: Sendable {
     @discardableResult
     public func repairLostJobs() -> Bool {
         var pending = false
+        // A plan is repaired by its requester's node while that node's supervisor serves (one
+        // node, not every node, looks at its jobs); by any node once it is gone.
+        let round = spool.leaseRound()
+        var served: [String: Bool] = [:]
         for plan in spool.plannedFiles() {
+            if plan.node != spool.owner.node {
+                let serving = served[plan.node] ?? spool.supervisorServes(plan.node, round: round)
+                served[plan.node] = serving
+                if serving { continue }
+            }
             // This look's verdicts replace the last one's, whatever this look decides.
             let previous = suspects.replace(plan.key, with: [])
             let directory = plan.directory

@@ -118,6 +118,9 @@ public final class Supervisor: @unchecked Sendable {
                 // after a repair that found suspects.
                 pace.repaired(now: now, suspects: planner.repairLostJobs())
                 spool.sweepTemp()
+                for node in spool.retireDeadSupervisors() {
+                    log("node \(node)'s speech-fetchd has not been heard from for three leases; its record is retired")
+                }
             }
             if pace.beatDue(now: now) { spool.refreshHeartbeat(recheckPath: look.safety) }
             // Another node's change: this node's idle worker slots and waiters look again

@@ -131,7 +131,9 @@ public final class Worker: @unchecked Sendable {
             // is shared by more ranges than ours: fetch it too; the first part published wins.
             if settings.endgame, looks.mayLookForEndgame(ticket: ticket, every: timedEndgameLooks ? Double(poll) : .infinity) {
                 let endgame = spool.endgameLook()
-                looks.othersHoldClaims = endgame.othersHoldClaims
+                // Timed looks only while this node's own link is idle (it holds no claim): a node with
+                // ranges in flight looks again when woken or when its ranges are done.
+                looks.othersHoldClaims = endgame.othersHoldClaims && endgame.mine == 0
                 if let lagging = endgame.lagging, let duplicate = spool.duplicate(lagging) {
                     log("endgame: racing \(lagging.node) for \(duplicate.plan.file.path) part \(duplicate.index) (\(lagging.remaining) bytes left there)")
                     work(duplicate, fetcher: fetcher, shouldStop: done)
@@ -191,8 +193,10 @@ public final class Worker: @unchecked Sendable {
     private var nodesSeen: (count: Int, at: Date) = (1, .distantPast)
 
     private func liveNodes() -> Int {
-        if let cached = nodesLock.withLock({ Date().timeIntervalSince(nodesSeen.at) < 3 ? nodesSeen.count : nil }) { return cached }
-        let count = max(1, spool.liveSupervisors().count)
+        let keep = max(3, settings.lease / 4)
+        if let cached = nodesLock.withLock({ Date().timeIntervalSince(nodesSeen.at) < keep ? nodesSeen.count : nil }) { return cached }
+        // A listing of the records, no look at each (that grew with the nodes, in every process).
+        let count = max(1, spool.supervisorRecordCount() ?? 1)
         nodesLock.withLock { nodesSeen = (count, Date()) }
         return count
     }
@@ -200,8 +204,13 @@ public final class Worker: @unchecked Sendable {
     /// True while this node is within its share of the outstanding ranges, by count and by the
     /// bytes still to come (`Spool.mayClaim`).
     private func withinShare(ready: Int) -> Bool {
-        guard let loads = spool.claimLoads(rangeLength: rangeLength) else { return true }
-        return Spool.mayClaim(node: settings.node, ready: ready, loads: loads, liveNodes: liveNodes())
+        let nodes = liveNodes()
+        // While more ranges are ready than there are nodes, every claim counts as a whole range
+        // (a listing of the claims); the bytes each claim still has to come (a listing of tmp/
+        // and a look at each part) matter only at the end of a file.
+        let loads = ready >= nodes ? spool.claimCounts() : spool.claimLoads(rangeLength: rangeLength)
+        guard let loads else { return true }
+        return Spool.mayClaim(node: settings.node, ready: ready, loads: loads, liveNodes: nodes)
     }
 
     /// Range lengths by job, from the plans read so far: for the share estimate only (a file

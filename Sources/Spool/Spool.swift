@@ -520,15 +520,16 @@ public final class Spool: @unchecked Sendable {
 
     /// `laggingClaim`, and whether another node holds claims at all (while one does, an idle slot
     /// looks again after a while: a claim may stall; once none does, it sleeps until woken).
-    public func endgameLook(stalledAfter: Double = 2) -> (lagging: LaggingClaim?, othersHoldClaims: Bool) {
-        guard let claims = self.claims(), !claims.isEmpty else { return (nil, false) }
+    public func endgameLook(stalledAfter: Double = 2) -> (lagging: LaggingClaim?, othersHoldClaims: Bool, mine: Int) {
+        guard let claims = self.claims(), !claims.isEmpty else { return (nil, false, 0) }
         let others = claims.contains { $0.holder.node != owner.node }
+        let held = claims.filter { $0.holder.node == owner.node }.count
         guard others else {
             growth.forget(except: [])
-            return (nil, false)
+            return (nil, false, held)
         }
         guard let raced = SpoolFS.listing(layout.path(.endgame)).map(Set.init),
-              let temps = SpoolFS.listing(layout.path(.tmp)) else { return (nil, true) }
+              let temps = SpoolFS.listing(layout.path(.tmp)) else { return (nil, true, held) }
         var perNode: [String: Int] = [:]
         for claim in claims { perNode[claim.holder.node, default: 0] += 1 }
         let mine = perNode[owner.node] ?? 0
@@ -569,7 +570,7 @@ public final class Spool: @unchecked Sendable {
                                 remaining: remaining)
         }
         growth.forget(except: Set(claims.map(\.name)))
-        return (best, true)
+        return (best, true, held)
     }
 
     /// Whether a duplicate of a claim with `remaining` of its `length` bytes to come would be
@@ -714,10 +715,20 @@ public final class Spool: @unchecked Sendable {
         var revoked: [String] = []
         guard let entries = SpoolFS.listing(layout.path(.claimed)) else { return [] }
         let round = leaseRound()
+        // Another node's claims are its own supervisor's to judge while that supervisor lives
+        // (it revokes a dead or silent worker of its node): one look at each node's heartbeat,
+        // not one at each of its claims, so a pass costs the same whatever the claims in flight.
+        var nodeServed: [String: Bool] = [:]
         for entry in entries {
             guard let claim = SpoolLayout.Claim(entry) else { continue }
             let job = claim.job
             let path = layout.path(.claimed, entry)
+            let node = claim.holder.node
+            if node != owner.node {
+                let served = nodeServed[node] ?? supervisorServes(node, round: round)
+                nodeServed[node] = served
+                if served { continue }
+            }
             guard round.liveness(of: path, holder: claim.holder) == .expired else { continue }
             switch SpoolFS.exists(layout.part(job)) {
             case true?:
@@ -875,6 +886,42 @@ public final class Spool: @unchecked Sendable {
     public func localSupervisorIsDead() -> Bool {
         guard let pid = supervisorPID(of: owner.node) else { return false }
         return !LeaseJudge.processRunning(pid)
+    }
+
+    /// True unless another node's supervisor is positively gone: its record absent, or its
+    /// heartbeat older than the lease (unknown counts as serving: never acted on).
+    public func supervisorServes(_ node: String, round: LeaseRound) -> Bool {
+        let mtime = SharedFS.mtime(layout.supervisor(node))
+        if mtime.isAbsent { return false }
+        return round.age(mtime) != .expired
+    }
+
+    /// How many nodes have a supervisor record (a listing, no look at each record): what a
+    /// worker splits the outstanding ranges by. A dead node's record counts until a supervisor's
+    /// safety pass retires it (`retireDeadSupervisors`).
+    public func supervisorRecordCount() -> Int? {
+        SpoolFS.listing(layout.path(.supervisors)).map { names in names.filter { !$0.hasPrefix(".") }.count }
+    }
+
+    /// Removes the records of other nodes whose heartbeat the lease judge calls expired three
+    /// leases over (the node is gone; it writes its record again if it comes back). Returns them.
+    @discardableResult
+    public func retireDeadSupervisors() -> [String] {
+        let round = leaseRound()
+        var retired: [String] = []
+        for node in SpoolFS.list(layout.path(.supervisors)) where !node.hasPrefix(".") && node != owner.node {
+            let path = layout.supervisor(node)
+            if round.liveness(of: path, holder: nil, lease: 3 * lease) == .expired, unlink(path) == 0 { retired.append(node) }
+        }
+        return retired
+    }
+
+    /// The claims of each node as whole ranges (a listing only): the share by count.
+    public func claimCounts() -> [String: [Double]]? {
+        guard let claims = self.claims() else { return nil }
+        var loads: [String: [Double]] = [:]
+        for claim in claims { loads[claim.holder.node, default: []].append(1) }
+        return loads
     }
 
     /// Nodes whose supervisor is alive, as the lease judge sees them: on this node, while the

@@ -109,6 +109,26 @@ final class LeaseJudgeTests: XCTestCase {
         XCTAssertEqual(seeing.sweepTemp(), 1)
     }
 
+    /// Another node's claims are its own supervisor's to judge while that supervisor's heartbeat
+    /// is fresh (a pass looks at one heartbeat per node, not at every claim); once the heartbeat
+    /// is a lease old, or the record is gone, its old claims are revoked here; three leases old,
+    /// its record is retired.
+    func testAnotherNodesClaimsAreJudgedHereOnlyOnceItsSupervisorIsGone() throws {
+        let spool = try Spool(base: base, node: "here", lease: 30)
+        let job = String(repeating: "c", count: 24) + ".000002"
+        let claim = spool.layout.path(.claimed, "\(job)@far@1")
+        make(claim, age: 3600)
+        make(spool.layout.supervisor("far"), age: 0, contents: "1")
+        XCTAssertEqual(spool.revokeExpiredClaims(), [], "node far's supervisor lives: it judges its own worker")
+        XCTAssertTrue(FileManager.default.fileExists(atPath: claim))
+        make(spool.layout.supervisor("far"), age: 60, contents: "1")
+        XCTAssertEqual(spool.retireDeadSupervisors(), [], "a lease old is not yet three")
+        XCTAssertEqual(spool.revokeExpiredClaims(), [job], "node far is gone: its expired claim goes back to ready")
+        make(spool.layout.supervisor("far"), age: 100, contents: "1")
+        XCTAssertEqual(spool.retireDeadSupervisors(), ["far"])
+        XCTAssertEqual(spool.supervisorRecordCount(), 0)
+    }
+
     func testAZombieClaimantsClaimIsRevokedAtOnce() throws {
         let pid = try zombie()
         defer { reap(pid) }
