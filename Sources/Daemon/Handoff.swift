@@ -71,7 +71,10 @@ public struct Handoff: Sendable {
                  progress: (@Sendable (TransferProgress) -> Void)? = nil,
                  isCancelled: @escaping @Sendable () -> Bool = { false }) throws {
         let watcher = DirectoryWatcher.shared
-        let folders: [SpoolLayout.Folder] = [.done, .failed] + (progress != nil ? [.parts] : []) + (takesOver ? [.supervisors] : [])
+        // Woken by the markers (and the supervisors' records when it takes over), not by every
+        // part: progress is read on a half-second timer, so a waiter's looks at the spool do not
+        // grow with the ranges (each look lists parts/ and reads the sidecars).
+        let folders: [SpoolLayout.Folder] = [.done, .failed] + (takesOver ? [.supervisors] : [])
         for folder in folders { watcher?.watch(spool.layout.path(folder)) }
         // The full pass (orphans, supervisor liveness): every 2 s where inotify sees every writer;
         // the cluster poll interval where other nodes write unseen, or where this process has no
@@ -84,6 +87,7 @@ public struct Handoff: Sendable {
         let total = request.files.reduce(Int64(0)) { $0 + $1.size }
         var supervisorSeen = Date()
         var firstPass = true
+        var lastFull = Date.distantPast
         var rate = RateMeter()
         let wakeWord = watcher == nil ? spool.wakeWord() : nil  // without inotify, sleep on the word
         // Another node's marker wakes this waiter within a quarter poll interval, not a whole one.
@@ -95,7 +99,11 @@ public struct Handoff: Sendable {
             // costs next to nothing, which matters when hundreds of waiters wake at once.
             // One look at the supervisors per pass (a listing and a stat each: it grows with the nodes).
             var supervised: Bool?
-            if spool.state(of: request.id) == .active {
+            // The full pass (orphans, the supervisors' liveness) once per poll; a progress tick
+            // or a marker's wake-up in between looks at the markers only.
+            let full = progress == nil || firstPass || Date().timeIntervalSince(lastFull) >= Double(poll)
+            if full { lastFull = Date() }
+            if full, spool.state(of: request.id) == .active {
                 // Its record was unreadable and went to corrupt/ (docs/protocol.md): this
                 // process knows the request whole, so it asks again rather than wait on nothing.
                 if !spool.hasRequest(request.id) { try spool.submit(request) }
@@ -124,7 +132,9 @@ public struct Handoff: Sendable {
                 progress(report)
             }
             if isCancelled() { throw CancellationError() }
-            if supervised ?? !spool.liveSupervisors().isEmpty {
+            if !full {
+                // between full passes: nothing to judge
+            } else if supervised ?? !spool.liveSupervisors().isEmpty {
                 supervisorSeen = Date()
             } else if takesOver || Date().timeIntervalSince(supervisorSeen) > settings.lease {
                 // No daemon serves the spool any more. A caller that can finish the transfer
@@ -134,7 +144,8 @@ public struct Handoff: Sendable {
                 throw HandoffError.noDaemon(repo: request.repo, spool: spool.root)
             }
             if let deadline, Date() >= deadline { throw HandoffError.timedOut(repo: request.repo) }
-            let seconds = deadline.map { max(1, min(poll, Int($0.timeIntervalSinceNow.rounded(.up)))) } ?? poll
+            var seconds = Double(deadline.map { max(1, min(poll, Int($0.timeIntervalSinceNow.rounded(.up)))) } ?? poll)
+            if progress != nil { seconds = min(seconds, 0.5) }
             if let watcher {
                 _ = watcher.wait(seconds: seconds)
             } else if let wake = wakeWord {

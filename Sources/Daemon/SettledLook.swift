@@ -2,8 +2,8 @@
 //
 // Where inotify cannot see other nodes' writes (NFS, FUSE), a waiter sleeping in its watcher
 // sees a done/ or failed/ marker another node published only at its next poll. One thread looks
-// at the spool's generation every quarter poll interval (one stat, which the client's attribute
-// cache mostly answers; every marker's publisher bumps it) and, when it moved, at the request's
+// at the spool's generation every quarter poll interval (an fstat of a descriptor it holds, which
+// the client's attribute cache mostly answers; every marker's publisher bumps it) and, when it moved, at the request's
 // two markers; once one is there, it touches it: a local change in a watched folder, which wakes
 // the waiter at once. The marker's mtime moves by less than the poll interval; nothing judges
 // it by age sooner.
@@ -20,7 +20,7 @@ final class SettledLook: @unchecked Sendable {
             while !isStopped {
                 Thread.sleep(forTimeInterval: seconds)
                 if isStopped { return }
-                let generation = spool.generation()
+                let generation = spool.heldGenerationLook()  // an fstat of a held descriptor
                 if generation != nil && generation == seen { continue }
                 seen = generation
                 switch spool.state(of: id) {

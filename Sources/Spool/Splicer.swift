@@ -86,7 +86,9 @@ public struct Splicer: Sendable {
                 if !looking {
                     let wait = settled - ProcessInfo.processInfo.systemUptime
                     guard spliced > 0, !staging.isFullyDone, wait > 0 else { break }
-                    Thread.sleep(forTimeInterval: min(wait, 0.25))
+                    // Half a second between looks while the write waits for `settle`: each look is a
+                    // listing of parts/ at the file server.
+                    Thread.sleep(forTimeInterval: min(wait, 0.5))
                 }
                 looking = false
                 // One listing per look: the parts of this file that are there.
