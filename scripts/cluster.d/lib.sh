@@ -321,11 +321,18 @@ gluster_teardown() {
     GLUSTERD_PID=""
 }
 
+# The pids of our volume's brick processes. The CLI wraps a long brick name onto a second line,
+# so the pid is the last field of the first line from "Brick" on that ends in "Y|N <pid>".
+gluster_brick_pids() {
+    { gluster_cli volume status "$GLUSTER_VOLUME" 2>/dev/null || true; } |
+        awk '/^Brick / { b = 1 } b && $(NF - 1) ~ /^[YN]$/ && $NF ~ /^[0-9]+$/ { print $NF; b = 0 }'
+}
+
 # Stops and deletes our volume and stops its brick process (nothing when not made).
 gluster_volume_down() {
     [[ -n "$GLUSTER_VOLUME_MADE" ]] || return 0
     local bricks b
-    bricks=$(gluster_cli volume status "$GLUSTER_VOLUME" 2>/dev/null | awk '/^Brick/ { print $NF }' | grep -E '^[0-9]+$' || true)
+    bricks=$(gluster_brick_pids)
     gluster_cli volume stop "$GLUSTER_VOLUME" force >/dev/null 2>&1 || true
     gluster_cli volume delete "$GLUSTER_VOLUME" >/dev/null 2>&1 || true
     for b in $bricks; do kill -0 "$b" 2>/dev/null && kill -TERM "$b" 2>/dev/null; done
