@@ -1,5 +1,7 @@
 # scripts/cluster.d/lib.sh - the pieces of scripts/cluster-test: namespaces, mounts, nodes,
 # the test Hub, the spool event log, and the cleanup that undoes all of it. Sourced, not run.
+# scripts/cluster-scale uses the GlusterFS, node and Hub pieces without network namespaces
+# (NODE_NETNS=0, HUB_NS empty: every node and the Hub in the root network namespace).
 #
 # Layout (every name below is owned by one run; a lock file keeps runs from overlapping):
 #
@@ -20,10 +22,20 @@ HUB_ADDR=10.77.0.1
 HUB_PORT=18080
 CDN_PORT=18081
 NODE_COUNT=3
+# 1: every node process runs in its network namespace sfnI; 0: in the root one (cluster-scale).
+NODE_NETNS=1
 CLUSTER_FS=${CLUSTER_FS:-bindfs}
 GLUSTER_VOLUME=sfcluster
 GLUSTERD_PID=""
 GLUSTER_VOLUME_MADE=""
+# Another GlusterFS harness of this project (scripts/cluster-scale) on this machine holds it while
+# its glusterd runs: only one glusterd can run at a time.
+GLUSTER_LOCK=/tmp/speech-fetch-gluster.lock
+SAY_PREFIX=cluster-test
+# Lease and poll the nodes run with (SPEECH_FETCH_LEASE_SECONDS, SPEECH_FETCH_POLL_SECONDS); empty:
+# the daemon's defaults (the variable is not set).
+LEASE=""
+POLL=""
 
 WORK=""
 LOGS=""
@@ -42,13 +54,22 @@ declare -A FORWARDING=()
 KILLED=""
 KILLED_AT=""
 
-say() { printf 'cluster-test: %s\n' "$*" >&2; }
+say() { printf '%s: %s\n' "$SAY_PREFIX" "$*" >&2; }
 die() { say "error: $*"; exit 1; }
 now() { printf '%s\n' "$EPOCHREALTIME"; }
 # Seconds between two EPOCHREALTIME stamps, 2 decimals.
 elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", b - a }'; }
 
 # ---------------------------------------------------------------- requirements
+
+# apt_install PACKAGE...: installs them with apt-get (nothing when none is named).
+apt_install() {
+    (($#)) || return 0
+    say "installing $* (apt-get)"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get install -y -qq --no-install-recommends "$@" >/dev/null 2>&1 \
+        || { apt-get update -qq >/dev/null && apt-get install -y -qq --no-install-recommends "$@" >/dev/null; }
+}
 
 install_requirements() {
     local missing=()
@@ -66,12 +87,7 @@ install_requirements() {
         command -v glusterd >/dev/null || missing+=(glusterfs-server)
         command -v mount.glusterfs >/dev/null || [[ -x /sbin/mount.glusterfs ]] || missing+=(glusterfs-client)
     fi
-    if ((${#missing[@]})); then
-        say "installing ${missing[*]} (apt-get)"
-        export DEBIAN_FRONTEND=noninteractive
-        apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null 2>&1 \
-            || { apt-get update -qq >/dev/null && apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null; }
-    fi
+    apt_install "${missing[@]}"
     [[ -e /dev/fuse ]] || die "/dev/fuse is missing: bindfs needs FUSE (run the container with --device /dev/fuse)"
     case "$CLUSTER_FS" in
         bindfs | gluster) ;;
@@ -127,9 +143,16 @@ cleanup() {
 
 # ---------------------------------------------------------------- set-up
 
+# cluster-test's lock, and with CLUSTER_FS=gluster the GlusterFS lock too (scripts/cluster-scale
+# takes both, so the two never overlap, and no other glusterd harness runs beside either).
 take_lock() {
     exec {LOCK_FD}>/run/speech-fetch-cluster-test.lock
-    flock -n "$LOCK_FD" || die "another scripts/cluster-test is running (lock /run/speech-fetch-cluster-test.lock)"
+    flock -n "$LOCK_FD" || die "another scripts/cluster-test or scripts/cluster-scale is running (lock /run/speech-fetch-cluster-test.lock)"
+    if [[ "$CLUSTER_FS" == gluster ]]; then
+        local fd
+        exec {fd}>"$GLUSTER_LOCK"
+        flock -n "$fd" || die "another GlusterFS harness is running (lock $GLUSTER_LOCK)"
+    fi
 }
 
 # Namespaces left by a run that was killed with SIGKILL (the lock says none is running now).
@@ -186,10 +209,13 @@ forward() {
 }
 
 # The test Hub in its namespace, serving the repos named by "repo:path=SIZE" arguments.
+# With HUB_NS empty it runs in the root network namespace, without forwarders (HUB_PORT and
+# CDN_PORT 0 then pick free ports; hub_url says which).
 start_hub() {
-    local generate=() spec
+    local generate=() spec in_ns=()
     for spec in "$@"; do generate+=(--generate "$spec"); done
-    ip netns exec "$HUB_NS" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin "$BIN/speech-testhub" --root "$WORK/hub" \
+    [[ -z "$HUB_NS" ]] || in_ns=(ip netns exec "$HUB_NS")
+    "${in_ns[@]}" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin "$BIN/speech-testhub" --root "$WORK/hub" \
         --port "$HUB_PORT" --cdn-port "$CDN_PORT" --cdn-host 127.0.0.1 --log "${generate[@]}" \
         </dev/null >"$LOGS/hub.url" 2>"$LOGS/hub.log" &
     HUB_PID=$!
@@ -199,12 +225,17 @@ start_hub() {
         sleep 0.1
     done
     [[ -s "$LOGS/hub.url" ]] || die "speech-testhub printed no URL"
-    forward "$HUB_NS" "$HUB_ADDR" 127.0.0.1
+    [[ -z "$HUB_NS" ]] || forward "$HUB_NS" "$HUB_ADDR" 127.0.0.1
 }
+
+# The Hub's URL as every node uses it (HF_ENDPOINT): the address it printed.
+hub_url() { head -1 "$LOGS/hub.url"; }
 
 # Asks for a repo's tree once from the hub namespace, so its digests are computed before timing.
 warm_repo() {
-    ip netns exec "$HUB_NS" curl -sf -o /dev/null "http://127.0.0.1:$HUB_PORT/api/models/$1/tree/main?recursive=true" \
+    local in_ns=()
+    [[ -z "$HUB_NS" ]] || in_ns=(ip netns exec "$HUB_NS")
+    "${in_ns[@]}" curl -sf -o /dev/null "$(hub_url)/api/models/$1/tree/main?recursive=true" \
         || die "the Hub does not list $1"
 }
 
@@ -223,6 +254,13 @@ gluster_cli() { timeout 60 gluster --mode=script "$@"; }
 # the host name (the CLI refuses 127.0.0.1 and localhost bricks), with the volume's default
 # options, and one FUSE client mount per node.
 setup_gluster() {
+    gluster_start
+    gluster_volume_up "$BACKING"
+    gluster_mount_nodes "$NODE_COUNT"
+}
+
+# Our own glusterd, foreground (-N): its pid is ours to stop.
+gluster_start() {
     local other
     other=$(pgrep -x glusterd || true)
     [[ -z "$other" ]] || die "a glusterd runs already (pid $other): stop it, or run with CLUSTER_FS=bindfs"
@@ -235,20 +273,31 @@ setup_gluster() {
         sleep 0.1
     done
     [[ -n "$up" ]] || die "glusterd did not start: $(tail -5 "$LOGS/glusterd.log" 2>/dev/null)"
+}
+
+# gluster_volume_up BRICK: the one-brick volume $GLUSTER_VOLUME on BRICK (a directory), started,
+# with the volume's default options (one left by an earlier run is removed first).
+gluster_volume_up() {
+    local brick=$1
     if gluster_cli volume info "$GLUSTER_VOLUME" >/dev/null 2>&1; then
         say "removing volume $GLUSTER_VOLUME left by an earlier run"
         gluster_cli volume stop "$GLUSTER_VOLUME" force >/dev/null 2>&1 || true
         gluster_cli volume delete "$GLUSTER_VOLUME" >/dev/null 2>&1 || true
     fi
     local host; host=$(hostname)
-    gluster_cli volume create "$GLUSTER_VOLUME" "$host:$BACKING" force >>"$LOGS/gluster-cli.log" 2>&1 \
+    gluster_cli volume create "$GLUSTER_VOLUME" "$host:$brick" force >>"$LOGS/gluster-cli.log" 2>&1 \
         || die "gluster volume create failed: $(tail -3 "$LOGS/gluster-cli.log")"
     GLUSTER_VOLUME_MADE=1
     gluster_cli volume start "$GLUSTER_VOLUME" >>"$LOGS/gluster-cli.log" 2>&1 \
         || die "gluster volume start failed: $(tail -3 "$LOGS/gluster-cli.log")"
     gluster_cli volume info "$GLUSTER_VOLUME" >"$LOGS/gluster-volume-info.txt" 2>&1 || true
-    local i m
-    for i in $(seq 1 "$NODE_COUNT"); do
+}
+
+# gluster_mount_nodes COUNT: one FUSE client mount of the volume per node, $WORK/mnt/node1..COUNT.
+gluster_mount_nodes() {
+    local count=$1 host i m
+    host=$(hostname)
+    for i in $(seq 1 "$count"); do
         m="$WORK/mnt/node$i"
         mkdir -p "$m"
         # No options but the log: the client's defaults (attribute and entry timeouts of 1 s, no
@@ -260,22 +309,35 @@ setup_gluster() {
     done
 }
 
-# Unmounts the clients, stops and deletes the volume, stops our glusterd (nothing when not made).
+# Stops and deletes the volume, stops our glusterd (nothing when not made). The client mounts must
+# be gone first (cleanup unmounts them).
 gluster_teardown() {
     [[ -n "$GLUSTERD_PID" ]] || return 0
-    if [[ -n "$GLUSTER_VOLUME_MADE" ]]; then
-        local bricks
-        bricks=$(gluster_cli volume status "$GLUSTER_VOLUME" 2>/dev/null | awk '/^Brick/ { print $NF }' | grep -E '^[0-9]+$' || true)
-        gluster_cli volume stop "$GLUSTER_VOLUME" force >/dev/null 2>&1
-        gluster_cli volume delete "$GLUSTER_VOLUME" >/dev/null 2>&1
-        local b
-        for b in $bricks; do kill -0 "$b" 2>/dev/null && kill -TERM "$b" 2>/dev/null; done
-    fi
+    gluster_volume_down
     kill -TERM "$GLUSTERD_PID" 2>/dev/null
     for _ in $(seq 1 50); do kill -0 "$GLUSTERD_PID" 2>/dev/null || break; sleep 0.1; done
     kill -KILL "$GLUSTERD_PID" 2>/dev/null
     wait "$GLUSTERD_PID" 2>/dev/null
     GLUSTERD_PID=""
+}
+
+# The pids of our volume's brick processes. The CLI wraps a long brick name onto a second line,
+# so the pid is the last field of the first line from "Brick" on that ends in "Y|N <pid>".
+gluster_brick_pids() {
+    { gluster_cli volume status "$GLUSTER_VOLUME" 2>/dev/null || true; } |
+        awk '/^Brick / { b = 1 } b && $(NF - 1) ~ /^[YN]$/ && $NF ~ /^[0-9]+$/ { print $NF; b = 0 }'
+}
+
+# Stops and deletes our volume and stops its brick process (nothing when not made).
+gluster_volume_down() {
+    [[ -n "$GLUSTER_VOLUME_MADE" ]] || return 0
+    local bricks b
+    bricks=$(gluster_brick_pids)
+    gluster_cli volume stop "$GLUSTER_VOLUME" force >/dev/null 2>&1 || true
+    gluster_cli volume delete "$GLUSTER_VOLUME" >/dev/null 2>&1 || true
+    for b in $bricks; do kill -0 "$b" 2>/dev/null && kill -TERM "$b" 2>/dev/null; done
+    GLUSTER_VOLUME_MADE=""
+    return 0
 }
 
 setup_bindfs() {
@@ -299,17 +361,24 @@ setup_bindfs() {
 # ---------------------------------------------------------------- nodes
 
 # The environment every node process gets (nothing from the caller's, so no token leaks in).
+# The Hub is at 127.0.0.1 in every node's namespace (forwarded), or in the root one (HUB_NS empty).
+# LEASE and POLL set the lease and poll interval; left empty, the daemon's defaults apply.
 node_env() {
     local i=$1
     printf '%s\n' "PATH=$BIN:/usr/sbin:/usr/bin:/sbin:/bin" "HOME=$WORK/home$i" "LANG=C.UTF-8" \
-        "HF_ENDPOINT=http://127.0.0.1:$HUB_PORT" "SPEECH_FETCH_LEASE_SECONDS=$LEASE" \
-        "SPEECH_FETCH_POLL_SECONDS=$POLL" "HF_HUB_OFFLINE=0"
+        "HF_ENDPOINT=$(hub_endpoint)" "HF_HUB_OFFLINE=0"
+    [[ -z "$LEASE" ]] || printf '%s\n' "SPEECH_FETCH_LEASE_SECONDS=$LEASE"
+    [[ -z "$POLL" ]] || printf '%s\n' "SPEECH_FETCH_POLL_SECONDS=$POLL"
+}
+hub_endpoint() {
+    if [[ -z "$HUB_NS" && -s "$LOGS/hub.url" ]]; then hub_url; else printf 'http://127.0.0.1:%s\n' "$HUB_PORT"; fi
 }
 
 # node_argv I [VAR=value... | prefix command...] -- command...: sets NODE_ARGV to the command line
-# that runs a command as node I: its network namespace, its own UTS namespace with host name nodeI,
-# a private mount namespace where its own FUSE mount sits at $CACHE, and a clean environment. Every
-# step execs the next, so a background NODE_ARGV's pid ($!) is the command's own pid.
+# that runs a command as node I: its network namespace (with NODE_NETNS=1), its own UTS namespace
+# with host name nodeI, a private mount namespace where its own FUSE mount sits at $CACHE, and a
+# clean environment. Every step execs the next, so a background NODE_ARGV's pid ($!) is the
+# command's own pid.
 NODE_ARGV=()
 node_argv() {
     local i=$1; shift
@@ -319,7 +388,9 @@ node_argv() {
     mkdir -p "$WORK/home$i"
     local env=()
     mapfile -t env < <(node_env "$i")
-    NODE_ARGV=(ip netns exec "sfn$i" unshare --uts --mount --propagation private
+    NODE_ARGV=()
+    [[ "$NODE_NETNS" != 1 ]] || NODE_ARGV=(ip netns exec "sfn$i")
+    NODE_ARGV+=(unshare --uts --mount --propagation private
         env -i "${env[@]}" "${extra[@]}" sh -c
         'mount --bind "$1" "$2" && echo "$3" >/proc/sys/kernel/hostname && shift 3 && exec "$@"'
         sh "$WORK/mnt/node$i" "$CACHE" "node$i" "$@")
