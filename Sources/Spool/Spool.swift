@@ -764,10 +764,19 @@ public final class Spool: @unchecked Sendable {
 
     /// Forgets a file once it is final or failed: its ready jobs, its leftover parts, its plan.
     public func dropPlan(_ file: PlannedFile) {
-        for index in 0..<file.rangeCount {
-            unlink(layout.ready(file.jobName(index)))
-            unlink(layout.part(file.jobName(index)))
-            unlink(layout.endgameMarker(file.jobName(index)))
+        // What is there is listed (three listings), not looked up range by range: an unlink of a
+        // name that is not there is still a lookup at the file server, three per range.
+        let prefix = file.key + "."
+        for folder in [SpoolLayout.Folder.ready, .parts, .endgame] {
+            guard let names = SpoolFS.listing(layout.path(folder)) else {
+                // Unlistable now: every name the plan can have, as before.
+                for index in 0..<file.rangeCount {
+                    let job = file.jobName(index)
+                    unlink(folder == .parts ? layout.part(job) : layout.path(folder, job))
+                }
+                continue
+            }
+            for name in names where name.hasPrefix(prefix) { unlink(layout.path(folder, name)) }
         }
         // Unfinished parts gone workers left for adoption (a live writer's stay: it removes its own).
         for name in SpoolFS.list(layout.path(.tmp)) {
