@@ -87,6 +87,8 @@ public final class Supervisor: @unchecked Sendable {
         let wakeWord = spool.wakeWord()
         var pace = SupervisorPace(lease: settings.lease)
         var requestLog = RequestLog()
+        var lastOwnSplice = Date.distantPast
+        let owners = SpliceOwners(spool: spool)
         var lastGeneration: SpoolGeneration?? = .none
         var event = true
         while !shouldStop() {
@@ -98,7 +100,13 @@ public final class Supervisor: @unchecked Sendable {
             let moved = lastGeneration.map { $0 != generation } ?? true
             lastGeneration = .some(generation)
             if moved { spool.forgetSettled() }
-            let look = pace.due(now: now, changed: moved || event || workersChanged)
+            var look = pace.due(now: now, changed: moved || event || workersChanged)
+            owners.forget()
+            // This node splices the files it asked for: other nodes' workers publish their parts
+            // unseen (no inotify across clients), so it looks at parts/ every half second while
+            // it has a request in flight; one listing, whatever the nodes fetching.
+            if !look.full, pace.ownActive, now.timeIntervalSince(lastOwnSplice) >= 0.5 { look.splice = true }
+            if look.full || look.splice { lastOwnSplice = now }
             if look.revoke {
                 for claim in spool.revokeExpiredClaims() { log("revoked claim \(claim) (its holder is gone or its lease expired); the range goes back to ready") }
             }
@@ -106,12 +114,14 @@ public final class Supervisor: @unchecked Sendable {
                 spool.beginPass()  // one listing of requests/ for the whole pass
                 requestLog.look(spool: spool, log: log)
                 planner.planRequests()
-                splicer.spliceAll()
+                splicer.spliceAll(leaving: owners.leaves)
                 requestLog.look(spool: spool, log: log)
-                pace.busy = !spool.activeRequests().isEmpty
+                let active = spool.activeRequests()
+                pace.busy = !active.isEmpty
+                pace.ownActive = active.contains { $0.node == settings.node }
                 spool.endPass()
             } else if look.splice {
-                splicer.spliceAll()  // parts whose splicer is gone (another node's supervisor died)
+                splicer.spliceAll(leaving: owners.leaves)  // this node's files; parts whose splicer is gone
             }
             if look.repair {
                 // A range is made ready again only when a second look finds it lost too: 2 s
@@ -212,6 +222,8 @@ struct SupervisorPace {
     /// An idle node's full look: revocation of dead nodes' claims, orphans, sweeping.
     let safety: Double
     var busy = true
+    /// A request of this node is active: its supervisor splices it.
+    var ownActive = false
     private var lastFull = Date.distantPast
     private var lastRevoke = Date.distantPast
     private var lastRepair = Date.distantPast
@@ -262,7 +274,34 @@ struct SupervisorPace {
     }
 
     /// How long the loop may sleep: the poll (one stat of the generation when it wakes).
-    func sleep(poll: Double, now: Date) -> Double { poll }
+    func sleep(poll: Double, now: Date) -> Double { ownActive ? min(poll, 0.5) : poll }
+}
+
+/// Which plans a supervisor leaves to another node: those of a node whose supervisor serves (one
+/// look at its heartbeat per node and loop).
+final class SpliceOwners: @unchecked Sendable {
+    private let spool: Spool
+    private var served: [String: Bool] = [:]
+    private var round: LeaseRound
+
+    init(spool: Spool) {
+        self.spool = spool
+        round = spool.leaseRound()
+    }
+
+    func forget() {
+        served.removeAll()
+        round = spool.leaseRound()
+    }
+
+    /// True when `plan` is another node's whose supervisor serves: that one splices it.
+    func leaves(_ plan: PlannedFile) -> Bool {
+        guard plan.node != spool.owner.node else { return false }
+        if let known = served[plan.node] { return known }
+        let serving = spool.supervisorServes(plan.node, round: round)
+        served[plan.node] = serving
+        return serving
+    }
 }
 
 /// One log line per request: accepted, then done (bytes and time) or failed (the reason).

@@ -21,11 +21,15 @@ public struct Splicer: Sendable {
 
     /// Splices every file that has parts waiting, then settles requests. Returns what happened per file key.
     @discardableResult
-    public func spliceAll() -> [String: SpliceOutcome] {
+    /// `leaving`: plans another process splices (a supervisor leaves another node's plans to that
+    /// node's supervisor while it serves: the splicing of a file stays on one node, whatever the
+    /// nodes fetching its ranges).
+    public func spliceAll(leaving: (PlannedFile) -> Bool = { _ in false }) -> [String: SpliceOutcome] {
         var outcomes: [String: SpliceOutcome] = [:]
         for (key, indices) in spool.partsByFile() {
             switch spool.lookPlan(key) {
             case .found(let plan):
+                if leaving(plan) { continue }
                 outcomes[key] = splice(plan)
             case .absent:
                 // A part whose plan is gone belongs to a file that is final or failed.
