@@ -129,7 +129,7 @@ public final class Worker: @unchecked Sendable {
             afterWork = false
             // Endgame: nothing is ready, and another node is far behind on a range while its link
             // is shared by more ranges than ours: fetch it too; the first part published wins.
-            if settings.endgame, looks.mayLookForEndgame(ticket: ticket, every: timedEndgameLooks ? Double(poll) : .infinity) {
+            if settings.endgame, looks.mayLookForEndgame(ticket: ticket, every: timedEndgameLooks ? max(2, Double(poll)) : .infinity) {
                 let endgame = spool.endgameLook()
                 // Timed looks only while this node's own link is idle (it holds no claim): a node with
                 // ranges in flight looks again when woken or when its ranges are done.
