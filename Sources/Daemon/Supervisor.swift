@@ -79,7 +79,7 @@ public final class Supervisor: @unchecked Sendable {
         // published, a failure. Another node's changes are seen through one stat of the spool's
         // generation per poll (docs/protocol.md, "Change-driven wake-ups").
         let watcher = DirectoryWatcher.shared
-        for folder in [SpoolLayout.Folder.requests, .parts, .failures] { watcher?.watch(spool.layout.path(folder)) }
+        for folder in [SpoolLayout.Folder.requests, .parts, .failures] { watcher?.watch(spool.layout.path(folder), arrivalsOnly: true) }
         let local = FilesystemKind.inotifySeesAllWriters(spool.root)
         let poll = local ? 1.0 : max(0.2, settings.pollInterval)
         let planner = Planner(spool: spool, rangeSize: settings.rangeSize, ownRequestsOnly: ownRequestsOnly)

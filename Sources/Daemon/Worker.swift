@@ -55,8 +55,9 @@ public final class Worker: @unchecked Sendable {
         // jobs): watch both folders.
         let watcher = Thread { [spool] in
             let watcher = DirectoryWatcher.shared
-            watcher?.watch(spool.layout.path(.ready))
-            watcher?.watch(spool.layout.path(.plans))
+            // New jobs and plans only: a claim taking a job (a touch, then a rename out) wakes no one.
+            watcher?.watch(spool.layout.path(.ready), arrivalsOnly: true)
+            watcher?.watch(spool.layout.path(.plans), arrivalsOnly: true)
             while !done() {
                 guard watcher?.wait(seconds: 1) ?? { sleep(1); return false }() else { continue }
                 // A planner publishes a file's jobs one by one (a 1 GiB file: 128 in ~0.2 s), and
@@ -129,7 +130,7 @@ public final class Worker: @unchecked Sendable {
             afterWork = false
             // Endgame: nothing is ready, and another node is far behind on a range while its link
             // is shared by more ranges than ours: fetch it too; the first part published wins.
-            if settings.endgame, looks.mayLookForEndgame(ticket: ticket, every: timedEndgameLooks ? max(2, Double(poll)) : .infinity) {
+            if settings.endgame, looks.mayLookForEndgame(ticket: wakeup.externalTicket(), every: timedEndgameLooks ? max(2, Double(poll)) : .infinity) {
                 let endgame = spool.endgameLook()
                 // Timed looks only while this node's own link is idle (it holds no claim): a node with
                 // ranges in flight looks again when woken or when its ranges are done.
@@ -272,7 +273,7 @@ public final class Worker: @unchecked Sendable {
                     try SpoolFS.syncFile(temp)
                     spool.refresh(claim)
                     let won = try spool.publishPart(temp, for: claim)
-                    self.wakeup.broadcast()
+                    self.wakeup.broadcast(shareOnly: true)
                     let bytes = range.end - range.start + 1
                     if claim.duplicateOf != nil {
                         log("endgame: \(plan.file.path) part \(claim.index) \(won ? "won" : "lost"): \(bytes) bytes fetched twice")
@@ -386,16 +387,26 @@ final class SlotLooks: @unchecked Sendable {
 final class Wakeup: @unchecked Sendable {
     private let condition = NSCondition()
     private var generation = 0
+    /// Wake-ups from outside this process (inotify, the wake word): an endgame look is for those,
+    /// not for a part this process published (that only frees room in the node's share).
+    private var external = 0
 
-    func broadcast() {
+    func broadcast(shareOnly: Bool = false) {
         condition.lock()
         generation += 1
+        if !shareOnly { external += 1 }
         condition.broadcast()
         condition.unlock()
     }
 
     /// The count of broadcasts so far: taken before a slot looks for work, so a broadcast
     /// during its look ends the `wait` that follows at once instead of being missed.
+    func externalTicket() -> Int {
+        condition.lock()
+        defer { condition.unlock() }
+        return external
+    }
+
     func ticket() -> Int {
         condition.lock()
         defer { condition.unlock() }

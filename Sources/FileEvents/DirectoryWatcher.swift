@@ -47,10 +47,14 @@ public final class DirectoryWatcher: @unchecked Sendable {
 
     /// Watches `directory` for files created, moved in, written or deleted. Idempotent.
     @discardableResult
-    public func watch(_ directory: String) -> Bool {
+    public func watch(_ directory: String, arrivalsOnly: Bool = false) -> Bool {
         lock.withLock {
             if watched.contains(directory) { return true }
-            let events = Int32(IN_CREATE | IN_MOVED_TO | IN_CLOSE_WRITE | IN_DELETE | IN_MOVED_FROM | IN_ATTRIB)
+            // Arrivals only: a name created or moved in (a new job, part or request), not one
+            // touched, written, moved out or removed (a claim taking a job, a splicer dropping a
+            // part), which would wake a caller for nothing it acts on.
+            let events = arrivalsOnly ? Int32(IN_CREATE | IN_MOVED_TO)
+                : Int32(IN_CREATE | IN_MOVED_TO | IN_CLOSE_WRITE | IN_DELETE | IN_MOVED_FROM | IN_ATTRIB)
             guard inotifytools_watch_file(directory, events) != 0 else { return false }
             watched.insert(directory)
             return true
