@@ -1,5 +1,6 @@
 // FetchdCommandLine - speech-fetchd's command line, shared by the two executables that can be
 // the daemon (speech-fetchd, and speech when speech-fetchd runs it: docs/architecture.md).
+import Curl
 import Foundation
 
 public enum FetchdCommandLine {
@@ -19,6 +20,7 @@ public enum FetchdCommandLine {
             .value("node", "NAME", "this node's name in every claim (default: SPEECH_FETCH_NODE or the host name)"),
             .flag("own-requests", "serve only requests made on this node"),
             .flag("worker", "run one worker process (the supervisor starts these)"),
+            .value("max-rate", "RATE", "cap the node's download rate, all workers together: 20M, 500K (1024-based) or bytes per second"),
             .value("metrics", "ADDR:PORT", "serve Prometheus metrics at http://ADDR:PORT/metrics (a bare PORT listens on 127.0.0.1)"),
         ],
         epilogue: """
@@ -37,6 +39,8 @@ public enum FetchdCommandLine {
         public var ownRequests = false
         /// `--metrics`: the address and port to serve /metrics on.
         public var metrics: (host: String, port: UInt16)?
+        /// `--max-rate` in bytes per second.
+        public var maxRate: Int64?
     }
 
     /// `speech_fetchd_build_info`'s labels: what `--version` prints.
@@ -82,6 +86,12 @@ public enum FetchdCommandLine {
         result.node = parsed.value("node")
         result.isWorker = parsed.flag("worker")
         result.ownRequests = parsed.flag("own-requests")
+        if let raw = parsed.value("max-rate") {
+            guard let rate = ByteRate.parse(raw), rate >= 1024 else {
+                program.usageError("speech-fetchd: --max-rate needs bytes per second of at least 1K: a number with K, M or G (1024-based, as curl's --limit-rate), like 500K or 20M, or plain bytes like 65536; not '\(raw)'")
+            }
+            result.maxRate = rate
+        }
         if let raw = parsed.value("metrics") {
             guard let address = listenAddress(raw) else {
                 program.usageError("speech-fetchd: --metrics needs ADDR:PORT with a numeric address, as 127.0.0.1:9464, [::1]:9464 or 0.0.0.0:9464 (every interface), or a bare port for loopback; not '\(raw)'")

@@ -10,6 +10,13 @@
 // moments in which no connection reads (a range's request going out, the loop's bookkeeping)
 // are made up for, but a long pause is never followed by a burst of more than 0.2 s of the cap.
 // Reads are kept small (`readSize`) so that no sleep holds the embedded engine's loop for long.
+//
+// `speech-fetchd --max-rate` shares one schedule between every worker process of the node: its
+// 8 bytes live in a file on /dev/shm (RAM, this machine only) that each worker opens, and each
+// charge reads and advances them under flock. The lock is only ever local (the file is on
+// tmpfs, never on the shared cache), and CLOCK_MONOTONIC is one clock for every process of a
+// machine, so the processes agree on what "paid until" means.
+import Curl
 import Foundation
 import Synchronization
 
@@ -17,8 +24,11 @@ import Synchronization
 public final class RateCap: Sendable {
     /// The cap, in bytes per second.
     public let bytesPerSecond: Int64
-    /// When the bytes charged so far are paid for, in CLOCK_MONOTONIC nanoseconds.
+    /// When the bytes charged so far are paid for, in CLOCK_MONOTONIC nanoseconds; with a
+    /// `shared` file, its copy there is the one that counts (this one only orders the threads).
     private let paidUntil = Mutex<UInt64>(0)
+    /// The node's schedule, shared with the other processes (`speech-fetchd --max-rate`).
+    private let shared: Int32?
 
     /// Credit the schedule keeps for time in which nobody read: 0.2 s of the cap.
     static let slack: UInt64 = 200_000_000
@@ -28,6 +38,32 @@ public final class RateCap: Sendable {
 
     public init(bytesPerSecond: Int64) {
         self.bytesPerSecond = max(RateCap.minimum, bytesPerSecond)
+        shared = nil
+    }
+
+    /// A cap shared with every process that opens the same `schedule` file (created when
+    /// missing, mode 0600); a file that cannot be opened is an error naming it.
+    public init(bytesPerSecond: Int64, schedule path: String) throws {
+        self.bytesPerSecond = max(RateCap.minimum, bytesPerSecond)
+        let fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw RateCapUnavailable(path: path, errno: errno) }
+        shared = fd
+    }
+
+    deinit { if let shared { close(shared) } }
+
+    /// Creates the node's schedule file for `speech-fetchd --max-rate` and returns its path:
+    /// on /dev/shm when there is one (the workers' charges stay in RAM), else in `fallback`.
+    public static func makeSchedule(name: String, fallback: String) throws -> String {
+        var isDirectory: ObjCBool = false
+        let dir = FileManager.default.fileExists(atPath: "/dev/shm", isDirectory: &isDirectory) && isDirectory.boolValue
+            && access("/dev/shm", W_OK) == 0 ? "/dev/shm" : fallback
+        let path = dir + "/" + name
+        unlink(path)  // a schedule a crashed daemon left: its time is past, but start clean
+        let fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw RateCapUnavailable(path: path, errno: errno) }
+        close(fd)
+        return path
     }
 
     /// The receive buffer each connection should use under this cap: about 1/16 s of the
@@ -41,13 +77,29 @@ public final class RateCap: Sendable {
     public func take(_ bytes: Int) {
         guard bytes > 0 else { return }
         let cost = UInt64((Double(bytes) / Double(bytesPerSecond) * 1e9).rounded())
-        let now = RateCap.now()
         let until = paidUntil.withLock { paid -> UInt64 in
-            // The first chunk starts the schedule with no credit: no burst at the start.
-            paid = (paid == 0 ? now : max(paid, now > RateCap.slack ? now - RateCap.slack : 0)) + cost
-            return paid
+            let now = RateCap.now()
+            guard let fd = shared else {
+                paid = RateCap.advance(paid, now: now, cost: cost)
+                return paid
+            }
+            // Across processes: read, advance and write the node's schedule under its lock.
+            while flock(fd, LOCK_EX) != 0 && errno == EINTR {}
+            defer { flock(fd, LOCK_UN) }
+            var stored: UInt64 = 0
+            let n = withUnsafeMutableBytes(of: &stored) { pread(fd, $0.baseAddress, 8, 0) }
+            var next = RateCap.advance(n == 8 ? stored : 0, now: now, cost: cost)
+            _ = withUnsafeBytes(of: &next) { pwrite(fd, $0.baseAddress, 8, 0) }
+            paid = next
+            return next
         }
         RateCap.sleep(until: until)
+    }
+
+    /// The schedule after charging `cost` at `now`: the first charge starts it with no credit
+    /// (no burst at the start); later it keeps at most `slack` of credit.
+    static func advance(_ paid: UInt64, now: UInt64, cost: UInt64) -> UInt64 {
+        (paid == 0 ? now : max(paid, now > slack ? now - slack : 0)) + cost
     }
 
     static func now() -> UInt64 {
@@ -66,35 +118,15 @@ public final class RateCap: Sendable {
     }
 }
 
-/// A rate in bytes per second as the peers write it: `20M`, `500K`, `1.5M`, `2G`, or plain
-/// bytes (`65536`); K, M and G are 1024-based (curl's `--limit-rate`, aria2's
-/// `--max-download-limit`), upper or lower case.
-public enum ByteRate {
-    /// The rate `text` names, or nil when it is not one (the caller says what was wrong).
-    public static func parse(_ text: String) -> Int64? {
-        var digits = text.trimmingCharacters(in: .whitespaces)
-        var unit: Double = 1
-        switch digits.last.map({ Character($0.lowercased()) }) {
-        case "k": unit = 1024
-        case "m": unit = 1024 * 1024
-        case "g": unit = 1024 * 1024 * 1024
-        default: break
-        }
-        if unit > 1 { digits.removeLast() }
-        guard !digits.isEmpty, digits.allSatisfy({ $0.isASCII && ($0.isNumber || $0 == ".") }),
-              digits.filter({ $0 == "." }).count <= 1, digits.first != ".", digits.last != ".",
-              let value = Double(digits), value.isFinite else { return nil }
-        let bytes = value * unit
-        guard bytes >= 1, bytes < Double(Int64.max / 2) else { return nil }
-        return Int64(bytes.rounded())
-    }
-
-    /// `2.0 MiB/s`: a rate for messages.
-    public static func describe(_ bytesPerSecond: Int64) -> String {
-        let units = ["B/s", "KiB/s", "MiB/s", "GiB/s"]
-        var value = Double(bytesPerSecond)
-        var i = 0
-        while value >= 1024, i < units.count - 1 { value /= 1024; i += 1 }
-        return i == 0 ? "\(bytesPerSecond) B/s" : "\(String(format: "%.1f", value)) \(units[i])"
+/// The node's shared schedule file could not be opened.
+public struct RateCapUnavailable: Error, Sendable, CustomStringConvertible {
+    public let path: String
+    public let errno: Int32
+    public var description: String {
+        "cannot open the node's rate schedule \(path) (\(String(cString: strerror(errno)))); "
+            + "check that /dev/shm is writable by this account, or run speech-fetchd without --max-rate"
     }
 }
+
+/// Rates as the peers write them (`20M`, `500K`); in Curl, so that the command lines parse them too.
+public typealias ByteRate = Curl.ByteRate

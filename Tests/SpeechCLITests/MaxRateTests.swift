@@ -1,5 +1,6 @@
-// `speech download --max-rate`: one cap over all of a call's connections, measured on the bytes
-// that reach the disk, against the test Hub over loopback; and the rates it refuses.
+// `speech download --max-rate` and `speech-fetchd --max-rate`: one cap over all of a call's (or a
+// node's) connections, measured on the bytes that reach the disk, against the test Hub over
+// loopback; and the rates they refuse.
 import Foundation
 import TestHub
 @testable import TestSupport
@@ -75,6 +76,36 @@ final class MaxRateTests: DaemonTestCase {
         XCTAssertEqual(rate / cap, 1, accuracy: 0.10, "measured \(rate) B/s against a cap of \(cap) B/s")
     }
 
+    func testTheDaemonsCapHoldsAllItsWorkerProcessesTogetherWithinTenPercent() throws {
+        let size = 6 << 20
+        try TestHub.generateRepo(root: root, repo: repo, files: ["model.safetensors": size])
+        // Two worker processes of two ranges each: four connections in two processes, one cap.
+        let (daemon, _, log) = try launch(fetchdBinary, ["--cache-base", cacheBase.path, "--workers", "2", "--slots", "2", "--max-rate", "2M"],
+                                          environment: environment(), hint: "fetchd")
+        XCTAssertTrue(waitUntil(timeout: 15) {
+            self.supervisorPid() == daemon.processIdentifier && self.descendants(of: daemon.processIdentifier).count >= 2
+        }, "speech-fetchd serves the base; log:\n\(contents(log))")
+        XCTAssertTrue(contents(log).contains("capping the node's downloads at 2.0 MiB/s"), contents(log))
+        let schedule = "/dev/shm/speech-fetchd-rate-\(getuid())-\(daemon.processIdentifier)"
+        XCTAssertTrue(FileManager.default.fileExists(atPath: schedule), "the node's schedule is in RAM")
+
+        let (p, lines) = try downloadStamped([])
+        XCTAssertTrue(waitForExit(p, timeout: 30), "the capped download ends")
+        XCTAssertEqual(p.terminationStatus, 0, lines.all.map(\.text).joined(separator: "\n") + contents(log))
+        XCTAssertTrue(lines.all.contains { $0.text.contains("\"event\":\"daemon\"") }, "the daemon's workers fetched it")
+        try assertSameBytes(repo, "model.safetensors")
+        guard let rate = measuredRate(lines, total: size) else {
+            return XCTFail("no progress events to measure: \(lines.all.map(\.text))")
+        }
+        let cap = Double(2 << 20)
+        print("speech-fetchd --max-rate 2M, 2 workers x 2 slots: \(String(format: "%.3f", rate / 1_048_576)) MiB/s while bytes arrived (\(String(format: "%+.1f", (rate / cap - 1) * 100)) %)")
+        XCTAssertEqual(rate / cap, 1, accuracy: 0.10, "measured \(rate) B/s against the node's cap of \(cap) B/s")
+
+        XCTAssertEqual(kill(daemon.processIdentifier, SIGTERM), 0)
+        XCTAssertTrue(waitForExit(daemon, timeout: 15))
+        XCTAssertFalse(FileManager.default.fileExists(atPath: schedule), "a drained daemon removes its schedule")
+    }
+
     func testACappedCallFetchesInItsOwnProcessWhileADaemonServesTheBase() throws {
         let size = 2 << 20
         try TestHub.generateRepo(root: root, repo: repo, files: ["model.safetensors": size])
@@ -101,5 +132,11 @@ final class MaxRateTests: DaemonTestCase {
         XCTAssertTrue(waitForExit(p, timeout: 15))
         XCTAssertEqual(p.terminationStatus, 64)
         XCTAssertTrue(contents(err).contains("speech-fetchd --max-rate"), contents(err))
+        for bad in ["20MB", "0"] {
+            let (d, _, err) = try launch(fetchdBinary, ["--cache-base", cacheBase.path, "--max-rate", bad], environment: environment(), hint: "fetchd-bad")
+            XCTAssertTrue(waitForExit(d, timeout: 15))
+            XCTAssertEqual(d.terminationStatus, 64, "speech-fetchd --max-rate \(bad)")
+            XCTAssertTrue(contents(err).contains("--max-rate") && contents(err).contains("'\(bad)'"), contents(err))
+        }
     }
 }
