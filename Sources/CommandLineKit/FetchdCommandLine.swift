@@ -1,5 +1,6 @@
 // FetchdCommandLine - speech-fetchd's command line, shared by the two executables that can be
 // the daemon (speech-fetchd, and speech when speech-fetchd runs it: docs/architecture.md).
+import Curl
 import Foundation
 
 public enum FetchdCommandLine {
@@ -19,6 +20,8 @@ public enum FetchdCommandLine {
             .value("node", "NAME", "this node's name in every claim (default: SPEECH_FETCH_NODE or the host name)"),
             .flag("own-requests", "serve only requests made on this node"),
             .flag("worker", "run one worker process (the supervisor starts these)"),
+            .value("max-rate", "RATE", "cap the node's download rate, all workers together: 20M, 500K (1024-based) or bytes per second"),
+            .value("metrics", "ADDR:PORT", "serve Prometheus metrics at http://ADDR:PORT/metrics (a bare PORT listens on 127.0.0.1)"),
         ],
         epilogue: """
         environment: SPEECH_FETCH_LEASE_SECONDS (30), SPEECH_FETCH_POLL_SECONDS (1, where inotify
@@ -34,6 +37,36 @@ public enum FetchdCommandLine {
         public var node: String?
         public var isWorker = false
         public var ownRequests = false
+        /// `--metrics`: the address and port to serve /metrics on.
+        public var metrics: (host: String, port: UInt16)?
+        /// `--max-rate` in bytes per second.
+        public var maxRate: Int64?
+    }
+
+    /// `speech_fetchd_build_info`'s labels: what `--version` prints.
+    public static var buildLabels: [(String, String)] {
+        [("version", BuildInfo.version), ("commit", BuildInfo.commit ?? "unknown"), ("libcurl", BuildInfo.libcurl)]
+    }
+
+    /// `9464`, `127.0.0.1:9464`, `0.0.0.0:9464` or `[::1]:9464` as a numeric host and a port;
+    /// nil for anything else. `localhost` is 127.0.0.1.
+    public static func listenAddress(_ text: String) -> (host: String, port: UInt16)? {
+        var host = "127.0.0.1"
+        var portText = Substring(text)
+        if text.hasPrefix("[") {
+            guard let close = text.firstIndex(of: "]"), text[text.index(after: close)...].hasPrefix(":") else { return nil }
+            host = String(text[text.index(after: text.startIndex)..<close])
+            portText = text[text.index(close, offsetBy: 2)...]
+            var probe = in6_addr()
+            guard inet_pton(AF_INET6, host, &probe) == 1 else { return nil }
+        } else if let colon = text.lastIndex(of: ":") {
+            host = text[..<colon] == "localhost" ? "127.0.0.1" : String(text[..<colon])
+            portText = text[text.index(after: colon)...]
+            var probe = in_addr()
+            guard inet_pton(AF_INET, host, &probe) == 1 else { return nil }
+        }
+        guard !portText.isEmpty, portText.allSatisfy({ $0.isASCII && $0.isNumber }), let port = UInt16(portText), port > 0 else { return nil }
+        return (host, port)
     }
 
     /// Parses the daemon's command line; help, version and usage errors end the process.
@@ -53,6 +86,18 @@ public enum FetchdCommandLine {
         result.node = parsed.value("node")
         result.isWorker = parsed.flag("worker")
         result.ownRequests = parsed.flag("own-requests")
+        if let raw = parsed.value("max-rate") {
+            guard let rate = ByteRate.parse(raw), rate >= 1024 else {
+                program.usageError("speech-fetchd: --max-rate needs bytes per second of at least 1K: a number with K, M or G (1024-based, as curl's --limit-rate), like 500K or 20M, or plain bytes like 65536; not '\(raw)'")
+            }
+            result.maxRate = rate
+        }
+        if let raw = parsed.value("metrics") {
+            guard let address = listenAddress(raw) else {
+                program.usageError("speech-fetchd: --metrics needs ADDR:PORT with a numeric address, as 127.0.0.1:9464, [::1]:9464 or 0.0.0.0:9464 (every interface), or a bare port for loopback; not '\(raw)'")
+            }
+            result.metrics = address
+        }
         return result
     }
 

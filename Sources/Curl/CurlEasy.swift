@@ -116,7 +116,7 @@ public final class CurlEasy: @unchecked Sendable {
         // idle or not): no byte for `stallTimeout` seconds abandons the attempt. libcurl's own
         // low-speed check averages over several seconds, so it would fire late.
         setLong(CURLOPT_NOPROGRESS, 0)
-        setLong(CURLOPT_BUFFERSIZE, 256 * 1024)
+        setLong(CURLOPT_BUFFERSIZE, request.receiveBufferSize.map { min(512 << 10, max(1 << 10, $0)) } ?? 256 * 1024)
         if request.method == .head { setLong(CURLOPT_NOBODY, 1) }
         if let r = request.range {
             setString(CURLOPT_RANGE, r.end.map { "\(r.start)-\($0)" } ?? "\(r.start)-")

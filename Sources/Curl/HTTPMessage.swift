@@ -31,6 +31,9 @@ public struct HTTPRequest: Sendable {
     public var connectTimeout: Double
     /// Seconds with no byte received before the attempt is abandoned (the stall guard).
     public var stallTimeout: Double
+    /// Bytes libcurl reads per body chunk (CURLOPT_BUFFERSIZE), nil for 256 KiB; a rate cap
+    /// asks for less, so that each chunk is a short wait.
+    public var receiveBufferSize: Int?
 
     public init(url: String, method: Method = .get, headers: [(name: String, value: String)] = [],
                 range: (start: Int64, end: Int64?)? = nil, connectTimeout: Double = 15, stallTimeout: Double = 300) {

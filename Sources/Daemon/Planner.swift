@@ -16,11 +16,14 @@ public struct Planner: Sendable {
     /// Ranges the previous repair found lost, by file key: a range is made ready again only when
     /// the next repair finds it lost too.
     private let suspects = LostRanges()
+    /// Counts the range jobs planned, for `--metrics`.
+    let metrics: DaemonMetrics?
 
-    public init(spool: Spool, rangeSize: Int64, ownRequestsOnly: Bool = false) {
+    public init(spool: Spool, rangeSize: Int64, ownRequestsOnly: Bool = false, metrics: DaemonMetrics? = nil) {
         self.spool = spool
         self.rangeSize = rangeSize
         self.ownRequestsOnly = ownRequestsOnly
+        self.metrics = metrics
     }
 
     /// Plans every file of every active request that is neither final, planned nor failed.
@@ -78,7 +81,8 @@ public struct Planner: Sendable {
         // A sidecar that was there is left as it is: the record read from it may be older than
         // the file's last writer's (a network filesystem's client), and is not written back.
         if !staging.openedFromRecord { try? staging.persist() }
-        try? spool.plan(planned, pending: (0..<planned.rangeCount).filter { !done.contains($0) })
+        let pending = (0..<planned.rangeCount).filter { !done.contains($0) }
+        if (try? spool.plan(planned, pending: pending)) != nil { metrics?.planned(pending.count) }
     }
 
     /// Recreates jobs that got lost (a planner or splicer that died half way): a range of a

@@ -41,6 +41,8 @@ public final class Supervisor: @unchecked Sendable {
     /// The worker process that makes the timed endgame looks (`Worker.endgameLookerVariable`).
     private var endgameLooker: Int32 = 0
     private var recentDeaths: [Date] = []
+    /// Counters for `--metrics` (Metrics.swift), nil when nobody asks.
+    public var metrics: DaemonMetrics?
 
     /// - Parameters:
     ///   - workers: worker processes (default: enough for `HF_DOWNLOAD_RANGE_CONCURRENCY` ranges).
@@ -82,13 +84,14 @@ public final class Supervisor: @unchecked Sendable {
         for folder in [SpoolLayout.Folder.requests, .parts, .failures] { watcher?.watch(spool.layout.path(folder), arrivalsOnly: true) }
         let local = FilesystemKind.inotifySeesAllWriters(spool.root)
         let poll = local ? 1.0 : max(0.2, settings.pollInterval)
-        let planner = Planner(spool: spool, rangeSize: settings.rangeSize, ownRequestsOnly: ownRequestsOnly)
+        let planner = Planner(spool: spool, rangeSize: settings.rangeSize, ownRequestsOnly: ownRequestsOnly, metrics: metrics)
         let splicer = Splicer(spool: spool)
         let wakeWord = spool.wakeWord()
         var pace = SupervisorPace(lease: settings.lease)
         var requestLog = RequestLog()
         var lastOwnSplice = Date.distantPast
         let owners = SpliceOwners(spool: spool)
+        requestLog.metrics = metrics
         var lastGeneration: SpoolGeneration?? = .none
         var event = true
         while !shouldStop() {
@@ -108,7 +111,9 @@ public final class Supervisor: @unchecked Sendable {
             if !look.full, pace.ownActive, now.timeIntervalSince(lastOwnSplice) >= 0.5 { look.splice = true }
             if look.full || look.splice { lastOwnSplice = now }
             if look.revoke {
-                for claim in spool.revokeExpiredClaims() { log("revoked claim \(claim) (its holder is gone or its lease expired); the range goes back to ready") }
+                let revoked = spool.revokeExpiredClaims()
+                metrics?.revoked(revoked.count)
+                for claim in revoked { log("revoked claim \(claim) (its holder is gone or its lease expired); the range goes back to ready") }
             }
             if look.full {
                 spool.beginPass()  // one listing of requests/ for the whole pass
@@ -308,6 +313,7 @@ final class SpliceOwners: @unchecked Sendable {
 struct RequestLog {
     private var open: [String: (since: Date, bytes: Int64)] = [:]
     private var settled: Set<String> = []
+    var metrics: DaemonMetrics?
 
     mutating func look(spool: Spool, log: (String) -> Void) {
         for request in spool.requests() where !settled.contains(request.id) {
@@ -328,6 +334,11 @@ struct RequestLog {
             case .active: continue
             case .done: log("done \(request.repo) (request \(request.id)): \(mebibytes(seen.bytes)) in \(seconds) s")
             case .failed(let reason): log("failed \(request.repo) (request \(request.id)) after \(seconds) s: \(reason)")
+            }
+            if case .failed(let reason) = state {
+                metrics?.settled(failedBecause: reason)
+            } else {
+                metrics?.settled(failedBecause: nil, files: request.files.count, bytes: seen.bytes)
             }
             open[request.id] = nil
             settled.insert(request.id)

@@ -11,6 +11,10 @@ import Transfer
 public typealias DownloadProgress = TransferProgress
 /// Tuning knobs (range size, concurrency, stall guard, retries); see docs/cache-and-offline.md.
 public typealias DownloadSettings = Transfer.DownloadSettings
+/// A bandwidth cap over all of a call's connections (`DownloadSettings.maxRate`), and the
+/// parser of its rates (`20M`, `500K`).
+public typealias RateCap = Transfer.RateCap
+public typealias ByteRate = Transfer.ByteRate
 
 /// What a download call produced.
 public struct DownloadResult: Sendable {
@@ -290,7 +294,8 @@ public final class HuggingFaceDownloader: Sendable {
             }
         }
         if isCancelled() { throw CancellationError() }
-        let handoff = force ? nil : handoff(base: spoolBase)
+        // A capped call keeps its transfer: a daemon's workers fetch at the node's rate, not this call's.
+        let handoff = force || settings.maxRate != nil ? nil : handoff(base: spoolBase)
         if !missing.isEmpty, let handoff {
             let daemon = handoff.daemonServes
             switch host {

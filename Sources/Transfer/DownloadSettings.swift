@@ -27,6 +27,15 @@ public struct DownloadSettings: Sendable, Equatable {
     /// Seconds to wait for a lock another process holds (a huggingface_hub blob lock) before
     /// the call fails saying so (`SPEECH_FETCH_LOCK_WAIT_SECONDS`).
     public var lockWait: Double = 300
+    /// A cap on the bytes per second of all the transfer's connections together, nil for none
+    /// (`speech download --max-rate`, `SPEECH_FETCH_MAX_RATE` as `20M`, `500K` or bytes: `ByteRate`).
+    /// A capped call runs its transfer in its own process: a daemon's workers serve every caller.
+    public var maxRate: Int64?
+    /// `speech-fetchd --max-rate`, as its workers see it: the node's cap in bytes per second and
+    /// the file of the schedule every worker of the node charges (RateCap). The supervisor sets
+    /// them in its workers' environment (`SPEECH_FETCH_NODE_MAX_RATE`, `SPEECH_FETCH_NODE_RATE_FILE`).
+    public var nodeMaxRate: Int64?
+    public var nodeRateSchedule: String?
 
     public static let pageSize: Int64 = 64 << 10
 
@@ -62,6 +71,14 @@ public struct DownloadSettings: Sendable, Equatable {
         if let v = env["SPEECH_FETCH_ENDGAME"]?.trimmingCharacters(in: .whitespaces).lowercased() {
             if ["0", "false", "no", "off"].contains(v) { s.endgame = false }
             if ["1", "true", "yes", "on"].contains(v) { s.endgame = true }
+        }
+        if let raw = env["SPEECH_FETCH_MAX_RATE"], let v = ByteRate.parse(raw) {
+            s.maxRate = v
+        }
+        if let raw = env["SPEECH_FETCH_NODE_MAX_RATE"], let v = Int64(raw), v > 0,
+           let file = env["SPEECH_FETCH_NODE_RATE_FILE"], file.hasPrefix("/") {
+            s.nodeMaxRate = v
+            s.nodeRateSchedule = file
         }
         var attempts = s.retry.attempts
         var delays = s.retry.delays

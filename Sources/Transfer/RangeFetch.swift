@@ -14,10 +14,18 @@ public final class RangeFetch: @unchecked Sendable {
     private let policy: RangeAttemptPolicy
     /// Where each file's bytes are, located once per process (key: repo@commit/path).
     private var locations: [String: String] = [:]
+    /// The node's bandwidth cap (`speech-fetchd --max-rate`), shared with every worker.
+    private let cap: RateCap?
 
-    /// - Throws: `CurlUnavailable` when libcurl cannot be loaded.
+    /// - Throws: `CurlUnavailable` when libcurl cannot be loaded; `RateCapUnavailable` when the
+    ///   node's rate schedule cannot be opened.
     public init(client: HubClient, settings: DownloadSettings) throws {
         try CurlLibrary.load()
+        if let rate = settings.nodeMaxRate, let schedule = settings.nodeRateSchedule {
+            cap = try RateCap(bytesPerSecond: rate, schedule: schedule)
+        } else {
+            cap = nil
+        }
         self.client = client
         self.settings = settings.normalized()
         session = CurlEasy()
@@ -54,13 +62,16 @@ public final class RangeFetch: @unchecked Sendable {
             var request = HTTPRequest(url: url, headers: client.headers(for: url),
                                       connectTimeout: settings.connectTimeout, stallTimeout: settings.stallTimeout)
             request.range = (writer.next, end)
+            request.receiveBufferSize = cap?.readSize
+            let cap = cap
             let isHubOrigin = client.endpoint.isSameOrigin(url)
             // Weakly: the handle keeps its callbacks until its next request, and the part file
             // must be closed when this fetch returns (it is published or deleted next).
             session.prepare(request, onResponse: { [url, weak writer] status, headers in
                 writer?.accept(status: status, headers: headers, url: url, ranged: true, isHubOrigin: isHubOrigin) ?? .abort
             }, onBody: { [weak writer] bytes in
-                (writer?.write(bytes) ?? false) && !isCancelled()
+                cap?.take(bytes.count)  // the node's cap: this thread waits its turn (RateCap)
+                return (writer?.write(bytes) ?? false) && !isCancelled()
             }, onTick: {
                 onProgress()
                 return !isCancelled()

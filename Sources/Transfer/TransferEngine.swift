@@ -15,10 +15,13 @@ import ModelCache
 public final class TransferEngine: @unchecked Sendable {
     public let client: HubClient
     public let settings: DownloadSettings
+    /// The call's bandwidth cap over all its connections (`settings.maxRate`), nil for none.
+    let cap: RateCap?
 
     public init(client: HubClient, settings: DownloadSettings) {
         self.client = client
         self.settings = settings.normalized()
+        cap = settings.maxRate.map { RateCap(bytesPerSecond: $0) }
     }
 
     /// Fetches `files` of `repo` at `commit` into `directory`, verifying each and renaming it into

@@ -115,10 +115,14 @@ extension TransferRun {
         if ranged { request.range = (writer.next, writer.end) }
         let url = job.url
         let isHubOrigin = engine.client.endpoint.isSameOrigin(url)
+        let cap = engine.cap
+        request.receiveBufferSize = cap?.readSize
         easy.prepare(request, onResponse: { status, headers in
             writer.accept(status: status, headers: headers, url: url, ranged: ranged, isHubOrigin: isHubOrigin)
         }, onBody: { bytes in
-            writer.write(bytes)
+            // Under a cap the loop waits here until the cap allows this chunk (RateCap).
+            cap?.take(bytes.count)
+            return writer.write(bytes)
         })
         active[ObjectIdentifier(easy)] = (job, easy)
         multi.add(easy)

@@ -29,6 +29,7 @@ enum DownloadCommand {
             .flag("json", "one JSON object per progress, retry and result event"),
             .flag("quiet", short: "q", "print only the model directory (errors still go to stderr)"),
             .flag("detach", "hand the transfer to speech-fetchd (started if none serves the base) and return"),
+            .value("max-rate", "RATE", "cap this call's download rate over all its connections: 20M, 500K (1024-based) or bytes per second; fetches in this process"),
         ],
         minOperands: 1, maxOperands: nil,
         epilogue: """
@@ -81,6 +82,8 @@ enum DownloadCommand {
         /// `--token`, read (from stdin for `-`); never printed.
         var token: String?
         var force = false
+        /// `--max-rate` in bytes per second (RateCap), nil for no cap.
+        var maxRate: Int64?
 
         /// ` --cache-base DIR` or ` --cache-dir DIR` as given, for suggested commands.
         var baseArgument: String {
@@ -106,6 +109,12 @@ enum DownloadCommand {
         request.quiet = parsed.flag("quiet")
         request.detach = parsed.flag("detach")
         request.force = parsed.flag("force-download")
+        if let raw = parsed.value("max-rate") {
+            guard let rate = ByteRate.parse(raw), rate >= RateCap.minimum else {
+                speechProgram.usageError("speech download: --max-rate needs bytes per second of at least 1K: a number with K, M or G (1024-based, as curl's --limit-rate), like 500K or 20M, or plain bytes like 65536; not '\(raw)'", help: spec.name)
+            }
+            request.maxRate = rate
+        }
         if let token = parsed.value("token") {
             request.token = token == "-" ? readToken() : token.trimmingCharacters(in: .whitespacesAndNewlines)
             if request.token?.isEmpty ?? true {
@@ -128,6 +137,11 @@ enum DownloadCommand {
         if request.force && (request.offline || request.dryRun || request.detach) {
             let other = request.offline ? "--offline" : request.dryRun ? "--dry-run" : "--detach"
             speechProgram.usageError("speech download: --force-download fetches again in this process, which \(other) does not do; drop one of them", help: spec.name)
+        }
+        if request.maxRate != nil && (request.offline || request.dryRun || request.detach) {
+            let other = request.offline ? "--offline" : request.dryRun ? "--dry-run" : "--detach"
+            let why = request.detach ? "a detached request is fetched by speech-fetchd's workers at the node's rate (speech-fetchd --max-rate)" : "\(other) fetches nothing"
+            speechProgram.usageError("speech download: --max-rate caps this call's own transfer, and \(why); drop one of them", help: spec.name)
         }
         exit(download(request, environment: environment))
     }
@@ -157,7 +171,7 @@ enum DownloadCommand {
         } catch {
             speechProgram.usageError("speech download: \(error)", help: spec.name)
         }
-        let downloader = HuggingFaceDownloader(environment: environment, token: request.token)
+        let downloader = makeDownloader(request, environment: environment)
         let offlineBy: String? = request.offline ? "drop --offline" : downloader.offlineByDefault ? "unset HF_HUB_OFFLINE" : nil
         if offlineBy == nil, let warning = HubEndpoint.ignoredValueWarning(environment) {  // offline, the endpoint is unused
             speechProgram.warn(warning)
@@ -311,13 +325,20 @@ enum DownloadCommand {
     }
 
     /// `speech download <model name>`: every repo the catalog entry needs.
+    /// The downloader for one call: the environment's settings, with the call's `--max-rate`.
+    static func makeDownloader(_ request: Request, environment: [String: String]) -> HuggingFaceDownloader {
+        var settings = DownloadSettings.fromEnvironment(environment)
+        if let rate = request.maxRate { settings.maxRate = rate }
+        return HuggingFaceDownloader(environment: environment, settings: settings, token: request.token)
+    }
+
     static func downloadModel(_ entry: CatalogEntry, _ request: Request, environment: [String: String]) -> Int32 {
         let printer = ProgressPrinter(json: request.json, quiet: request.quiet || progressBarsDisabled(environment), environment: environment)
         RetryEvents.watch { event in printer.note(Messages.retryLine(event), json: Messages.retryJSON(event)) }
         let interrupt = StopSignal()
         interrupt.install()
         let host: TransferHost = request.detach ? .detach(daemonExecutable: siblingExecutable("speech-fetchd")) : .automatic
-        let downloader = HuggingFaceDownloader(environment: environment, token: request.token)
+        let downloader = makeDownloader(request, environment: environment)
         let offlineBy: String? = request.offline ? "drop --offline" : downloader.offlineByDefault ? "unset HF_HUB_OFFLINE" : nil
         do {
             let model = try ModelCatalog.downloadBlocking(

@@ -126,6 +126,10 @@ class DaemonTestCase: HubTestCase {
         return nil
     }
 
+    /// Remembers a child process started without `launch` (its output on a pipe), so tearDown
+    /// stops it (and its children).
+    func track(_ process: Process) { bookLock.withLock { children.append(process) } }
+
     /// Remembers a process that is not our child, so tearDown stops it (and its children).
     func adoptStranger(_ pid: pid_t) { bookLock.withLock { strangers.append(pid) } }
 

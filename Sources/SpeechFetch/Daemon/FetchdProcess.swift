@@ -23,15 +23,25 @@ public struct FetchdOptions: Sendable {
     public var isWorker: Bool
     /// Serve only requests made on this node.
     public var ownRequestsOnly: Bool
+    /// Serve Prometheus metrics at http://host:port/metrics (the supervisor only).
+    public var metrics: (host: String, port: UInt16)?
+    /// A cap on the node's download rate in bytes per second, shared by all its workers.
+    public var maxRate: Int64?
+    /// `speech_fetchd_build_info`'s labels (version, commit, libcurl).
+    public var build: [(String, String)]
 
     public init(cacheBase: URL? = nil, workers: Int? = nil, slots: Int = 4, node: String? = nil,
-                isWorker: Bool = false, ownRequestsOnly: Bool = false) {
+                isWorker: Bool = false, ownRequestsOnly: Bool = false, metrics: (host: String, port: UInt16)? = nil,
+                maxRate: Int64? = nil, build: [(String, String)] = []) {
         self.cacheBase = cacheBase
         self.workers = workers
         self.slots = slots
         self.node = node
         self.isWorker = isWorker
         self.ownRequestsOnly = ownRequestsOnly
+        self.metrics = metrics
+        self.maxRate = maxRate
+        self.build = build
     }
 }
 
@@ -71,9 +81,32 @@ public enum FetchdProcess {
                 .run(shouldStop: { stop.isRaised })
         } else {
             let command = [executable, "--worker", "--cache-base", cacheBase.path] + (options.node.map { ["--node", $0] } ?? [])
-            try Supervisor(cacheBase: cacheBase, workers: options.workers, slots: options.slots, workerCommand: command,
-                           ownRequestsOnly: options.ownRequestsOnly, environment: environment, log: log)
-                .run(shouldStop: { stop.isRaised })
+            // The node's cap: one schedule in RAM that every worker charges (RateCap).
+            var schedule: String?
+            if let rate = options.maxRate {
+                let path = try RateCap.makeSchedule(name: "speech-fetchd-rate-\(getuid())-\(getpid())",
+                                                    fallback: FileManager.default.temporaryDirectory.path)
+                environment["SPEECH_FETCH_NODE_MAX_RATE"] = "\(rate)"
+                environment["SPEECH_FETCH_NODE_RATE_FILE"] = path
+                schedule = path
+                log("capping the node's downloads at \(ByteRate.describe(rate)) (all workers together)")
+            }
+            defer { if let schedule { unlink(schedule) } }
+            let supervisor = try Supervisor(cacheBase: cacheBase, workers: options.workers, slots: options.slots, workerCommand: command,
+                                            ownRequestsOnly: options.ownRequestsOnly, environment: environment, log: log)
+            var server: MetricsServer?
+            if let endpoint = options.metrics {
+                guard let address = MetricsAddress(host: endpoint.host, port: endpoint.port) else {
+                    throw MetricsServerError(address: "\(endpoint.host):\(endpoint.port)", operation: "use", errno: EINVAL)
+                }
+                let metrics = DaemonMetrics(cacheBase: cacheBase, build: options.build, environment: environment)
+                server = try MetricsServer(address: address, page: { metrics.page() })
+                supervisor.metrics = metrics
+                server?.start()
+                log("serving metrics at http://\(address)/metrics")
+            }
+            defer { server?.stop() }
+            try supervisor.run(shouldStop: { stop.isRaised })
         }
     }
 }

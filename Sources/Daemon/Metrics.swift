@@ -1,0 +1,174 @@
+// Metrics - what `speech-fetchd --metrics` reports, in the Prometheus text exposition format
+// (version 0.0.4): counters the supervisor bumps as things happen, and gauges read from the
+// spool when the page is asked for.
+//
+// The counters live in this process (they start at 0 with each daemon, as Prometheus expects
+// of a counter); the gauges are one look at the spool per scrape (the same look as `speech
+// status`), and the cache's size and model count a walk at most every 30 s, so a scrape every
+// few seconds costs the file server little.
+import Foundation
+import ModelCache
+import Spool
+import Synchronization
+
+/// The supervisor's event counters and the page that reports them with the spool's state.
+public final class DaemonMetrics: Sendable {
+    /// Labels of `speech_fetchd_build_info`: version, commit, libcurl (the executable's `--version`).
+    let build: [(String, String)]
+    let cacheBase: URL
+    let environment: [String: String]
+    private let counts = Mutex(Counts())
+    private let cacheLook = Mutex<(at: Date, bytes: Int64, models: Int)?>(nil)
+    /// How long a walk of the cache's models is reused.
+    static let cacheLookInterval: TimeInterval = 30
+
+    struct Counts {
+        var revoked = 0
+        var planned = 0
+        var files = 0
+        var bytes: Int64 = 0
+        var requests: [String: Int] = [:]
+        var failures: [String: Int] = [:]
+    }
+
+    public init(cacheBase: URL, build: [(String, String)], environment: [String: String] = ProcessInfo.processInfo.environment) {
+        self.cacheBase = cacheBase
+        self.build = build
+        self.environment = environment
+    }
+
+    // MARK: Events (called by the supervisor)
+
+    /// Claims the supervisor revoked (their holder died or their lease ran out).
+    func revoked(_ count: Int) {
+        guard count > 0 else { return }
+        counts.withLock { $0.revoked += count }
+    }
+
+    /// Range jobs the planner made ready (a file's ranges its sidecar does not hold yet).
+    func planned(_ count: Int) {
+        counts.withLock { $0.planned += count }
+    }
+
+    /// A request the supervisor saw settle; a done one with the files and bytes it asked for.
+    func settled(failedBecause reason: String?, files: Int = 0, bytes: Int64 = 0) {
+        counts.withLock { c in
+            c.requests[reason == nil ? "done" : "failed", default: 0] += 1
+            if let reason { c.failures[DaemonMetrics.kind(of: reason), default: 0] += 1 }
+            c.files += files
+            c.bytes += bytes
+        }
+    }
+
+    /// A failure's kind for the `kind` label, from its reason: a short fixed set, so that a
+    /// reason's details (paths, URLs) never become label values.
+    static func kind(of reason: String) -> String {
+        let r = reason.lowercased()
+        if r.contains("cancelled") { return "cancelled" }
+        if r.contains("sha-256") || r.contains("sha256") || r.contains("checksum") || r.contains("digest") || r.contains("blob id") {
+            return "verification"
+        }
+        if r.contains("no space") || r.contains("disk") || r.contains("free") { return "disk" }
+        if r.contains("http 4") || r.contains("http 5") || r.contains("gated") || r.contains("not found") || r.contains("unauthorized") {
+            return "hub"
+        }
+        if r.contains("timed out") || r.contains("connect") || r.contains("resolve") || r.contains("no data") || r.contains("reset") {
+            return "network"
+        }
+        return "other"
+    }
+
+    // MARK: The page
+
+    /// The whole page, as of now.
+    public func page() -> String {
+        var page = MetricsPage()
+        let c = counts.withLock { $0 }
+        page.add("speech_fetchd_build_info", type: "gauge", help: "The daemon's build: version, commit and the libcurl it loads.",
+                 [(build, 1)])
+
+        if let status = try? SpoolStatus.read(cacheBase: cacheBase, environment: environment) {
+            var byState: [String: Int] = ["active": 0, "done": 0, "failed": 0]
+            for request in status.requests {
+                let state = request.state == "in flight" ? "active" : request.state == "done" ? "done" : "failed"
+                byState[state, default: 0] += 1
+            }
+            page.add("speech_fetchd_requests", type: "gauge", help: "Requests in the spool by state.",
+                     byState.sorted { $0.key < $1.key }.map { ([("state", $0.key)], Double($0.value)) })
+            let files = status.requests.flatMap(\.files)
+            page.add("speech_fetchd_range_jobs", type: "gauge",
+                     help: "Range jobs of unfinished files: ready to claim, claimed (in flight on some node), fetched and waiting to be spliced.",
+                     [([("state", "ready")], Double(files.reduce(0) { $0 + $1.ready })),
+                      ([("state", "claimed")], Double(files.reduce(0) { $0 + $1.claimed })),
+                      ([("state", "fetched")], Double(files.reduce(0) { $0 + $1.partsWaiting }))])
+            page.add("speech_fetchd_active_transfers", type: "gauge",
+                     help: "Worker processes of each node with a range in flight.",
+                     status.busyWorkers.sorted { $0.key < $1.key }.map { ([("node", $0.key)], Double($0.value)) })
+            page.add("speech_fetchd_supervisors", type: "gauge", help: "Nodes whose speech-fetchd serves this spool.",
+                     [([], Double(status.supervisors.count))])
+            page.add("speech_fetchd_corrupt_records", type: "gauge", help: "Unreadable spool records set aside in corrupt/.",
+                     [([], Double(status.corruptRecords.count))])
+        }
+
+        page.add("speech_fetchd_range_jobs_planned_total", type: "counter",
+                 help: "Range jobs this supervisor planned; those not ready or claimed any more were fetched (or dropped by a cancel).",
+                 [([], Double(c.planned))])
+        page.add("speech_fetchd_files_fetched_total", type: "counter", help: "Files of the requests that finished done.",
+                 [([], Double(c.files))])
+        page.add("speech_fetchd_bytes_fetched_total", type: "counter", help: "Bytes of the files of the requests that finished done.",
+                 [([], Double(c.bytes))])
+        page.add("speech_fetchd_claims_revoked_total", type: "counter",
+                 help: "Claims this supervisor revoked (holder gone or lease expired); their ranges went back to ready.",
+                 [([], Double(c.revoked))])
+        page.add("speech_fetchd_requests_settled_total", type: "counter", help: "Requests this supervisor saw finish, by outcome.",
+                 ["done", "failed"].map { ([("outcome", $0)], Double(c.requests[$0] ?? 0)) })
+        page.add("speech_fetchd_failures_total", type: "counter", help: "Failed requests by kind of failure.",
+                 ["cancelled", "disk", "hub", "network", "verification", "other"].map { ([("kind", $0)], Double(c.failures[$0] ?? 0)) })
+
+        let cache = cacheSize()
+        page.add("speech_fetchd_cache_bytes", type: "gauge", help: "Bytes allocated by the cache's models (looked at most every 30 s).",
+                 [([], Double(cache.bytes))])
+        page.add("speech_fetchd_cache_models", type: "gauge", help: "Model directories in the cache (looked at most every 30 s).",
+                 [([], Double(cache.models))])
+        return page.text
+    }
+
+    /// The models' allocated bytes and count, walked again only after `cacheLookInterval`.
+    private func cacheSize() -> (bytes: Int64, models: Int) {
+        if let last = cacheLook.withLock({ $0 }), Date().timeIntervalSince(last.at) < DaemonMetrics.cacheLookInterval {
+            return (last.bytes, last.models)
+        }
+        let root = CacheLocation.modelsRoot(base: cacheBase).path
+        var models = 0
+        for org in FileTree.names(root) where FileTree.isDirectory(root + "/" + org) {
+            models += FileTree.names(root + "/" + org).filter { FileTree.isDirectory(root + "/" + org + "/" + $0) }.count
+        }
+        let bytes = FileTree.allocatedBytes(root)
+        cacheLook.withLock { $0 = (Date(), bytes, models) }
+        return (bytes, models)
+    }
+}
+
+/// A page in the Prometheus text exposition format: each family's HELP and TYPE, then its samples.
+struct MetricsPage {
+    private(set) var text = ""
+
+    mutating func add(_ name: String, type: String, help: String, _ samples: [([(String, String)], Double)]) {
+        text += "# HELP \(name) \(help.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\n", with: "\\n"))\n"
+        text += "# TYPE \(name) \(type)\n"
+        for (labels, value) in samples {
+            let rendered = labels.isEmpty ? "" : "{" + labels.map { "\($0.0)=\"\(MetricsPage.escape($0.1))\"" }.joined(separator: ",") + "}"
+            text += "\(name)\(rendered) \(MetricsPage.number(value))\n"
+        }
+    }
+
+    /// A label value: backslash, double quote and newline escaped.
+    static func escape(_ value: String) -> String {
+        value.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
+            .replacingOccurrences(of: "\n", with: "\\n")
+    }
+
+    static func number(_ value: Double) -> String {
+        value == value.rounded() && abs(value) < 1e15 ? String(Int64(value)) : String(value)
+    }
+}

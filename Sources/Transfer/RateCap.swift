@@ -1,0 +1,132 @@
+// RateCap - one bandwidth cap shared by every connection of a transfer (`speech download
+// --max-rate`): the sum of their rates, not each one's.
+//
+// A cap per libcurl handle (CURLOPT_MAX_RECV_SPEED_LARGE) divided by the handles in flight is
+// wrong whenever the number in flight changes (one file left, ranges ending at different times),
+// so the engine's write path meters instead: every chunk a connection hands over is charged to
+// one schedule, and the thread that took it sleeps until the schedule has paid for it. Sleeping
+// in the write callback stops reading that socket; TCP's window then slows the sender, so the
+// link carries no more than the cap either. The schedule keeps at most `slack` of credit: the
+// moments in which no connection reads (a range's request going out, the loop's bookkeeping)
+// are made up for, but a long pause is never followed by a burst of more than 0.2 s of the cap.
+// Reads are kept small (`readSize`) so that no sleep holds the embedded engine's loop for long.
+//
+// `speech-fetchd --max-rate` shares one schedule between every worker process of the node: its
+// 8 bytes live in a file on /dev/shm (RAM, this machine only) that each worker opens, and each
+// charge reads and advances them under flock. The lock is only ever local (the file is on
+// tmpfs, never on the shared cache), and CLOCK_MONOTONIC is one clock for every process of a
+// machine, so the processes agree on what "paid until" means.
+import Curl
+import Foundation
+import Synchronization
+
+/// Meters bytes at a fixed rate across every thread and connection that share it.
+public final class RateCap: Sendable {
+    /// The cap, in bytes per second.
+    public let bytesPerSecond: Int64
+    /// When the bytes charged so far are paid for, in CLOCK_MONOTONIC nanoseconds; with a
+    /// `shared` file, its copy there is the one that counts (this one only orders the threads).
+    private let paidUntil = Mutex<UInt64>(0)
+    /// The node's schedule, shared with the other processes (`speech-fetchd --max-rate`).
+    private let shared: Int32?
+
+    /// Credit the schedule keeps for time in which nobody read: 0.2 s of the cap.
+    static let slack: UInt64 = 200_000_000
+
+    /// The smallest cap: below it one chunk would take seconds and ranges would look stalled.
+    public static let minimum: Int64 = 1 << 10
+
+    public init(bytesPerSecond: Int64) {
+        self.bytesPerSecond = max(RateCap.minimum, bytesPerSecond)
+        shared = nil
+    }
+
+    /// A cap shared with every process that opens the same `schedule` file (created when
+    /// missing, mode 0600); a file that cannot be opened is an error naming it.
+    public init(bytesPerSecond: Int64, schedule path: String) throws {
+        self.bytesPerSecond = max(RateCap.minimum, bytesPerSecond)
+        let fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw RateCapUnavailable(path: path, errno: errno) }
+        shared = fd
+    }
+
+    deinit { if let shared { close(shared) } }
+
+    /// Creates the node's schedule file for `speech-fetchd --max-rate` and returns its path:
+    /// on /dev/shm when there is one (the workers' charges stay in RAM), else in `fallback`.
+    public static func makeSchedule(name: String, fallback: String) throws -> String {
+        var isDirectory: ObjCBool = false
+        let dir = FileManager.default.fileExists(atPath: "/dev/shm", isDirectory: &isDirectory) && isDirectory.boolValue
+            && access("/dev/shm", W_OK) == 0 ? "/dev/shm" : fallback
+        let path = dir + "/" + name
+        unlink(path)  // a schedule a crashed daemon left: its time is past, but start clean
+        let fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw RateCapUnavailable(path: path, errno: errno) }
+        close(fd)
+        return path
+    }
+
+    /// The receive buffer each connection should use under this cap: about 1/16 s of the
+    /// whole cap (so 16 connections each get a chunk about once a second, far inside the stall
+    /// guard), from 1 KiB (libcurl's least) to 256 KiB (the engine's usual size).
+    public var readSize: Int {
+        Int(min(256 << 10, max(1 << 10, bytesPerSecond / 16)))
+    }
+
+    /// Charges `bytes` that just arrived and blocks the calling thread until the cap allows them.
+    public func take(_ bytes: Int) {
+        guard bytes > 0 else { return }
+        let cost = UInt64((Double(bytes) / Double(bytesPerSecond) * 1e9).rounded())
+        let until = paidUntil.withLock { paid -> UInt64 in
+            let now = RateCap.now()
+            guard let fd = shared else {
+                paid = RateCap.advance(paid, now: now, cost: cost)
+                return paid
+            }
+            // Across processes: read, advance and write the node's schedule under its lock.
+            while flock(fd, LOCK_EX) != 0 && errno == EINTR {}
+            defer { flock(fd, LOCK_UN) }
+            var stored: UInt64 = 0
+            let n = withUnsafeMutableBytes(of: &stored) { pread(fd, $0.baseAddress, 8, 0) }
+            var next = RateCap.advance(n == 8 ? stored : 0, now: now, cost: cost)
+            _ = withUnsafeBytes(of: &next) { pwrite(fd, $0.baseAddress, 8, 0) }
+            paid = next
+            return next
+        }
+        RateCap.sleep(until: until)
+    }
+
+    /// The schedule after charging `cost` at `now`: the first charge starts it with no credit
+    /// (no burst at the start); later it keeps at most `slack` of credit.
+    static func advance(_ paid: UInt64, now: UInt64, cost: UInt64) -> UInt64 {
+        (paid == 0 ? now : max(paid, now > slack ? now - slack : 0)) + cost
+    }
+
+    static func now() -> UInt64 {
+        var ts = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &ts)
+        return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
+    }
+
+    /// Sleeps until the monotonic clock reaches `deadline`; a signal (Ctrl-C) ends it early.
+    static func sleep(until deadline: UInt64) {
+        let now = RateCap.now()
+        guard deadline > now else { return }
+        let wait = deadline - now
+        var ts = timespec(tv_sec: Int(wait / 1_000_000_000), tv_nsec: Int(wait % 1_000_000_000))
+        _ = nanosleep(&ts, nil)
+    }
+}
+
+/// The node's shared schedule file could not be opened.
+public struct RateCapUnavailable: Error, Sendable, CustomStringConvertible {
+    public let path: String
+    public let errno: Int32
+    public var description: String {
+        "cannot open the node's rate schedule \(path) (\(String(cString: strerror(errno)))); "
+            + "check that /dev/shm is writable by this account, or run speech-fetchd without --max-rate"
+    }
+}
+
+/// Rates as the peers write them (`20M`, `500K`); in Curl, so that the command lines parse them too.
+public typealias ByteRate = Curl.ByteRate

@@ -1,0 +1,142 @@
+// `speech download --max-rate` and `speech-fetchd --max-rate`: one cap over all of a call's (or a
+// node's) connections, measured on the bytes that reach the disk, against the test Hub over
+// loopback; and the rates they refuse.
+import Foundation
+import TestHub
+@testable import TestSupport
+import XCTest
+
+final class MaxRateTests: DaemonTestCase {
+    let repo = "org/Capped"
+
+    /// Runs `speech download … --json` and stamps each stdout line with when it arrived.
+    func downloadStamped(_ arguments: [String]) throws -> (Process, StampedLines) {
+        let p = Process()
+        p.executableURL = speechBinary
+        p.arguments = ["download", repo, "--json", "--cache-base", cacheBase.path] + arguments
+        p.environment = environment()
+        p.standardInput = FileHandle.nullDevice
+        p.standardError = FileHandle.nullDevice
+        let pipe = Pipe()
+        p.standardOutput = pipe
+        let lines = StampedLines()
+        try p.run()
+        track(p)
+        let reader = pipe.fileHandleForReading
+        Thread.detachNewThread {
+            var pending = Data()
+            while true {
+                let chunk = reader.availableData
+                if chunk.isEmpty { return }
+                pending.append(chunk)
+                while let newline = pending.firstIndex(of: 0x0A) {
+                    lines.add(String(decoding: pending[..<newline], as: UTF8.self))
+                    pending.removeSubrange(...newline)
+                }
+            }
+        }
+        return (p, lines)
+    }
+
+    /// The rate the disk saw while bytes arrived: the least-squares slope of bytes over time
+    /// through every progress event (one every 0.1 s) that counted some bytes but not all, so
+    /// that neither the process start, the Hub's listing and the final verification, nor the
+    /// jitter of one event's arrival, decide it.
+    func measuredRate(_ lines: StampedLines, total: Int) -> Double? {
+        let samples = lines.all.compactMap { line -> (Double, Double)? in
+            guard let event = try? JSONSerialization.jsonObject(with: Data(line.text.utf8)) as? [String: Any],
+                  event["event"] as? String == "progress", let bytes = event["completedBytes"] as? Int,
+                  bytes > 0, bytes < total else { return nil }
+            return (line.time.timeIntervalSinceReferenceDate, Double(bytes))
+        }
+        guard samples.count >= 5 else { return nil }
+        let n = Double(samples.count)
+        let meanT = samples.reduce(0) { $0 + $1.0 } / n, meanB = samples.reduce(0) { $0 + $1.1 } / n
+        let covariance = samples.reduce(0) { $0 + ($1.0 - meanT) * ($1.1 - meanB) }
+        let variance = samples.reduce(0) { $0 + ($1.0 - meanT) * ($1.0 - meanT) }
+        return variance > 0 ? covariance / variance : nil
+    }
+
+    func testMaxRateHoldsTheWholeCallWithinTenPercentOfTheCap() throws {
+        let size = 6 << 20
+        try TestHub.generateRepo(root: root, repo: repo, files: ["model.safetensors": size])
+        // 24 ranges of 256 KiB over 4 connections (environment()): the cap is the sum of them all.
+        let started = Date()
+        let (p, lines) = try downloadStamped(["--max-rate", "2M"])
+        XCTAssertTrue(waitForExit(p, timeout: 30), "the capped download ends")
+        let wall = Date().timeIntervalSince(started)
+        XCTAssertEqual(p.terminationStatus, 0, lines.all.map(\.text).joined(separator: "\n"))
+        try assertSameBytes(repo, "model.safetensors")
+        guard let rate = measuredRate(lines, total: size) else {
+            return XCTFail("no progress events to measure: \(lines.all.map(\.text))")
+        }
+        let cap = Double(2 << 20)
+        print("--max-rate 2M: \(String(format: "%.3f", rate / 1_048_576)) MiB/s while bytes arrived (\(String(format: "%+.1f", (rate / cap - 1) * 100)) %), "
+              + "\(String(format: "%.3f", Double(size) / wall / 1_048_576)) MiB/s over the whole call of \(String(format: "%.2f", wall)) s")
+        XCTAssertEqual(rate / cap, 1, accuracy: 0.10, "measured \(rate) B/s against a cap of \(cap) B/s")
+    }
+
+    func testTheDaemonsCapHoldsAllItsWorkerProcessesTogetherWithinTenPercent() throws {
+        let size = 6 << 20
+        try TestHub.generateRepo(root: root, repo: repo, files: ["model.safetensors": size])
+        // Two worker processes of two ranges each: four connections in two processes, one cap.
+        let (daemon, _, log) = try launch(fetchdBinary, ["--cache-base", cacheBase.path, "--workers", "2", "--slots", "2", "--max-rate", "2M"],
+                                          environment: environment(), hint: "fetchd")
+        XCTAssertTrue(waitUntil(timeout: 15) {
+            self.supervisorPid() == daemon.processIdentifier && self.descendants(of: daemon.processIdentifier).count >= 2
+        }, "speech-fetchd serves the base; log:\n\(contents(log))")
+        XCTAssertTrue(contents(log).contains("capping the node's downloads at 2.0 MiB/s"), contents(log))
+        let schedule = "/dev/shm/speech-fetchd-rate-\(getuid())-\(daemon.processIdentifier)"
+        XCTAssertTrue(FileManager.default.fileExists(atPath: schedule), "the node's schedule is in RAM")
+
+        let (p, lines) = try downloadStamped([])
+        XCTAssertTrue(waitForExit(p, timeout: 30), "the capped download ends")
+        XCTAssertEqual(p.terminationStatus, 0, lines.all.map(\.text).joined(separator: "\n") + contents(log))
+        XCTAssertTrue(lines.all.contains { $0.text.contains("\"event\":\"daemon\"") }, "the daemon's workers fetched it")
+        try assertSameBytes(repo, "model.safetensors")
+        guard let rate = measuredRate(lines, total: size) else {
+            return XCTFail("no progress events to measure: \(lines.all.map(\.text))")
+        }
+        let cap = Double(2 << 20)
+        print("speech-fetchd --max-rate 2M, 2 workers x 2 slots: \(String(format: "%.3f", rate / 1_048_576)) MiB/s while bytes arrived (\(String(format: "%+.1f", (rate / cap - 1) * 100)) %)")
+        XCTAssertEqual(rate / cap, 1, accuracy: 0.10, "measured \(rate) B/s against the node's cap of \(cap) B/s")
+
+        XCTAssertEqual(kill(daemon.processIdentifier, SIGTERM), 0)
+        XCTAssertTrue(waitForExit(daemon, timeout: 15))
+        XCTAssertFalse(FileManager.default.fileExists(atPath: schedule), "a drained daemon removes its schedule")
+    }
+
+    func testACappedCallFetchesInItsOwnProcessWhileADaemonServesTheBase() throws {
+        let size = 2 << 20
+        try TestHub.generateRepo(root: root, repo: repo, files: ["model.safetensors": size])
+        try startDaemon(workers: 1)
+        let (p, lines) = try downloadStamped(["--max-rate", "4M"])
+        XCTAssertTrue(waitForExit(p, timeout: 30))
+        XCTAssertEqual(p.terminationStatus, 0, lines.all.map(\.text).joined(separator: "\n"))
+        try assertSameBytes(repo, "model.safetensors")
+        XCTAssertFalse(lines.all.contains { $0.text.contains("\"event\":\"daemon\"") },
+                       "a capped call is not handed to the daemon, whose workers fetch at the node's rate: \(lines.all.map(\.text))")
+        XCTAssertEqual(names("requests").filter { $0.hasSuffix(".json") }, [], "no request reached the spool")
+    }
+
+    func testRatesThatAreNotRatesAreUsageErrorsNamingTheOption() throws {
+        for bad in ["20MB", "fast", "0", "-5M", "1.5.0M", "M", "100", "2M/s"] {
+            let (p, _, err) = try speech(["download", repo, "--max-rate", bad, "--cache-base", cacheBase.path], hint: "bad-rate")
+            XCTAssertTrue(waitForExit(p, timeout: 15))
+            XCTAssertEqual(p.terminationStatus, 64, "--max-rate \(bad)")
+            let message = contents(err)
+            XCTAssertTrue(message.contains("--max-rate") && message.contains("'\(bad)'") && message.contains("20M"),
+                          "the error names the option, the value and a good example: \(message)")
+        }
+        let (p, _, err) = try speech(["download", repo, "--max-rate", "2M", "--detach", "--cache-base", cacheBase.path], hint: "detach-rate")
+        XCTAssertTrue(waitForExit(p, timeout: 15))
+        XCTAssertEqual(p.terminationStatus, 64)
+        XCTAssertTrue(contents(err).contains("speech-fetchd --max-rate"), contents(err))
+        for bad in ["20MB", "0"] {
+            let (d, _, err) = try launch(fetchdBinary, ["--cache-base", cacheBase.path, "--max-rate", bad], environment: environment(), hint: "fetchd-bad")
+            XCTAssertTrue(waitForExit(d, timeout: 15))
+            XCTAssertEqual(d.terminationStatus, 64, "speech-fetchd --max-rate \(bad)")
+            XCTAssertTrue(contents(err).contains("--max-rate") && contents(err).contains("'\(bad)'"), contents(err))
+        }
+    }
+}

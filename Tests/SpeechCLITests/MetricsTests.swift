@@ -1,0 +1,177 @@
+// `speech-fetchd --metrics`: the Prometheus page of a real daemon after a real daemon-served
+// download, linted by Debian's promtool; what else the endpoint answers; the addresses it refuses.
+import Foundation
+import TestHub
+@testable import TestSupport
+import XCTest
+
+final class MetricsTests: DaemonTestCase {
+    let repo = "org/Metered"
+
+    /// A port nobody listens on now (the kernel's pick for a socket that is closed again).
+    func freePort() throws -> UInt16 {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var sa = sockaddr_in()
+        sa.sin_family = sa_family_t(AF_INET)
+        sa.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let ok = withUnsafeMutablePointer(to: &sa) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
+        }
+        guard ok else { throw XCTSkip("cannot bind a loopback socket here") }
+        return UInt16(bigEndian: sa.sin_port)
+    }
+
+    /// Sends `request` as it is to 127.0.0.1:`port` and returns the whole answer ("" when the
+    /// connection was refused or closed without one).
+    func exchange(_ request: String, port: UInt16) -> String {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var sa = sockaddr_in()
+        sa.sin_family = sa_family_t(AF_INET)
+        sa.sin_port = port.bigEndian
+        sa.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &sa) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
+        }
+        guard connected else { return "" }
+        var timeout = timeval(tv_sec: 10, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        let bytes = Array(request.utf8)
+        _ = bytes.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        var answer = [UInt8]()
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            guard n > 0 else { break }
+            answer += buffer[0..<n]
+        }
+        return String(decoding: answer, as: UTF8.self)
+    }
+
+    func body(_ answer: String) -> String {
+        answer.range(of: "\r\n\r\n").map { String(answer[$0.upperBound...]) } ?? ""
+    }
+
+    /// The value of one sample line (`name{labels}`) of a page; nil when it is not there.
+    func sample(_ page: String, _ series: String) -> Double? {
+        page.split(separator: "\n").first { $0.hasPrefix(series + " ") }.flatMap { Double($0.split(separator: " ").last ?? "") }
+    }
+
+    /// Starts speech-fetchd with `--metrics 127.0.0.1:<port>` and waits until it says it serves them.
+    func startMetricsDaemon(port: UInt16, workers: Int = 2) throws -> URL {
+        let (p, _, err) = try launch(fetchdBinary, ["--cache-base", cacheBase.path, "--workers", "\(workers)", "--slots", "2",
+                                                    "--metrics", "127.0.0.1:\(port)"], environment: environment(), hint: "fetchd")
+        let up = waitUntil(timeout: 15) {
+            self.contents(err).contains("serving metrics at http://127.0.0.1:\(port)/metrics")
+                && self.descendants(of: p.processIdentifier).count >= workers
+        }
+        XCTAssertTrue(up, "speech-fetchd serves its metrics; log:\n\(contents(err))")
+        return err
+    }
+
+    func testThePageCountsADaemonServedDownloadAndPromtoolAcceptsIt() throws {
+        try TestHub.generateRepo(root: root, repo: repo, files: ["model.safetensors": 3 << 20, "config.json": 1000])
+        let port = try freePort()
+        let log = try startMetricsDaemon(port: port)
+        let (client, _, clientErr) = try speech(["download", repo, "--cache-base", cacheBase.path], hint: "client")
+        XCTAssertTrue(waitForExit(client, timeout: 60))
+        XCTAssertEqual(client.terminationStatus, 0, contents(clientErr))
+        // The supervisor settles the request on its next pass.
+        var page = ""
+        XCTAssertTrue(waitUntil(timeout: 15, interval: 0.1) {
+            page = self.body(self.exchange("GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n", port: port))
+            return self.sample(page, "speech_fetchd_requests_settled_total{outcome=\"done\"}") == 1
+        }, "the page counts the settled request:\n\(page)\nlog:\n\(contents(log))")
+        print(page)
+        XCTAssertEqual(sample(page, "speech_fetchd_requests{state=\"done\"}"), 1, page)
+        XCTAssertEqual(sample(page, "speech_fetchd_requests{state=\"active\"}"), 0, page)
+        XCTAssertEqual(sample(page, "speech_fetchd_cache_models"), 1, page)
+        XCTAssertGreaterThanOrEqual(sample(page, "speech_fetchd_cache_bytes") ?? 0, Double(3 << 20), page)
+        // 3 MiB in 256 KiB ranges (environment()), and the small file as one job.
+        XCTAssertEqual(sample(page, "speech_fetchd_range_jobs_planned_total"), 13, page)
+        XCTAssertEqual(sample(page, "speech_fetchd_files_fetched_total"), 2, page)
+        XCTAssertEqual(sample(page, "speech_fetchd_bytes_fetched_total"), Double((3 << 20) + 1000), page)
+        XCTAssertEqual(sample(page, "speech_fetchd_failures_total{kind=\"other\"}"), 0, page)
+        XCTAssertEqual(sample(page, "speech_fetchd_supervisors"), 1, page)
+        XCTAssertTrue(page.contains("speech_fetchd_build_info{version=\""), page)
+        XCTAssertFalse(page.contains(cacheBase.path), "the page names no path")
+
+        let promtool = ["/usr/bin/promtool", "/usr/local/bin/promtool"].first { FileManager.default.isExecutableFile(atPath: $0) }
+        guard let promtool else {
+            throw XCTSkip("promtool is not installed (apt-get install prometheus; scripts/test installs it): the page was not linted")
+        }
+        let input = temp.appendingPathComponent("metrics.txt")
+        try Data(page.utf8).write(to: input)
+        let (lint, out, err) = try launch(URL(fileURLWithPath: promtool), ["check", "metrics"], environment: [:], hint: "promtool",
+                                          standardInput: try FileHandle(forReadingFrom: input))
+        XCTAssertTrue(waitForExit(lint, timeout: 30))
+        XCTAssertEqual(lint.terminationStatus, 0, "promtool check metrics: \(contents(out)) \(contents(err))")
+        XCTAssertEqual((contents(out) + contents(err)).trimmingCharacters(in: .whitespacesAndNewlines), "",
+                       "promtool has nothing to say about the page")
+    }
+
+    func testAClaimRevokedAfterAWorkerIsKilledIsCounted() throws {
+        let file = "model.safetensors"
+        try TestHub.generateRepo(root: root, repo: repo, files: [file: 2 << 20])
+        hub.setFault(.rateLimit(bytesPerSecond: 1 << 20), for: "\(repo)/\(file)")  // 0.25 s per range
+        let port = try freePort()
+        let log = try startMetricsDaemon(port: port)
+        let supervisor = try XCTUnwrap(supervisorPid())
+        let workers = Set(descendants(of: supervisor))
+        let (client, _, clientErr) = try speech(["download", repo, "--cache-base", cacheBase.path], hint: "client")
+        guard let (victim, _) = firstClaim(by: workers) else { return XCTFail("no worker claimed a job; log:\n\(contents(log))") }
+        XCTAssertEqual(kill(victim, SIGKILL), 0)
+        XCTAssertTrue(waitForExit(client, timeout: 30))
+        XCTAssertEqual(client.terminationStatus, 0, contents(clientErr))
+        var page = ""
+        XCTAssertTrue(waitUntil(timeout: 15, interval: 0.1) {
+            page = self.body(self.exchange("GET /metrics HTTP/1.1\r\n\r\n", port: port))
+            return (self.sample(page, "speech_fetchd_claims_revoked_total") ?? 0) >= 1
+        }, "the revoked claim is counted:\n\(page)\nlog:\n\(contents(log))")
+        XCTAssertTrue(contents(log).contains("revoked claim"), contents(log))
+    }
+
+    func testTheEndpointServesOnlyGetMetricsAndSurvivesASilentClient() throws {
+        let port = try freePort()
+        _ = try startMetricsDaemon(port: port, workers: 1)
+        XCTAssertTrue(exchange("GET / HTTP/1.1\r\n\r\n", port: port).hasPrefix("HTTP/1.1 404 "))
+        XCTAssertTrue(exchange("GET /metrics/../secret HTTP/1.1\r\n\r\n", port: port).hasPrefix("HTTP/1.1 404 "))
+        let post = exchange("POST /metrics HTTP/1.1\r\nContent-Length: 0\r\n\r\n", port: port)
+        XCTAssertTrue(post.hasPrefix("HTTP/1.1 405 ") && post.contains("Allow: GET"), post)
+        XCTAssertTrue(exchange("nonsense\r\n\r\n", port: port).hasPrefix("HTTP/1.1 400 "))
+        XCTAssertTrue(exchange(String(repeating: "x", count: 20_000), port: port).hasPrefix("HTTP/1.1 400 "), "a head past 8 KiB is refused")
+        // A client that connects and says nothing holds the endpoint at most its read timeout.
+        let silent = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(silent) }
+        var sa = sockaddr_in()
+        sa.sin_family = sa_family_t(AF_INET)
+        sa.sin_port = port.bigEndian
+        sa.sin_addr.s_addr = inet_addr("127.0.0.1")
+        _ = withUnsafePointer(to: &sa) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(silent, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+        let started = Date()
+        let answer = exchange("GET /metrics HTTP/1.0\r\n\r\n", port: port)
+        XCTAssertTrue(answer.hasPrefix("HTTP/1.1 200 ") && answer.contains("text/plain; version=0.0.4"), answer)
+        XCTAssertLessThan(Date().timeIntervalSince(started), 5, "the silent client was dropped after the 2 s read timeout")
+    }
+
+    func testAddressesThatCannotBeServedAreRefusedClearly() throws {
+        for bad in ["nonsense", "127.0.0.1:99999", "example.com:9464", "127.0.0.1:", ":x", "[::1]9464", "0"] {
+            let (p, _, err) = try launch(fetchdBinary, ["--cache-base", cacheBase.path, "--metrics", bad], environment: environment(), hint: "bad")
+            XCTAssertTrue(waitForExit(p, timeout: 15))
+            XCTAssertEqual(p.terminationStatus, 64, "--metrics \(bad)")
+            XCTAssertTrue(contents(err).contains("--metrics needs ADDR:PORT") && contents(err).contains("'\(bad)'"), contents(err))
+        }
+        // A port another process listens on: the daemon does not start, and says why.
+        let port = try freePort()
+        _ = try startMetricsDaemon(port: port, workers: 1)
+        let other = cacheBase.appendingPathComponent("other")
+        try FileManager.default.createDirectory(at: other, withIntermediateDirectories: true)
+        let (p, _, err) = try launch(fetchdBinary, ["--cache-base", other.path, "--metrics", "127.0.0.1:\(port)"],
+                                     environment: environment(), hint: "taken")
+        XCTAssertTrue(waitForExit(p, timeout: 15))
+        XCTAssertEqual(p.terminationStatus, 1)
+        XCTAssertTrue(contents(err).contains("another process listens there: give --metrics another port"), contents(err))
+    }
+}
