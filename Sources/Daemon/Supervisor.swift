@@ -102,7 +102,9 @@ public final class Supervisor: @unchecked Sendable {
             let generation = spool.heldGenerationLook(recheckPath: pace.safetyDue(now: now))
             let moved = lastGeneration.map { $0 != generation } ?? true
             lastGeneration = .some(generation)
-            if moved { spool.forgetSettled() }
+            // A generation that moved, or a local event (a request planted or asked again here):
+            // settled requests are judged again and remembered records checked.
+            if moved || event { spool.forgetSettled() }
             var look = pace.due(now: now, changed: moved || event || workersChanged)
             owners.forget()
             // This node splices the files it asked for: other nodes' workers publish their parts

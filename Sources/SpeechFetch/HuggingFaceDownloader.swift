@@ -297,6 +297,9 @@ public final class HuggingFaceDownloader: Sendable {
         // A capped call keeps its transfer: a daemon's workers fetch at the node's rate, not this call's.
         let handoff = force || settings.maxRate != nil ? nil : handoff(base: spoolBase)
         if !missing.isEmpty, let handoff {
+            // A file larger than the free disk is refused before it is handed over too (the
+            // engine checks the same before it stages anything).
+            try DiskSpace.checkRoom(for: missing, in: directory)
             let daemon = handoff.daemonServes
             switch host {
             case .detach(let executable):

@@ -60,7 +60,10 @@ public final class Spool: @unchecked Sendable {
     private var settledIDs = Set<String>()
     /// Requests parsed once: a request's record never changes under its id (the id is a digest
     /// of its directory, commit and files). Entries whose id leaves `requests/` are dropped.
-    private var parsedRequests: [String: SpoolRequest] = [:]
+    private var parsedRequests: [String: (request: SpoolRequest, inode: UInt64)] = [:]
+    /// The next `requests()` looks up each remembered record's inode (one lstat each): a record
+    /// replaced under its id (removed and written again, or planted) is read afresh.
+    private var revalidate = false
     /// The listing of `requests/` within one supervisor pass (`beginPass`): a pass plans,
     /// splices, settles and logs, and each of those looks at the requests.
     private var passRequestIDs: [String]?
@@ -194,15 +197,31 @@ public final class Spool: @unchecked Sendable {
     public func requests() -> [SpoolRequest] {
         let memo = lock.withLock { passRequestIDs }
         let ids = memo ?? SpoolFS.list(layout.path(.requests)).compactMap(SpoolLayout.recordID)
-        let known = lock.withLock {
+        var (known, check) = lock.withLock {
             if inPass { passRequestIDs = ids }
             parsedRequests = parsedRequests.filter { ids.contains($0.key) }
-            return parsedRequests
+            let check = revalidate
+            revalidate = false
+            return (parsedRequests, check)
+        }
+        if check {
+            for (id, entry) in known {
+                guard case .found(let st) = SharedFS.lstat(layout.request(id)), UInt64(st.st_ino) == entry.inode else {
+                    known[id] = nil
+                    lock.withLock { parsedRequests[id] = nil }  // replaced or gone: read afresh
+                    continue
+                }
+            }
         }
         return ids.compactMap { id in
-            if let request = known[id] { return request }
-            guard let request = record(layout.request(id), decode: { self.decodeRequest($0, id: id) }) else { return nil }
-            lock.withLock { parsedRequests[id] = request }
+            if let entry = known[id] { return entry.request }
+            let path = layout.request(id)
+            guard case .found(let st) = SharedFS.lstat(path),
+                  let request = record(path, decode: { self.decodeRequest($0, id: id) }) else {
+                lock.withLock { parsedRequests[id] = nil }
+                return nil
+            }
+            lock.withLock { parsedRequests[id] = (request, UInt64(st.st_ino)) }
             return request
         }
     }
@@ -221,8 +240,14 @@ public final class Spool: @unchecked Sendable {
         }
     }
 
-    /// Forgets which requests were found settled (the generation moved: one may be asked again).
-    public func forgetSettled() { lock.withLock { settledIDs.removeAll() } }
+    /// Forgets which requests were found settled (the generation moved: one may be asked again),
+    /// and has the next look check that each remembered record is still the one parsed.
+    public func forgetSettled() {
+        lock.withLock {
+            settledIDs.removeAll()
+            revalidate = true
+        }
+    }
 
     /// True while a request's record is in `requests/` (it is gone when moved to `corrupt/`).
     /// False only when the request's file is positively absent (an unreadable one may be there).

@@ -23,6 +23,7 @@ extension Spool {
         unlink(layout.request(id))
         unlink(layout.doneMarker(id))
         unlink(layout.failedMarker(id))
+        bumpGeneration()  // a supervisor that remembered it settled or parsed looks again
     }
 
     /// Drops the settled (done or failed) requests `matches` accepts. Returns how many.

@@ -77,7 +77,9 @@ final class MaxRateTests: DaemonTestCase {
     }
 
     func testTheDaemonsCapHoldsAllItsWorkerProcessesTogetherWithinTenPercent() throws {
-        let size = 6 << 20
+        // 12 MiB (6 s at the cap): a daemon-served call reports progress on a half-second tick as
+        // parts land, a staircase of 256 KiB steps; six seconds of it give the fit enough points.
+        let size = 12 << 20
         try TestHub.generateRepo(root: root, repo: repo, files: ["model.safetensors": size])
         // Two worker processes of two ranges each: four connections in two processes, one cap.
         let (daemon, _, log) = try launch(fetchdBinary, ["--cache-base", cacheBase.path, "--workers", "2", "--slots", "2", "--max-rate", "2M"],

@@ -119,6 +119,21 @@ final class DiskFullTests: DaemonTestCase {
         for path in files.keys { try assertSameBytes(repo, path) }
     }
 
+    /// The same refusal when a daemon serves the cache: checked before the request is handed over.
+    func testAFileLargerThanTheFreeDiskIsRefusedBeforeItIsHandedOver() throws {
+        try TestHub.generateRepo(root: root, repo: repo, files: ["model.safetensors": 6 << 20])
+        try FileManager.default.createDirectory(at: cacheBase, withIntermediateDirectories: true)
+        guard TmpfsMount.mount(cacheBase.path, options: "size=3m") else { throw XCTSkip("cannot mount a tmpfs here (not root?)") }
+        defer { TmpfsMount.unmount(cacheBase.path) }
+        _ = try startDaemon(workers: 1, slots: 1)
+        let call = try speech(["download", repo, "--cache-base", cacheBase.path], hint: "too-large")
+        XCTAssertTrue(waitForExit(call.process, timeout: 30))
+        XCTAssertEqual(call.process.terminationStatus, 1, contents(call.stderr))
+        XCTAssertTrue(contents(call.stderr).contains("nothing was written"), contents(call.stderr))
+        XCTAssertEqual(names("requests"), [], "nothing was handed over")
+        XCTAssertEqual(hub.bodyBytes(for: "\(repo)/model.safetensors"), 0)
+    }
+
     private func entries(_ directory: String) -> [String] {
         (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
     }
