@@ -127,15 +127,10 @@ public final class Spool: @unchecked Sendable {
         _ = SharedFS.touch(path)
     }
 
-    /// What one `stat` of `generation` says: a node compares it with its last look, and does a
-    /// full pass only when it moved. Nil when it cannot be read (or is not there yet).
-    public func generation() -> SpoolGeneration? {
-        guard case .found(let st) = SharedFS.lstat(layout.generation) else { return nil }
-        return SpoolGeneration(st)
-    }
-
-    /// `generation()` through a descriptor this spool keeps open: an `fstat`, with no lookup of
-    /// the path at the file server (what a supervisor does once per poll). `recheckPath` also
+    /// What one look at `generation` says: a node compares it with its last look, and does a
+    /// full pass only when it moved. Through a descriptor this spool keeps open: an `fstat`, with
+    /// no lookup of the path at the file server (what a supervisor does once per poll). Nil when
+    /// it cannot be read. `recheckPath` also
     /// looks the path up, so a generation file that was replaced is followed (the safety pass).
     public func heldGenerationLook(recheckPath: Bool = false) -> SpoolGeneration? {
         if recheckPath && lock.withLock({ heldGeneration }).stillNamesHeldFile() == false { bumpGeneration() }

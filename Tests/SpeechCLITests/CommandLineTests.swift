@@ -189,21 +189,8 @@ final class CommandLineTests: DaemonTestCase {
         p.standardOutput = FileHandle.nullDevice
         let pipe = Pipe()
         p.standardError = pipe
-        let lines = StampedLines()
         try p.run()
-        let reader = pipe.fileHandleForReading
-        Thread.detachNewThread {
-            var pending = Data()
-            while true {
-                let chunk = reader.availableData
-                if chunk.isEmpty { return }
-                pending.append(chunk)
-                while let newline = pending.firstIndex(of: 0x0A) {
-                    lines.add(String(decoding: pending[..<newline], as: UTF8.self))
-                    pending.removeSubrange(...newline)
-                }
-            }
-        }
+        let lines = StampedLines(following: pipe)
         return (p, lines)
     }
 
@@ -389,5 +376,25 @@ final class StampedLines: @unchecked Sendable {
     private let lock = NSLock()
     private var lines: [(time: Date, text: String)] = []
     func add(_ text: String) { lock.withLock { lines.append((Date(), text)) } }
+
+    init() {}
+
+    /// Lines read from `pipe` on a thread of their own until it closes, each stamped as it arrives.
+    convenience init(following pipe: Pipe) {
+        self.init()
+        let reader = pipe.fileHandleForReading
+        Thread.detachNewThread { [self] in
+            var pending = Data()
+            while true {
+                let chunk = reader.availableData
+                if chunk.isEmpty { return }
+                pending.append(chunk)
+                while let newline = pending.firstIndex(of: 0x0A) {
+                    add(String(decoding: pending[..<newline], as: UTF8.self))
+                    pending.removeSubrange(...newline)
+                }
+            }
+        }
+    }
     var all: [(time: Date, text: String)] { lock.withLock { lines } }
 }

@@ -19,22 +19,9 @@ final class MaxRateTests: DaemonTestCase {
         p.standardError = FileHandle.nullDevice
         let pipe = Pipe()
         p.standardOutput = pipe
-        let lines = StampedLines()
         try p.run()
         track(p)
-        let reader = pipe.fileHandleForReading
-        Thread.detachNewThread {
-            var pending = Data()
-            while true {
-                let chunk = reader.availableData
-                if chunk.isEmpty { return }
-                pending.append(chunk)
-                while let newline = pending.firstIndex(of: 0x0A) {
-                    lines.add(String(decoding: pending[..<newline], as: UTF8.self))
-                    pending.removeSubrange(...newline)
-                }
-            }
-        }
+        let lines = StampedLines(following: pipe)
         return (p, lines)
     }
 
