@@ -30,7 +30,7 @@ public struct Handoff: Sendable {
     }
 
     /// True while a supervisor's heartbeat is fresh in this spool.
-    public var daemonServes: Bool { !spool.liveSupervisors().isEmpty }
+    public var daemonServes: Bool { spool.anySupervisorServes() }
 
     /// Writes `request` into the spool: the daemon (now or later) fetches it.
     public func submit(_ request: SpoolRequest) throws { try spool.submit(request) }
@@ -97,7 +97,7 @@ public struct Handoff: Sendable {
         while true {
             // The markers first (two access(2) calls): a wake-up that finds the request settled
             // costs next to nothing, which matters when hundreds of waiters wake at once.
-            // One look at the supervisors per pass (a listing and a stat each: it grows with the nodes).
+            // One look at the supervisors per pass (this node's first: a pid check while it runs).
             var supervised: Bool?
             // The full pass (orphans, the supervisors' liveness) once per poll; a progress tick
             // or a marker's wake-up in between looks at the markers only.
@@ -107,7 +107,7 @@ public struct Handoff: Sendable {
                 // Its record was unreadable and went to corrupt/ (docs/protocol.md): this
                 // process knows the request whole, so it asks again rather than wait on nothing.
                 if !spool.hasRequest(request.id) { try spool.submit(request) }
-                supervised = !spool.liveSupervisors().isEmpty
+                supervised = spool.anySupervisorServes()
                 if spool.hasOrphanParts(olderThan: 2, supervised: supervised) {
                     splicer.spliceAll()
                 } else if firstPass || supervised == false {
@@ -134,7 +134,7 @@ public struct Handoff: Sendable {
             if isCancelled() { throw CancellationError() }
             if !full {
                 // between full passes: nothing to judge
-            } else if supervised ?? !spool.liveSupervisors().isEmpty {
+            } else if supervised ?? spool.anySupervisorServes() {
                 supervisorSeen = Date()
             } else if takesOver || Date().timeIntervalSince(supervisorSeen) > settings.lease {
                 // No daemon serves the spool any more. A caller that can finish the transfer

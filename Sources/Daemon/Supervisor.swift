@@ -94,6 +94,12 @@ public final class Supervisor: @unchecked Sendable {
         requestLog.metrics = metrics
         var lastGeneration: SpoolGeneration?? = .none
         var event = true
+        // A local event that only announced parts (this node's workers published them): they
+        // are spliced by the node that asked for their file, so only a node with a request of
+        // its own in flight looks (at parts/, not a full pass); parts of a node that is gone are
+        // the busy pace's orphan splice.
+        var partsOnly = false
+        let partsFolder = spool.layout.path(.parts)
         while !shouldStop() {
             let workersChanged = keepWorkers()
             let now = Date()
@@ -104,8 +110,10 @@ public final class Supervisor: @unchecked Sendable {
             lastGeneration = .some(generation)
             // A generation that moved, or a local event (a request planted or asked again here):
             // settled requests are judged again and remembered records checked.
-            if moved || event { spool.forgetSettled() }
-            var look = pace.due(now: now, changed: moved || event || workersChanged)
+            let changed = moved || (event && !partsOnly) || workersChanged
+            if changed { spool.forgetSettled() }
+            var look = pace.due(now: now, changed: changed)
+            if event && partsOnly && !look.full && pace.ownActive { look.splice = true }
             owners.forget()
             // This node splices the files it asked for: other nodes' workers publish their parts
             // unseen (no inotify across clients), so it looks at parts/ every half second while
@@ -144,6 +152,7 @@ public final class Supervisor: @unchecked Sendable {
             // (they sleep on the wake word and cost the file server nothing meanwhile).
             if moved { wakeWord?.wakeAll() }
             event = watcher?.wait(seconds: pace.sleep(poll: poll, now: Date())) ?? { sleep(1); return false }()
+            partsOnly = event && watcher?.takeChanged() == [partsFolder]
         }
         drain()
     }
