@@ -77,7 +77,7 @@ public final class ModelSizes: @unchecked Sendable {
 
     private static func stamp(_ path: String) -> [Int] {
         guard case .found(let st) = SharedFS.lstat(path) else { return [0] }
-        return [Int(st.st_ino), st.st_mtim.tv_sec, st.st_mtim.tv_nsec, st.st_ctim.tv_sec, st.st_ctim.tv_nsec, Int(st.st_size)]
+        return [Int(truncatingIfNeeded: st.st_ino), st.st_mtim.tv_sec, st.st_mtim.tv_nsec, st.st_ctim.tv_sec, st.st_ctim.tv_nsec, Int(st.st_size)]
     }
 }
 
