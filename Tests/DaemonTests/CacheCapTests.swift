@@ -1,6 +1,7 @@
 // speech-fetchd --max-cache-size with real processes and files: the daemon evicts the least
 // recently used model after a request of its node finished, and keeps a pinned one.
 import Foundation
+import HubClient
 import ModelCache
 import SpeechFetch
 import TestHub
@@ -44,5 +45,28 @@ final class CacheCapTests: DaemonTestCase {
         XCTAssertTrue(FileManager.default.fileExists(atPath: modelDir("org/New").path + "/model.safetensors"), "just used")
         let waiting = (try? FileManager.default.contentsOfDirectory(atPath: cacheBase.path + "/models/.evicted")) ?? []
         XCTAssertEqual(waiting.count, 1, "moved aside, deleted after the grace period: \(waiting)")
+    }
+
+    /// A model that grew without the daemon (an embedded download, files put there by hand) is
+    /// evicted by the timed pass.
+    func testDaemonEvictsOnItsTimerWhatGrewWithoutIt() throws {
+        let daemon = try startDaemon(workers: 1, slots: 1, extra: ["SPEECH_FETCH_PRUNE_SECONDS": "1"],
+                                     arguments: ["--max-cache-size", "64K", "--cache-grace", "0"])
+        let directory = ModelDirectory(modelDir("org/Grown"))
+        let data = Data(repeating: 7, count: 200_000)
+        try FileManager.default.createDirectory(at: directory.url, withIntermediateDirectories: true)
+        try data.write(to: directory.finalURL("weights.bin"))
+        try directory.writeManifest(RepoSnapshot(repo: "org/Grown", revision: "main", commit: String(repeating: "a", count: 40),
+                                                 files: [RepoFile(path: "weights.bin", size: 200_000, blobID: String(repeating: "b", count: 40), sha256: nil)]))
+        age(directory, hours: 2)
+        let evicted = waitUntil(timeout: 15) { !FileManager.default.fileExists(atPath: directory.path) }
+        XCTAssertTrue(evicted, "the timed pass evicts it; log:\n\(contents(daemon.log))")
+        waitUntil(timeout: 5) { self.contents(daemon.log).contains("evicted org/Grown") }
+        XCTAssertTrue(contents(daemon.log).contains("evicted org/Grown"), contents(daemon.log))
+        // With a grace period of 0 the next pass (a second later) deletes the evicted folder.
+        let deleted = waitUntil(timeout: 15) {
+            ((try? FileManager.default.contentsOfDirectory(atPath: self.cacheBase.path + "/models/.evicted")) ?? []).isEmpty
+        }
+        XCTAssertTrue(deleted, "deleted after the grace period; log:\n\(contents(daemon.log))")
     }
 }

@@ -4,7 +4,8 @@
 # download online, and the evicted folder is deleted only once the grace period has passed
 # (docs/cluster.md, "Size cap on a shared cache").
 scenario_f() {
-    local repo=cluster/scenario-f dir="$BACKING/models/cluster/scenario-f" rc=0 rcr=0 reader want got
+    local repo=cluster/scenario-f dir="$BACKING/models/cluster/scenario-f" rc=0 rcr=0 reader want got t0
+    t0=$(now)
     say "F: node1 evicts ($F_MIB MiB) a model node2 has open, on $CLUSTER_FS"
     cap_links off
     for i in 1 2; do kill -0 "${DAEMON_PID[$i]:-0}" 2>/dev/null || { local t; t=$(now); start_node "$i"; wait_heartbeat "$i" "$t"; }; done
@@ -41,5 +42,5 @@ scenario_f() {
     wait "$SPAWNED" || rc=$?
     check "F: node2's prune deletes the evicted folder once the grace period (0 here) has passed" \
         eval "[[ $rc == 0 && -z \"\$(ls -A '$BACKING/models/.evicted' 2>/dev/null)\" ]] && verify_file $repo $FILE"
+    figure "F: took $(elapsed "$t0" "$(now)") s"
 }
-
