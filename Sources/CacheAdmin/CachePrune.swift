@@ -18,19 +18,24 @@ public struct PruneOptions: Sendable {
     public var grace: Double
     /// Report what would be evicted; write nothing.
     public var dryRun: Bool
+    /// A huggingface_hub cache whose revisions the cap covers too (nil: the native models only).
+    public var hubCache: URL?
 
     public static let defaultGrace = 3600.0
 
-    public init(maxSize: Int64, grace: Double = PruneOptions.defaultGrace, dryRun: Bool = false) {
+    public init(maxSize: Int64, grace: Double = PruneOptions.defaultGrace, dryRun: Bool = false, hubCache: URL? = nil) {
         self.maxSize = maxSize
         self.grace = grace
         self.dryRun = dryRun
+        self.hubCache = hubCache
     }
 }
 
 /// One model a prune pass evicted (or, in a dry run, would evict).
 public struct EvictedModel: Sendable {
     public let repo: String
+    /// The commit, for a revision of a huggingface_hub cache; nil for a native model.
+    public let revision: String?
     public let directory: URL
     public let bytes: Int64
     public let lastUse: Date?
@@ -39,6 +44,7 @@ public struct EvictedModel: Sendable {
 /// A model a prune pass had to keep although the cache is over its cap.
 public struct KeptModel: Sendable {
     public let repo: String
+    public let revision: String?
     public let bytes: Int64
     public let reason: String
 }
@@ -57,6 +63,11 @@ public struct PruneReport: Sendable {
     public var purged: [CleanedItem] = []
     public var dryRun = false
     public var overCap: Bool { sizeAfter > maxSize }
+
+    /// `org/name`, or `org/name@<commit, 12 digits> (huggingface_hub)` for a revision of that cache.
+    public static func name(_ repo: String, _ revision: String?) -> String {
+        revision.map { "\(repo)@\($0.prefix(12)) (huggingface_hub)" } ?? repo
+    }
 }
 
 /// Sizes of model directories remembered between passes (a daemon's), so a pass walks only the
@@ -94,12 +105,20 @@ extension CacheAdmin {
         // The grace period is judged on the file server's clock, read at most once per pass and
         // only when a judgement needs it (an evicted folder waiting, or the cache over its cap).
         // Reading it touches a probe, a write: a dry run reads this machine's clock instead.
-        let judge = LeaseJudge(localNode: node, lease: options.grace, probe: modelsRoot)
+        let probe = [modelsRoot, options.hubCache?.path, base.path].compactMap { $0 }.first { FileTree.isDirectory($0) } ?? modelsRoot
+        let judge = LeaseJudge(localNode: node, lease: options.grace, probe: probe)
         let round = options.dryRun ? judge.round(now: { Date().timeIntervalSince1970 })
             : existingSpool()?.leaseRound() ?? judge.round()
-        purgeEvicted(round, options, &report)
-        let models = modelDirectories().map { (repo: $0.repo, directory: $0.directory, bytes: sizes.bytes($0.directory)) }
-        report.sizeBefore = models.reduce(0) { $0 + $1.bytes }
+        purgeEvicted(in: evictedDirectory, round, options, &report)
+        var units = modelDirectories().map { PruneUnit(repo: $0.repo, directory: $0.directory, bytes: sizes.bytes($0.directory)) }
+        var hubBytes: Int64 = 0
+        if let hub = options.hubCache {
+            let scan = hubRevisions(hub)
+            for folder in scan.folders { purgeEvicted(in: folder + "/" + Self.hubEvictedFolder, round, options, &report) }
+            units += scan.units
+            hubBytes = scan.bytes
+        }
+        report.sizeBefore = units.filter { $0.revision == nil }.reduce(0) { $0 + $1.bytes } + hubBytes
         report.sizeAfter = report.sizeBefore
         guard report.sizeAfter > options.maxSize else { return report }
 
@@ -110,10 +129,12 @@ extension CacheAdmin {
         // much newer than its record: the record must be older than both together.
         let protected = options.grace + ModelDirectory.useRecordInterval
         var gone = Set<String>()
-        let byUse = models.map { ($0, $0.directory.lastUse()) }.sorted { ($0.1 ?? 0) < ($1.1 ?? 0) }
-        for (model, used) in byUse where report.sizeAfter > options.maxSize {
-            func keep(_ reason: String) { report.kept.append(KeptModel(repo: model.repo.description, bytes: model.bytes, reason: reason)) }
-            if pins.contains(model.repo.description) { keep("pinned"); continue }
+        let byUse = units.map { ($0, $0.lastUse()) }.sorted { ($0.1 ?? 0) < ($1.1 ?? 0) }
+        for (unit, used) in byUse where report.sizeAfter > options.maxSize {
+            func keep(_ reason: String) {
+                report.kept.append(KeptModel(repo: unit.repo.description, revision: unit.revision, bytes: unit.bytes, reason: reason))
+            }
+            if pins.contains(unit.repo.description) { keep("pinned"); continue }
             guard let used else { keep("its last use cannot be read"); continue }
             switch round.age(.found(used), lease: protected) {
             case .live:
@@ -124,17 +145,19 @@ extension CacheAdmin {
                 continue
             case .expired: break
             }
-            let flight = inFlight(model.directory, view)
+            let flight = inFlight(unit.directory, view)
             guard flight.isEmpty else { keep("in flight: " + flight.reasons.joined(separator: "; ")); continue }
-            let keys = [DiskScan.canonical(model.directory.path), model.directory.path]
-            if !options.dryRun, let refusal = evict(model.repo, model.directory, lastUse: used, now: round.serverNow ?? used) {
+            let keys = [DiskScan.canonical(unit.directory.path), unit.directory.path]
+            let now = round.serverNow ?? used
+            if !options.dryRun, let refusal = unit.revision == nil ? evict(unit.repo, unit.directory, lastUse: used, now: now)
+                                                                 : evictRevision(unit, lastUse: used, now: now) {
                 keep(refusal)
                 continue
             }
-            gone.formUnion(keys)
-            report.evicted.append(EvictedModel(repo: model.repo.description, directory: model.directory.url, bytes: model.bytes,
-                                               lastUse: Date(timeIntervalSince1970: used)))
-            report.sizeAfter -= model.bytes
+            if unit.revision == nil { gone.formUnion(keys) }
+            report.evicted.append(EvictedModel(repo: unit.repo.description, revision: unit.revision, directory: unit.directory.filesURL,
+                                               bytes: unit.bytes, lastUse: Date(timeIntervalSince1970: used)))
+            report.sizeAfter -= unit.bytes
         }
         if !options.dryRun && !report.evicted.isEmpty, let spool {
             // Settled requests for an evicted model would make `speech wait` answer "ready".
@@ -167,17 +190,36 @@ extension CacheAdmin {
         return nil
     }
 
-    /// Deletes evicted folders older than the grace period (by the time in their name, on the
-    /// file server's clock); a reader on another node that still had a file open has had that long.
-    private func purgeEvicted(_ round: LeaseRound, _ options: PruneOptions, _ report: inout PruneReport) {
-        for name in FileTree.names(evictedDirectory) {
+    /// Deletes the folders in `trash` older than the grace period (by the time in their name, on
+    /// the file server's clock); a reader on another node that still had a file open has had that long.
+    func purgeEvicted(in trash: String, _ round: LeaseRound, _ options: PruneOptions, _ report: inout PruneReport) {
+        let before = report.purged.count
+        for name in FileTree.names(trash) {
             guard let stamp = name.split(separator: "-").first.flatMap({ Double($0) }),
                   round.age(.found(stamp), lease: options.grace) == .expired else { continue }
-            let path = evictedDirectory + "/" + name
+            let path = trash + "/" + name
             let bytes = FileTree.allocatedBytes(path)
             if !options.dryRun { guard FileTree.removeTree(path) else { continue } }
             report.purged.append(CleanedItem(path: path, bytes: bytes, reason: "evicted \(DiskScan.formatAge((round.serverNow ?? stamp) - stamp)) ago"))
         }
-        if !options.dryRun && !report.purged.isEmpty { rmdir(evictedDirectory) }  // when empty
+        if !options.dryRun && report.purged.count > before { rmdir(trash) }  // when empty
+    }
+}
+
+/// One thing a prune pass may evict: a native model directory, or one revision of a
+/// huggingface_hub repo (`directory.hubCommit`), with the bytes evicting it frees.
+struct PruneUnit {
+    let repo: RepoID
+    let directory: ModelDirectory
+    let bytes: Int64
+    /// A revision's blobs that no other revision of its repo points to (they go with it).
+    var ownBlobs: [String] = []
+    /// The newest access time of a revision's blobs (huggingface_hub's own loads read them).
+    var blobUse: Double?
+
+    var revision: String? { directory.hubCommit }
+
+    func lastUse() -> Double? {
+        [directory.lastUse(), blobUse].compactMap { $0 }.max()
     }
 }

@@ -22,6 +22,7 @@ public enum FetchdCommandLine {
             .flag("worker", "run one worker process (the supervisor starts these)"),
             .value("max-rate", "RATE", "cap the node's download rate, all workers together: 20M, 500K (1024-based) or bytes per second"),
             .value("max-cache-size", "SIZE", "keep the cache base's models within SIZE (20G, 500M): evict the least recently used after each finished request and every 10 minutes"),
+            .value("cap-hf-cache", "DIR", "with --max-cache-size: count this huggingface_hub cache's revisions too, and evict them alike"),
             .value("cache-grace", "HOURS", "with --max-cache-size: never evict a model used within HOURS, and delete evicted ones after HOURS (default 1)"),
             .value("metrics", "ADDR:PORT", "serve Prometheus metrics at http://ADDR:PORT/metrics (a bare PORT listens on 127.0.0.1)"),
         ],
@@ -47,6 +48,8 @@ public enum FetchdCommandLine {
         /// `--max-cache-size` in bytes, and `--cache-grace` in seconds.
         public var maxCacheSize: Int64?
         public var cacheGrace: Double?
+        /// `--cap-hf-cache`: a huggingface_hub cache the size cap covers too.
+        public var capHubCache: String?
     }
 
     /// `speech_fetchd_build_info`'s labels: what `--version` prints.
@@ -110,6 +113,10 @@ public enum FetchdCommandLine {
                 program.usageError("speech-fetchd: --cache-grace takes a number of hours, e.g. --cache-grace 2; not '\(raw)'")
             }
             result.cacheGrace = hours * 3600
+        }
+        if let raw = parsed.value("cap-hf-cache") {
+            guard result.maxCacheSize != nil else { program.usageError("speech-fetchd: --cap-hf-cache goes with --max-cache-size SIZE") }
+            result.capHubCache = raw
         }
         if let raw = parsed.value("metrics") {
             guard let address = listenAddress(raw) else {

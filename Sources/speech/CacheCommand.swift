@@ -1,6 +1,7 @@
 // CacheCommand - `speech cache …`: parse the subcommand, run CacheAdmin, print its report.
 import CacheAdmin
 import CommandLineKit
+import ModelCache
 import Foundation
 import SpeechFetch
 
@@ -17,7 +18,8 @@ enum CacheCommand {
           verify [org/name] [--fix]   re-hash LFS files against their recorded sha256 (exit 1 when any is corrupt)
           rm <org/name>               delete a model (refused while it is in flight)
           clean [--older-than HOURS]  delete abandoned staging and orphaned spool entries older than HOURS (24)
-          prune --max-size SIZE       evict least recently used models until the cache fits in SIZE (20G, 500M)
+          prune --max-size SIZE       evict least recently used models until the cache fits in SIZE (20G, 500M);
+                                      --hf-cache [DIR] counts a huggingface_hub cache's revisions too
           pin <org/name>              never evict this model (unpin <org/name> undoes it)
           import-hf [--hf-home DIR]   adopt models from a huggingface_hub cache (DIR/hub, else HF_HUB_CACHE, else
                                       ${HF_HOME:-~/.cache/huggingface}/hub) by hard link, after checking them
@@ -50,6 +52,7 @@ enum CacheCommand {
                              options: [baseOption,
                                        .value("max-size", "SIZE", "the cap: 20G, 500M, 64K (1024-based) or bytes"),
                                        .value("grace", "HOURS", "keep models used within HOURS, and evicted folders that long (default 1)"),
+                                       .optionalValue("hf-cache", "DIR", "cap this huggingface_hub cache's revisions too (DIR, else HF_HUB_CACHE, HF_HOME/hub, ~/.cache/huggingface/hub)"),
                                        .flag("dry-run", "print what would be evicted; change nothing")]),
         "pin": CommandSpec(name: "speech cache pin", operands: "<org/name>",
                            summary: "Never evict this model (prune, speech-fetchd --max-cache-size); it may be pinned before it is downloaded.",
@@ -132,7 +135,8 @@ enum CacheCommand {
                     speechProgram.usageError("speech cache prune: --max-size needs a size: a number with K, M or G (1024-based), like 500M or 20G, or plain bytes; not '\(raw)'", help: sub.name)
                 }
                 let grace = Self.hours(parsed.value("grace"), option: "grace", example: "2", default: 1, spec: sub)
-                emit(renderPrune(admin.prune(PruneOptions(maxSize: size, grace: grace * 3600, dryRun: parsed.flag("dry-run")))))
+                let hub = parsed.value("hf-cache").map { $0.isEmpty ? HubCache.defaultDirectory(environment) : URL(fileURLWithPath: $0) }
+                emit(renderPrune(admin.prune(PruneOptions(maxSize: size, grace: grace * 3600, dryRun: parsed.flag("dry-run"), hubCache: hub))))
                 exit(0)
             case "pin", "unpin":
                 let repo = parsed.operands[0]
@@ -239,14 +243,14 @@ enum CacheCommand {
         let verb = report.dryRun ? "would evict" : "evicted"
         for model in report.evicted {
             let used = model.lastUse.map { " (last used \(ISO8601DateFormatter().string(from: $0)))" } ?? ""
-            out += "\(verb) \(model.repo), \(ByteFormat.string(model.bytes))\(used)\n"
+            out += "\(verb) \(PruneReport.name(model.repo, model.revision)), \(ByteFormat.string(model.bytes))\(used)\n"
         }
-        for model in report.kept { out += "kept \(model.repo), \(ByteFormat.string(model.bytes)): \(model.reason)\n" }
+        for model in report.kept { out += "kept \(PruneReport.name(model.repo, model.revision)), \(ByteFormat.string(model.bytes)): \(model.reason)\n" }
         for item in report.purged { out += "\(report.dryRun ? "would delete" : "deleted") \(item.path) (\(item.reason), \(ByteFormat.string(item.bytes)))\n" }
         out += "models: \(ByteFormat.string(report.sizeBefore)) before, \(ByteFormat.string(report.sizeAfter)) "
             + "\(report.dryRun ? "would be left" : "after"), cap \(ByteFormat.string(report.maxSize))"
         if report.overCap { out += "; still over the cap: the models kept above are protected" }
-        if !report.evicted.isEmpty && !report.dryRun { out += "; evicted models are deleted from models/.evicted/ after the grace period" }
+        if !report.evicted.isEmpty && !report.dryRun { out += "; evicted models wait in models/.evicted/ (a revision in its repo's .speech-fetch-evicted/) and are deleted after the grace period" }
         return out + "\n"
     }
 

@@ -3,6 +3,7 @@
 // run that writes nothing, the rename into models/.evicted/ and the deletion after the grace
 // period, and loads racing an eviction.
 import CacheAdmin
+import Digest
 import Foundation
 import ModelCache
 import Spool
@@ -184,4 +185,40 @@ func treeListing(_ root: String) -> [String] {
     }
     walk(root)
     return out
+}
+
+extension CacheAdminTests {
+    /// In a huggingface_hub cache a revision is evicted with the blobs only it points to; the
+    /// repo's other revision, its blobs (one shared) and `refs/main` stay and still resolve.
+    func testPruneEvictsAnOldHuggingFaceHubRevisionAndKeepsTheSharedBlobs() throws {
+        let hub = hfHome.appendingPathComponent("hub")
+        let old = String(repeating: "a", count: 40)
+        let new = String(repeating: "b", count: 40)
+        let shared = Self.bytes(30_000, seed: 1)
+        _ = try makeHFRepo("acme/Hub", commit: old, ["shared.bin": shared, "old.bin": Self.bytes(60_000, seed: 2)], lfs: ["shared.bin", "old.bin"])
+        let folder = try makeHFRepo("acme/Hub", commit: new, ["shared.bin": shared, "new.bin": Self.bytes(60_000, seed: 3)],
+                                    lfs: ["shared.bin", "new.bin"])
+        age(folder.path + "/snapshots/" + old, hours: 5)
+        let oldBlob = folder.path + "/blobs/" + SHA256.hex(of: Self.bytes(60_000, seed: 2))
+
+        let (output, code) = cache("prune", "--max-size", "100K", "--hf-cache", hub.path)
+        XCTAssertEqual(code, 0, output)
+        XCTAssertTrue(output.contains("evicted acme/Hub@aaaaaaaaaaaa (huggingface_hub)"), output)
+        XCTAssertFalse(output.contains("bbbbbbbbbbbb"), "the newer revision fits under the cap: \(output)")
+        XCTAssertFalse(exists(folder.path + "/snapshots/" + old))
+        XCTAssertFalse(exists(oldBlob), "the blob only the old revision pointed to went with it")
+        for path in ["shared.bin", "new.bin"] {
+            XCTAssertNotNil(FileManager.default.contents(atPath: folder.path + "/snapshots/\(new)/\(path)"), path)
+        }
+        XCTAssertEqual(try String(contentsOfFile: folder.path + "/refs/main", encoding: .utf8), new)
+        let trash = folder.path + "/.speech-fetch-evicted"
+        let entries = FileTree.names(trash)
+        XCTAssertEqual(entries.count, 1, "\(entries)")
+        XCTAssertNotNil(FileTree.facts("\(trash)/\(entries.first ?? "")/snapshot/old.bin"), "renamed away, not deleted")
+        XCTAssertNotNil(FileTree.facts("\(trash)/\(entries.first ?? "")/\(SHA256.hex(of: Self.bytes(60_000, seed: 2)))"), "its blob too")
+
+        // After the grace period the next pass deletes it.
+        _ = admin.prune(PruneOptions(maxSize: 1 << 30, grace: 0, hubCache: hub))
+        XCTAssertFalse(exists(trash))
+    }
 }

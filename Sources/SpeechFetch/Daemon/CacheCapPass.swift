@@ -7,10 +7,10 @@ import Foundation
 extension CacheCap {
     /// The size cap of `cacheBase`: a prune to `maxSize` bytes with `grace` seconds (default an
     /// hour), every `SPEECH_FETCH_PRUNE_SECONDS` (600) and after each finished request.
-    public static func pruning(_ cacheBase: URL, maxSize: Int64, grace: Double?, environment: [String: String],
+    public static func pruning(_ cacheBase: URL, maxSize: Int64, grace: Double?, hubCache: URL? = nil, environment: [String: String],
                                log: @escaping @Sendable (String) -> Void) -> CacheCap {
         let admin = CacheAdmin(cacheBase: cacheBase, environment: environment, knownSelections: ModelCatalog.fileSelections)
-        let options = PruneOptions(maxSize: maxSize, grace: grace ?? PruneOptions.defaultGrace)
+        let options = PruneOptions(maxSize: maxSize, grace: grace ?? PruneOptions.defaultGrace, hubCache: hubCache)
         let interval = environment["SPEECH_FETCH_PRUNE_SECONDS"].flatMap(Double.init).flatMap { $0 > 0 ? $0 : nil }
             ?? CacheCap.defaultInterval
         let sizes = ModelSizes()
@@ -19,7 +19,7 @@ extension CacheCap {
         return CacheCap(interval: interval) {
             let report = admin.prune(options, sizes: sizes)
             for model in report.evicted {
-                log("evicted \(model.repo) (\(ByteFormat.string(model.bytes))) to keep the cache within \(ByteFormat.string(maxSize))")
+                log("evicted \(PruneReport.name(model.repo, model.revision)) (\(ByteFormat.string(model.bytes))) to keep the cache within \(ByteFormat.string(maxSize))")
             }
             for item in report.purged { log("deleted \(item.path) (\(item.reason))") }
             if report.overCap {

@@ -32,12 +32,14 @@ public struct FetchdOptions: Sendable {
     /// seconds (`--cache-grace`, default an hour): CacheAdmin's prune, run by the supervisor.
     public var maxCacheSize: Int64?
     public var cacheGrace: Double?
+    /// A huggingface_hub cache whose revisions the size cap covers too (`--cap-hf-cache`).
+    public var capHubCache: URL?
     /// `speech_fetchd_build_info`'s labels (version, commit, libcurl).
     public var build: [(String, String)]
 
     public init(cacheBase: URL? = nil, workers: Int? = nil, slots: Int = 4, node: String? = nil,
                 isWorker: Bool = false, ownRequestsOnly: Bool = false, metrics: (host: String, port: UInt16)? = nil,
-                maxRate: Int64? = nil, maxCacheSize: Int64? = nil, cacheGrace: Double? = nil, build: [(String, String)] = []) {
+                maxRate: Int64? = nil, maxCacheSize: Int64? = nil, cacheGrace: Double? = nil, capHubCache: URL? = nil, build: [(String, String)] = []) {
         self.cacheBase = cacheBase
         self.workers = workers
         self.slots = slots
@@ -48,6 +50,7 @@ public struct FetchdOptions: Sendable {
         self.maxRate = maxRate
         self.maxCacheSize = maxCacheSize
         self.cacheGrace = cacheGrace
+        self.capHubCache = capHubCache
         self.build = build
     }
 }
@@ -114,7 +117,8 @@ public enum FetchdProcess {
             }
             defer { server?.stop() }
             if let size = options.maxCacheSize {
-                supervisor.cacheCap = CacheCap.pruning(cacheBase, maxSize: size, grace: options.cacheGrace, environment: environment, log: log)
+                supervisor.cacheCap = CacheCap.pruning(cacheBase, maxSize: size, grace: options.cacheGrace, hubCache: options.capHubCache,
+                                                     environment: environment, log: log)
             }
             try supervisor.run(shouldStop: { stop.isRaised })
         }
