@@ -45,7 +45,7 @@ let package = Package(
         .target(name: "Spool", dependencies: ["CFileOps", "Digest", "HubClient", "ModelCache"]),
         .target(name: "Daemon", dependencies: ["FileEvents", "HubClient", "ModelCache", "Spool", "Transfer"]),
         .target(name: "CacheAdmin", dependencies: ["Digest", "HubClient", "ModelCache", "Spool", "Transfer"]),
-        .target(name: "SpeechFetch", dependencies: ["CFileOps", "Daemon", "Digest", "HubClient", "ModelCache", "Spool", "Transfer"]),
+        .target(name: "SpeechFetch", dependencies: ["CacheAdmin", "CFileOps", "Daemon", "Digest", "HubClient", "ModelCache", "Spool", "Transfer"]),
 
         // The local stand-in for the Hub (tests, demo, fidelity check).
         .target(name: "TestHub", dependencies: ["Digest"]),

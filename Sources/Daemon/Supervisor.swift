@@ -43,6 +43,8 @@ public final class Supervisor: @unchecked Sendable {
     private var recentDeaths: [Date] = []
     /// Counters for `--metrics` (Metrics.swift), nil when nobody asks.
     public var metrics: DaemonMetrics?
+    /// `--max-cache-size`: the size cap's passes, nil without a cap.
+    public var cacheCap: CacheCap?
 
     /// - Parameters:
     ///   - workers: worker processes (default: enough for `HF_DOWNLOAD_RANGE_CONCURRENCY` ranges).
@@ -147,6 +149,7 @@ public final class Supervisor: @unchecked Sendable {
                     log("node \(node)'s speech-fetchd has not been heard from for three leases; its record is retired")
                 }
             }
+            cacheCap?.look(now: now, finished: requestLog.takeFinished())
             if pace.beatDue(now: now) { spool.refreshHeartbeat(recheckPath: look.safety) }
             // Another node's change: this node's idle worker slots and waiters look again
             // (they sleep on the wake word and cost the file server nothing meanwhile).
@@ -206,6 +209,7 @@ public final class Supervisor: @unchecked Sendable {
         for w in workers where w.isRunning { kill(w.processIdentifier, SIGKILL) }
         spool.revokeExpiredClaims()
         spool.retireSupervisor()
+        while cacheCap?.isRunning == true && Date() < deadline.addingTimeInterval(20) { usleep(20_000) }
         log("stopped")
     }
 }
@@ -324,7 +328,14 @@ final class SpliceOwners: @unchecked Sendable {
 struct RequestLog {
     private var open: [String: (since: Date, bytes: Int64)] = [:]
     private var settled: Set<String> = []
+    /// Requests of this node that finished since `takeFinished`.
+    private var finished = 0
     var metrics: DaemonMetrics?
+
+    mutating func takeFinished() -> Int {
+        defer { finished = 0 }
+        return finished
+    }
 
     mutating func look(spool: Spool, log: (String) -> Void) {
         for request in spool.requests() where !settled.contains(request.id) {
@@ -343,7 +354,9 @@ struct RequestLog {
             let seconds = String(format: "%.1f", Date().timeIntervalSince(seen.since))
             switch state {
             case .active: continue
-            case .done: log("done \(request.repo) (request \(request.id)): \(mebibytes(seen.bytes)) in \(seconds) s")
+            case .done:
+                log("done \(request.repo) (request \(request.id)): \(mebibytes(seen.bytes)) in \(seconds) s")
+                if request.node == spool.owner.node { finished += 1 }
             case .failed(let reason): log("failed \(request.repo) (request \(request.id)) after \(seconds) s: \(reason)")
             }
             if case .failed(let reason) = state {

@@ -170,7 +170,7 @@ public final class HuggingFaceDownloader: Sendable {
                                              commit: HubCache.commit(forRevision: revision, repoFolder: folder))
             if let commit = HubCache.commit(forRevision: revision, repoFolder: folder) {
                 directory = ModelDirectory(hubRepoFolder: folder, commit: commit)
-                cached = directory.offlineCheck(selection, repo: repo.description)
+                cached = directory.loadCheck(selection, repo: repo.description)
             } else {
                 directory = ModelDirectory(hubRepoFolder: folder, commit: "")
                 let wanted = selection.literalPaths.isEmpty ? ["(any file)"] : selection.literalPaths
@@ -178,7 +178,7 @@ public final class HuggingFaceDownloader: Sendable {
             }
         } else {
             directory = ModelDirectory(cacheDir ?? CacheLocation.modelDirectory(base: cacheBaseDir ?? defaultCacheBase, repo: repo))
-            cached = directory.offlineCheck(selection, repo: repo.description)
+            cached = directory.loadCheck(selection, repo: repo.description)
         }
         if forceDownload, offlineMode ?? offlineByDefault { throw DownloadError.forceDownloadOffline(repo: repo.description) }
         if offlineMode ?? offlineByDefault {

@@ -40,7 +40,8 @@ if let fetchd = ProcessInfo.processInfo.environment[FetchdProcess.environmentKey
     FetchdCommandLine.serve(FetchdCommandLine.parse(Array(CommandLine.arguments.dropFirst()))) { parsed in
         try FetchdProcess.run(FetchdOptions(cacheBase: parsed.cacheBase.map { URL(fileURLWithPath: $0) }, workers: parsed.workers, slots: parsed.slots,
                                             node: parsed.node, isWorker: parsed.isWorker, ownRequestsOnly: parsed.ownRequests,
-                                            metrics: parsed.metrics, maxRate: parsed.maxRate, build: parsed.metrics == nil ? [] : FetchdCommandLine.buildLabels), executable: fetchd)
+                                            metrics: parsed.metrics, maxRate: parsed.maxRate, maxCacheSize: parsed.maxCacheSize, cacheGrace: parsed.cacheGrace,
+                                            capHubCache: parsed.capHubCache.map { URL(fileURLWithPath: $0) }, build: parsed.metrics == nil ? [] : FetchdCommandLine.buildLabels), executable: fetchd)
     }
 }
 

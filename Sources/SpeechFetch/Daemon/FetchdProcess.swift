@@ -2,6 +2,7 @@
 // told to stop. The executables parse the command line (CommandLineKit's FetchdCommandLine);
 // both `speech-fetchd` and `speech` (run as speech-fetchd, docs/architecture.md "Start-up")
 // call this, so every process of a node can run one executable file and share its pages.
+import CacheAdmin
 import CFileOps
 import Daemon
 import Digest
@@ -27,12 +28,18 @@ public struct FetchdOptions: Sendable {
     public var metrics: (host: String, port: UInt16)?
     /// A cap on the node's download rate in bytes per second, shared by all its workers.
     public var maxRate: Int64?
+    /// A cap on the cache base's models in bytes (`--max-cache-size`), and the grace period in
+    /// seconds (`--cache-grace`, default an hour): CacheAdmin's prune, run by the supervisor.
+    public var maxCacheSize: Int64?
+    public var cacheGrace: Double?
+    /// A huggingface_hub cache whose revisions the size cap covers too (`--cap-hf-cache`).
+    public var capHubCache: URL?
     /// `speech_fetchd_build_info`'s labels (version, commit, libcurl).
     public var build: [(String, String)]
 
     public init(cacheBase: URL? = nil, workers: Int? = nil, slots: Int = 4, node: String? = nil,
                 isWorker: Bool = false, ownRequestsOnly: Bool = false, metrics: (host: String, port: UInt16)? = nil,
-                maxRate: Int64? = nil, build: [(String, String)] = []) {
+                maxRate: Int64? = nil, maxCacheSize: Int64? = nil, cacheGrace: Double? = nil, capHubCache: URL? = nil, build: [(String, String)] = []) {
         self.cacheBase = cacheBase
         self.workers = workers
         self.slots = slots
@@ -41,6 +48,9 @@ public struct FetchdOptions: Sendable {
         self.ownRequestsOnly = ownRequestsOnly
         self.metrics = metrics
         self.maxRate = maxRate
+        self.maxCacheSize = maxCacheSize
+        self.cacheGrace = cacheGrace
+        self.capHubCache = capHubCache
         self.build = build
     }
 }
@@ -106,6 +116,10 @@ public enum FetchdProcess {
                 log("serving metrics at http://\(address)/metrics")
             }
             defer { server?.stop() }
+            if let size = options.maxCacheSize {
+                supervisor.cacheCap = CacheCap.pruning(cacheBase, maxSize: size, grace: options.cacheGrace, hubCache: options.capHubCache,
+                                                     environment: environment, log: log)
+            }
             try supervisor.run(shouldStop: { stop.isRaised })
         }
     }
