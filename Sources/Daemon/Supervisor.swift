@@ -52,6 +52,7 @@ public final class Supervisor: @unchecked Sendable {
                 log: @escaping @Sendable (String) -> Void) throws {
         settings = DownloadSettings.fromEnvironment(environment)
         spool = try Spool.served(base: cacheBase, settings: settings)
+        spool.targets = RequestTargets.daemon(base: cacheBase, environment: environment)
         let slots = max(1, slots)
         self.slots = slots
         workerCount = max(1, workers ?? (settings.concurrency + slots - 1) / slots)
@@ -71,6 +72,9 @@ public final class Supervisor: @unchecked Sendable {
             guard pid > 0 else { throw SupervisorError.recordUnreadable(spool: spool.root, node: settings.node) }
             throw SupervisorError.alreadyServed(spool: spool.root, node: settings.node, pid: pid)
         }
+        spool.targets?.publish(in: spool)  // what callers of this node may hand over
+        let spoolGuard = SpoolGuard(spool: spool)
+        var stopped: SpoolTrustError?
         for node in spool.liveSupervisors() where node != settings.node {
             log("node \(node)'s speech-fetchd serves this spool too; both take jobs from it")
         }
@@ -106,6 +110,11 @@ public final class Supervisor: @unchecked Sendable {
             // settled requests are judged again and remembered records checked.
             if moved || event { spool.forgetSettled() }
             var look = pace.due(now: now, changed: moved || event || workersChanged)
+            if let reason = spoolGuard.look(safety: look.safety) {
+                stopped = reason
+                log("\(reason)")
+                break
+            }
             owners.forget()
             // This node splices the files it asked for: other nodes' workers publish their parts
             // unseen (no inotify across clients), so it looks at parts/ every half second while
@@ -146,6 +155,7 @@ public final class Supervisor: @unchecked Sendable {
             event = watcher?.wait(seconds: pace.sleep(poll: poll, now: Date())) ?? { sleep(1); return false }()
         }
         drain()
+        if let stopped { throw stopped }
     }
 
     /// Starts workers where some died; true when any died or started (a pass looks at once:
@@ -197,6 +207,7 @@ public final class Supervisor: @unchecked Sendable {
         for w in workers where w.isRunning { kill(w.processIdentifier, SIGKILL) }
         spool.revokeExpiredClaims()
         spool.retireSupervisor()
+        RequestTargets.retract(in: spool)
         log("stopped")
     }
 }

@@ -295,7 +295,9 @@ public final class HuggingFaceDownloader: Sendable {
         }
         if isCancelled() { throw CancellationError() }
         // A capped call keeps its transfer: a daemon's workers fetch at the node's rate, not this call's.
-        let handoff = force || settings.maxRate != nil ? nil : handoff(base: spoolBase)
+        // A target the daemon would refuse (outside its cache base and huggingface_hub caches:
+        // docs/protocol.md, "Trust") is fetched here too.
+        let handoff = force || settings.maxRate != nil ? nil : handoff(base: spoolBase).flatMap { $0.accepts(directory) ? $0 : nil }
         if !missing.isEmpty, let handoff {
             // A file larger than the free disk is refused before it is handed over too (the
             // engine checks the same before it stages anything).
