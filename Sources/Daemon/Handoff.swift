@@ -30,10 +30,11 @@ public struct Handoff: Sendable {
         self.environment = environment
     }
 
-    /// True when this node's daemon writes into `directory` (`RequestTargets`): inside the cache
-    /// base, or inside a huggingface_hub cache it was given. A caller hands over nothing else.
-    public func accepts(_ directory: ModelDirectory) -> Bool {
-        spool.targets?.refusal(modelDir: directory.path, layout: directory.layoutName) == nil
+    /// True when this node's daemon writes `repo` at `commit` into `directory` (`RequestTargets`):
+    /// inside the cache base or a huggingface_hub cache it was given, or a directory whose
+    /// manifest (written before the hand-over) names them. A caller hands over nothing else.
+    public func accepts(_ directory: ModelDirectory, repo: String, commit: String) -> Bool {
+        spool.targets?.refusal(modelDir: directory.path, layout: directory.layoutName, repo: repo, commit: commit) == nil
     }
 
     /// True while a supervisor's heartbeat is fresh in this spool.

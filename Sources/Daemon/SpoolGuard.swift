@@ -1,7 +1,8 @@
 // SpoolGuard - a supervisor's watch over the spool it serves: deleted or replaced under it, or
 // made writable by others, it stops with a message instead of serving nothing in silence
-// (docs/protocol.md, "Trust"). It costs one fstat of a held descriptor per loop where the spool
-// is local (no file server to ask), and one lstat of the spool root on the safety pass.
+// (docs/protocol.md, "Trust"). It costs an fstat of a held descriptor and an lstat per loop
+// where the spool is local (no file server to ask), and one lstat of the root on the safety pass
+// where it is shared.
 import FileEvents
 import Foundation
 import ModelCache
@@ -22,14 +23,15 @@ final class SpoolGuard: @unchecked Sendable {
 
     deinit { if fd >= 0 { close(fd) } }
 
-    /// Why the supervisor stops now, or nil. `safety`: the safety pass (the root is looked up by
-    /// its path and its modes judged again); otherwise only a local spool's held root is looked at.
+    /// Why the supervisor stops now, or nil. A local spool is looked at on every loop (its held
+    /// root's links, then the path: no file server is asked); a shared one on the safety pass
+    /// (`safety`) only, by its path.
     func look(safety: Bool) -> SpoolTrustError? {
         if local, fd >= 0 {
             var st = stat()
             if fstat(fd, &st) == 0, st.st_nlink == 0 { return .gone(path: layout.root) }
         }
-        guard safety, let inode else { return nil }
+        guard local || safety, let inode else { return nil }
         return SpoolTrust.lookAtRoot(layout, inode: inode)
     }
 }

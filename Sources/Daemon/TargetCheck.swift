@@ -9,7 +9,7 @@ extension Spool {
     /// is another node's whose supervisor serves (that node's daemon judges it: every node's
     /// daemon should be given the same --hf-cache).
     func acceptsTarget(of request: SpoolRequest) -> Bool {
-        guard let refusal = targets?.refusal(request) else { return true }
+        guard let refusal = targets?.cachedRefusal(request) else { return true }
         if request.node != owner.node && supervisorServes(request.node, round: leaseRound()) { return false }
         markFailed(request.id, reason: "the request for \(request.repo) is refused: \(refusal)")
         return false

@@ -4,6 +4,7 @@
 // write it, and a record's target must lie inside the cache base or inside a huggingface_hub
 // cache the daemon was given, reached without a symlink out of it.
 import Foundation
+import HubClient
 import ModelCache
 
 /// Why a spool is not used.
@@ -129,7 +130,8 @@ public enum SpoolTrust {
 /// spool itself), or below a huggingface_hub cache the daemon was given (`speech-fetchd
 /// --hf-cache`). A target is judged by its real path: the part of it that exists is resolved
 /// (symlinks followed), so a folder planted as a link out of the cache is refused, and the rest
-/// may hold no `.` or `..`.
+/// may hold no `.` or `..`. A target elsewhere (a caller's own --cache-dir) is served when its
+/// owner asked for that repo and commit there (`vouched`).
 public struct RequestTargets: Sendable {
     /// The cache base, resolved.
     public let base: String
@@ -156,28 +158,53 @@ public struct RequestTargets: Sendable {
         return RequestTargets(base: base.standardizedFileURL.path, hubCaches: caches)
     }
 
-    /// Why a record pointing at `modelDir` (in `layout`) is not served; nil when it is.
-    public func refusal(modelDir: String, layout: String?) -> String? {
+    /// Why a record pointing at `modelDir` (in `layout`) for `repo` at `commit` is not served;
+    /// nil when it is: below the cache base (not in the spool) or, in the huggingface_hub layout,
+    /// below a cache the daemon was given; anywhere else only when the target's owner asked for
+    /// exactly this there (`vouched`).
+    public func refusal(modelDir: String, layout: String?, repo: String, commit: String) -> String? {
         guard let resolved = RequestTargets.resolve(modelDir) else {
             return "its target \(modelDir) is not an absolute path of plain folder names"
         }
+        let inSpool = resolved == spool || resolved.hasPrefix(spool + "/")
         let roots = layout == "hf" ? hubCaches + [base] : [base]
-        if resolved != spool && !resolved.hasPrefix(spool + "/"),
-           roots.contains(where: { resolved.hasPrefix($0 + "/") }) { return nil }
+        if !inSpool && roots.contains(where: { resolved.hasPrefix($0 + "/") }) { return nil }
+        if !inSpool && RequestTargets.vouched(resolved, repo: repo, commit: commit) { return nil }
         let shown = resolved == modelDir ? modelDir : "\(modelDir) (really \(resolved))"
         let caches = hubCaches.isEmpty ? "no huggingface_hub cache (speech-fetchd --hf-cache DIR gives one)"
             : "the huggingface_hub caches " + hubCaches.joined(separator: ", ")
         return "its target \(shown) lies outside the cache base \(base) and \(caches) that speech-fetchd writes into, "
-            + "so nothing was fetched for it: ask again with a --cache-dir inside the cache base, or start speech-fetchd with "
-            + "--hf-cache for that huggingface_hub cache (a caller whose target lies outside fetches it in its own process)"
+            + "and holds no \(ModelLayout.manifest) of \(repo) at \(commit.prefix(12)) written by its owner, so nothing was "
+            + "fetched for it: ask for it again with `speech download` (which writes that manifest before it hands over), "
+            + "use a --cache-dir inside the cache base, or start speech-fetchd with --hf-cache for that huggingface_hub cache"
     }
 
-    public func refusal(_ record: ModelDirectoryRecord) -> String? { refusal(modelDir: record.modelDir, layout: record.layout) }
+    /// True when the directory `dir` (a resolved path) says its owner asked for `repo` at
+    /// `commit` there: its manifest (`.speech-fetch.json`, which a caller writes before it hands a
+    /// request over) is a regular file of the directory's owner naming them, and its staging
+    /// folder, if there, is a real folder of the same owner (no link out of it). Whoever can plant
+    /// that manifest can write the directory already.
+    static func vouched(_ dir: String, repo: String, commit: String) -> Bool {
+        var folder = stat(), manifest = stat(), staging = stat()
+        let manifestPath = dir + "/" + ModelLayout.manifest
+        guard lstat(dir, &folder) == 0, (folder.st_mode & S_IFMT) == S_IFDIR,
+              lstat(manifestPath, &manifest) == 0, (manifest.st_mode & S_IFMT) == S_IFREG, manifest.st_uid == folder.st_uid
+        else { return false }
+        if lstat(dir + "/" + ModelLayout.staging, &staging) == 0 {
+            guard (staging.st_mode & S_IFMT) == S_IFDIR, staging.st_uid == folder.st_uid else { return false }
+        }
+        guard let data = SpoolFS.read(manifestPath, limit: 256 << 20), let snapshot = RepoSnapshot.decode(data) else { return false }
+        return snapshot.repo == repo && snapshot.commit == commit
+    }
+
+    public func refusal(_ record: ModelDirectoryRecord) -> String? {
+        refusal(modelDir: record.modelDir, layout: record.layout, repo: record.repo, commit: record.commit)
+    }
 
     /// `refusal`, judged once per target by this process: what a worker asks of every job it
     /// claims (the splicer, which writes into the target, judges it afresh).
     public func cachedRefusal(_ record: ModelDirectoryRecord) -> String? {
-        let key = (record.layout ?? "") + "\n" + record.modelDir
+        let key = [record.layout ?? "", record.modelDir, record.repo, record.commit].joined(separator: "\n")
         if let known = memo.verdict(key) { return known }
         let verdict = refusal(record)
         memo.remember(key, verdict)

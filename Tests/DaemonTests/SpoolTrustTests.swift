@@ -130,22 +130,28 @@ final class SpoolTrustTests: DaemonTestCase {
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: outside.path), [])
     }
 
-    /// A caller whose --cache-dir lies outside the cache base does not hand its request to the
-    /// daemon (which would refuse it): it fetches in its own process.
-    func testACallerWithACacheDirOutsideTheBaseFetchesItself() throws {
+    /// A caller whose --cache-dir lies outside the cache base hands it over: the manifest it
+    /// writes there first vouches for that repo and commit. A request planted for the same folder
+    /// with another repo is refused, and writes nothing there.
+    func testACacheDirOutsideTheBaseIsServedForWhatItsManifestNames() throws {
         try TestHub.generateRepo(root: root, repo: repo, files: [path: 2 << 20])
         try startDaemon(workers: 1)
         let own = temp.appendingPathComponent("own-models/trust")
         // A --cache-dir caller hands over to the default base's spool: this test's base.
-        let caller = downloader(["QWEN3_CACHE_DIR": cacheBase.path])
-        let result = try caller.downloadBlocking(repo: repo, cacheDir: own)
-        XCTAssertFalse(result.handedOver, "not handed over")
+        let result = try downloader(["QWEN3_CACHE_DIR": cacheBase.path]).downloadBlocking(repo: repo, cacheDir: own)
+        XCTAssertTrue(result.handedOver, "handed over")
         XCTAssertEqual(try Data(contentsOf: own.appendingPathComponent(path)), try source(repo, path))
-        XCTAssertEqual(names("requests"), [], "no request in the spool")
-        // Inside the base it is handed over as before.
-        let inside = cacheBase.appendingPathComponent("models/mine/trust")
-        XCTAssertTrue(try caller.downloadBlocking(repo: repo, cacheDir: inside).handedOver)
-        XCTAssertEqual(try Data(contentsOf: inside.appendingPathComponent(path)), try source(repo, path))
+        let before = try FileManager.default.contentsOfDirectory(atPath: own.path).sorted()
+        let commit = try XCTUnwrap(result.commit)
+        let planted = SpoolRequest(repo: "org/Other", revision: "main", commit: commit, modelDir: own.path,
+                                   files: [RepoFile(path: "other.bin", size: 10, blobID: String(repeating: "b", count: 40), sha256: nil)],
+                                   node: "somewhere")
+        try makeSpool().submit(planted)
+        let marker = spoolPath("failed/\(planted.id).json")
+        XCTAssertTrue(waitUntil(timeout: 15) { FileManager.default.fileExists(atPath: marker) }, "the planted request fails")
+        let reason = try reasonOf(marker)
+        XCTAssertTrue(reason.contains("holds no .speech-fetch.json of org/Other"), reason)
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: own.path).sorted(), before, "nothing written there")
     }
 
     /// A huggingface_hub cache outside the base is served when the daemon was given it.
@@ -161,13 +167,39 @@ final class SpoolTrustTests: DaemonTestCase {
         XCTAssertEqual(try Data(contentsOf: result.directory.appendingPathComponent(path)), try source(repo, path))
     }
 
+    /// A supervisor record (and a node lock) that is not a pid is no daemon: a caller fetches at
+    /// once instead of waiting for it, and a daemon started next takes the node over.
+    func testASupervisorRecordThatIsNotAPidIsNoDaemon() throws {
+        try TestHub.generateRepo(root: root, repo: repo, files: [path: 2 << 20])
+        _ = try makeSpool()
+        try Data("not a pid".utf8).write(to: URL(fileURLWithPath: spoolPath("supervisors/n1")))
+        try Data("junk".utf8).write(to: URL(fileURLWithPath: spoolPath("fetchd-n1.lock")))
+        let started = Date()
+        let (p, _, err) = try speech(["download", repo, "--cache-base", cacheBase.path], extra: ["SPEECH_FETCH_NODE": "n1"])
+        XCTAssertTrue(waitForExit(p, timeout: 15))
+        XCTAssertEqual(p.terminationStatus, 0, contents(err))
+        XCTAssertLessThan(Date().timeIntervalSince(started), 5, "no wait for a daemon that is not there")
+        XCTAssertEqual(names("requests"), [], "nothing handed over")
+        try assertSameBytes(repo, path)
+        let (daemon, _) = try startDaemon(workers: 1, extra: ["SPEECH_FETCH_NODE": "n1"])
+        XCTAssertEqual(supervisorPid(), daemon.processIdentifier, "the next daemon takes the node over")
+    }
+
     /// The spool deleted under a live daemon: it stops with a message (exit 1; systemd's
     /// Restart=on-failure starts it again on a fresh spool), and a caller asking again is served
     /// by the next daemon.
     func testADaemonWhoseSpoolIsDeletedStopsWithAMessage() throws {
         let (p, log) = try startDaemon(workers: 2)
         let workers = descendants(of: p.processIdentifier)
-        try FileManager.default.removeItem(at: spool)
+        // `rm -rf`, again until it is gone: the daemon's processes write in it meanwhile.
+        XCTAssertTrue(waitUntil(timeout: 10, interval: 0.05) {
+            let rm = Process()
+            rm.executableURL = URL(fileURLWithPath: "/bin/rm")
+            rm.arguments = ["-rf", self.spool.path]
+            try? rm.run()
+            rm.waitUntilExit()
+            return !FileManager.default.fileExists(atPath: self.spool.path)
+        }, "the spool is deleted")
         XCTAssertTrue(waitForExit(p, timeout: 10), "speech-fetchd stops")
         XCTAssertEqual(p.terminationStatus, 1)
         XCTAssertTrue(contents(log).contains("the spool \(spool.path) was deleted or replaced under this speech-fetchd; it stops"),
