@@ -108,8 +108,7 @@ final class SplicerTests: XCTestCase {
         try publishPart(spool, plan, 1, bytes)
         XCTAssertEqual(Splicer(spool: spool).splice(plan), .progressed)
         XCTAssertEqual(spool.hasPart(plan, 0), false, "the wrong part is gone")
-        // Range 2 had no job in flight: the job window, with room, publishes it too.
-        XCTAssertEqual(spool.readyJobs(), [plan.jobName(0), plan.jobName(2)], "its range is ready again")
+        XCTAssertEqual(spool.readyJobs(), [plan.jobName(0)], "its range is ready again")
         XCTAssertEqual(try openStaging(plan).doneRanges, [1])
     }
 }
