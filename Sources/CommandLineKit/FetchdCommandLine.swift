@@ -19,6 +19,7 @@ public enum FetchdCommandLine {
             .value("slots", "K", "ranges in flight per worker, 1 to 64 (default 4)"),
             .value("node", "NAME", "this node's name in every claim (default: SPEECH_FETCH_NODE or the host name)"),
             .flag("own-requests", "serve only requests made on this node"),
+            .value("hf-cache", "DIR", "also write requests into this huggingface_hub cache (repeatable; the cache base is always served)"),
             .flag("worker", "run one worker process (the supervisor starts these)"),
             .value("max-rate", "RATE", "cap the node's download rate, all workers together: 20M, 500K (1024-based) or bytes per second"),
             .value("max-cache-size", "SIZE", "keep the cache base's models within SIZE (20G, 500M): evict the least recently used after each finished request and every 10 minutes"),
@@ -41,6 +42,8 @@ public enum FetchdCommandLine {
         public var node: String?
         public var isWorker = false
         public var ownRequests = false
+        /// `--hf-cache`: huggingface_hub caches requests may point into, besides the cache base.
+        public var hubCaches: [String] = []
         /// `--metrics`: the address and port to serve /metrics on.
         public var metrics: (host: String, port: UInt16)?
         /// `--max-rate` in bytes per second.
@@ -95,6 +98,7 @@ public enum FetchdCommandLine {
         result.node = parsed.value("node")
         result.isWorker = parsed.flag("worker")
         result.ownRequests = parsed.flag("own-requests")
+        result.hubCaches = parsed.values("hf-cache").map { URL(fileURLWithPath: $0).standardizedFileURL.path }
         if let raw = parsed.value("max-rate") {
             guard let rate = ByteRate.parse(raw), rate >= 1024 else {
                 program.usageError("speech-fetchd: --max-rate needs bytes per second of at least 1K: a number with K, M or G (1024-based, as curl's --limit-rate), like 500K or 20M, or plain bytes like 65536; not '\(raw)'")

@@ -24,9 +24,17 @@ public struct Handoff: Sendable {
     /// (callers with only a `cacheDir` use the default base's spool).
     public init?(base: URL, settings: DownloadSettings, environment: [String: String]) {
         guard let spool = try? Spool.served(base: base, settings: settings) else { return nil }
+        spool.targets = RequestTargets.published(by: spool)
         self.spool = spool
         self.settings = settings
         self.environment = environment
+    }
+
+    /// True when this node's daemon writes `repo` at `commit` into `directory` (`RequestTargets`):
+    /// inside the cache base or a huggingface_hub cache it was given, or a directory whose
+    /// manifest (written before the hand-over) names them. A caller hands over nothing else.
+    public func accepts(_ directory: ModelDirectory, repo: String, commit: String) -> Bool {
+        spool.targets?.refusal(modelDir: directory.path, layout: directory.layoutName, repo: repo, commit: commit) == nil
     }
 
     /// True while a supervisor's heartbeat is fresh in this spool.
@@ -106,7 +114,12 @@ public struct Handoff: Sendable {
             if full, spool.state(of: request.id) == .active {
                 // Its record was unreadable and went to corrupt/ (docs/protocol.md): this
                 // process knows the request whole, so it asks again rather than wait on nothing.
-                if !spool.hasRequest(request.id) { try spool.submit(request) }
+                // The spool itself may have been deleted (its daemon stops then): its folders are
+                // made again first.
+                if !spool.hasRequest(request.id) {
+                    try SpoolTrust.prepare(spool.layout)
+                    try spool.submit(request)
+                }
                 supervised = spool.anySupervisorServes()
                 if spool.hasOrphanParts(olderThan: 2, supervised: supervised) {
                     splicer.spliceAll()

@@ -54,6 +54,7 @@ public final class Supervisor: @unchecked Sendable {
                 log: @escaping @Sendable (String) -> Void) throws {
         settings = DownloadSettings.fromEnvironment(environment)
         spool = try Spool.served(base: cacheBase, settings: settings)
+        spool.targets = RequestTargets.daemon(base: cacheBase, environment: environment)
         let slots = max(1, slots)
         self.slots = slots
         workerCount = max(1, workers ?? (settings.concurrency + slots - 1) / slots)
@@ -73,6 +74,9 @@ public final class Supervisor: @unchecked Sendable {
             guard pid > 0 else { throw SupervisorError.recordUnreadable(spool: spool.root, node: settings.node) }
             throw SupervisorError.alreadyServed(spool: spool.root, node: settings.node, pid: pid)
         }
+        spool.targets?.publish(in: spool)  // what callers of this node may hand over
+        let spoolGuard = SpoolGuard(spool: spool)
+        var stopped: SpoolTrustError?
         for node in spool.liveSupervisors() where node != settings.node {
             log("node \(node)'s speech-fetchd serves this spool too; both take jobs from it")
         }
@@ -116,6 +120,11 @@ public final class Supervisor: @unchecked Sendable {
             if changed { spool.forgetSettled() }
             var look = pace.due(now: now, changed: changed)
             if event && partsOnly && !look.full && pace.ownActive { look.splice = true }
+            if let reason = spoolGuard.look(safety: look.safety) {
+                stopped = reason
+                log("\(reason)")
+                break
+            }
             owners.forget()
             // This node splices the files it asked for: other nodes' workers publish their parts
             // unseen (no inotify across clients), so it looks at parts/ every half second while
@@ -158,6 +167,7 @@ public final class Supervisor: @unchecked Sendable {
             partsOnly = event && watcher?.takeChanged() == [partsFolder]
         }
         drain()
+        if let stopped { throw stopped }
     }
 
     /// Starts workers where some died; true when any died or started (a pass looks at once:
@@ -210,6 +220,7 @@ public final class Supervisor: @unchecked Sendable {
         spool.revokeExpiredClaims()
         spool.retireSupervisor()
         while cacheCap?.isRunning == true && Date() < deadline.addingTimeInterval(20) { usleep(20_000) }
+        RequestTargets.retract(in: spool)
         log("stopped")
     }
 }

@@ -38,6 +38,7 @@ public final class Worker: @unchecked Sendable {
         let settings = DownloadSettings.fromEnvironment(environment)
         self.settings = settings
         spool = try Spool.served(base: cacheBase, settings: settings)
+        spool.targets = RequestTargets.daemon(base: cacheBase, environment: environment)
         // Workers use the credential of the node they run on, never one from the spool.
         let client = HubClient.fromEnvironment(environment, retry: settings.retry, stallTimeout: settings.stallTimeout)
         fetchers = try (0..<max(1, slots)).map { _ in try RangeFetch(client: client, settings: settings) }

@@ -295,7 +295,11 @@ public final class HuggingFaceDownloader: Sendable {
         }
         if isCancelled() { throw CancellationError() }
         // A capped call keeps its transfer: a daemon's workers fetch at the node's rate, not this call's.
-        let handoff = force || settings.maxRate != nil ? nil : handoff(base: spoolBase)
+        // A target the daemon would refuse (docs/protocol.md, "Trust": outside its cache base and
+        // huggingface_hub caches, and not vouched for by the manifest written above) is fetched here.
+        let handoff = force || settings.maxRate != nil ? nil : handoff(base: spoolBase).flatMap {
+            $0.accepts(directory, repo: repo.description, commit: snapshot.commit) ? $0 : nil
+        }
         if !missing.isEmpty, let handoff {
             // A file larger than the free disk is refused before it is handed over too (the
             // engine checks the same before it stages anything).

@@ -93,9 +93,15 @@ public final class Spool: @unchecked Sendable {
         self.lease = lease
         self.settle = settle
         judge = LeaseJudge(localNode: node, lease: lease, probe: layout.clockProbe)
-        try SpoolFS.makeDirectory(layout.root)
-        for folder in SpoolLayout.Folder.allCases { try SpoolFS.makeDirectory(layout.path(folder)) }
+        try SpoolTrust.prepare(layout)  // 0700 (0770 for a shared group); refused if others can write it
     }
+
+    /// Where this spool's records may send the Hub's bytes (a daemon's processes set it); nil: not checked.
+    public var targets: RequestTargets? {
+        get { lock.withLock { allowedTargets } }
+        set { lock.withLock { allowedTargets = newValue } }
+    }
+    private var allowedTargets: RequestTargets?
 
     /// The spool of `base` when it has one (never created here).
     public static func existing(base: URL, node: String, lease: Double) -> Spool? {
@@ -460,8 +466,8 @@ public final class Spool: @unchecked Sendable {
     /// `plan` is the job's plan when the caller read it already (a scan reads each file's plan
     /// once): it is not read again for every job tried.
     public func claim(_ name: String, plan known: PlannedFile? = nil) -> ClaimedJob? {
-        guard let (key, index) = PlannedFile.parseJob(name), let plan = known?.key == key ? known : plannedFile(key)
-        else { return nil }
+        guard let (key, index) = PlannedFile.parseJob(name), let plan = known?.key == key ? known : plannedFile(key),
+              targets?.cachedRefusal(plan) == nil else { return nil }
         let path = layout.claim(name, by: owner)
         // Fresh mtime before the rename: a claim is never seen with its planning-time age.
         guard SpoolFS.touch(layout.ready(name)), rename(layout.ready(name), path) == 0 else { return nil }

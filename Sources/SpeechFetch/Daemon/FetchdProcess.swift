@@ -9,6 +9,7 @@ import Digest
 import Foundation
 import HubClient
 import ModelCache
+import Spool
 
 /// What one daemon process is to do.
 public struct FetchdOptions: Sendable {
@@ -24,6 +25,8 @@ public struct FetchdOptions: Sendable {
     public var isWorker: Bool
     /// Serve only requests made on this node.
     public var ownRequestsOnly: Bool
+    /// huggingface_hub caches requests may point into, besides the cache base (`--hf-cache`).
+    public var hubCaches: [String]
     /// Serve Prometheus metrics at http://host:port/metrics (the supervisor only).
     public var metrics: (host: String, port: UInt16)?
     /// A cap on the node's download rate in bytes per second, shared by all its workers.
@@ -38,7 +41,7 @@ public struct FetchdOptions: Sendable {
     public var build: [(String, String)]
 
     public init(cacheBase: URL? = nil, workers: Int? = nil, slots: Int = 4, node: String? = nil,
-                isWorker: Bool = false, ownRequestsOnly: Bool = false, metrics: (host: String, port: UInt16)? = nil,
+                isWorker: Bool = false, ownRequestsOnly: Bool = false, hubCaches: [String] = [], metrics: (host: String, port: UInt16)? = nil,
                 maxRate: Int64? = nil, maxCacheSize: Int64? = nil, cacheGrace: Double? = nil, capHubCache: URL? = nil, build: [(String, String)] = []) {
         self.cacheBase = cacheBase
         self.workers = workers
@@ -46,6 +49,7 @@ public struct FetchdOptions: Sendable {
         self.node = node
         self.isWorker = isWorker
         self.ownRequestsOnly = ownRequestsOnly
+        self.hubCaches = hubCaches
         self.metrics = metrics
         self.maxRate = maxRate
         self.maxCacheSize = maxCacheSize
@@ -72,6 +76,8 @@ public enum FetchdProcess {
         sf_set_process_name(name)  // run by `speech`, it would show as speech in ps and pgrep
         var environment = base
         if let node = options.node { environment["SPEECH_FETCH_NODE"] = node }
+        // The supervisor's workers are started with this environment: they judge targets alike.
+        if !options.hubCaches.isEmpty { environment[RequestTargets.hubCachesVariable] = options.hubCaches.joined(separator: ":") }
         let cacheBase = options.cacheBase ?? HuggingFaceDownloader(environment: environment).defaultCacheBase
         let stop = StopSignal()
         stop.install()
