@@ -30,6 +30,9 @@ public struct Planner: Sendable {
     public func planRequests() {
         for request in spool.activeRequests() {
             if ownRequestsOnly && request.node != spool.owner.node { continue }
+            // The node that asked plans its request while it serves (woken by the request's
+            // arrival); the others only once it is gone.
+            if spool.servedElsewhere(request) { continue }
             if !spool.acceptsTarget(of: request) { continue }
             let directory = request.directory
             for file in request.files where !directory.isComplete(file) {

@@ -199,7 +199,9 @@ public struct Splicer: Sendable {
 
     /// Marks requests done when every file is final, failed when one of their files failed.
     public func settleRequests() {
-        for request in spool.activeRequests() {
+        // Another node's request is settled by that node while it serves (a failure recorded here
+        // bumps the generation, which wakes it).
+        for request in spool.activeRequests() where !spool.servedElsewhere(request) {
             if spool.targets?.cachedRefusal(request) != nil { continue }  // never written to (Planner fails it)
             let directory = request.directory
             var complete = true

@@ -248,6 +248,12 @@ public final class Spool: @unchecked Sendable {
         }
     }
 
+    /// True when `request` was made on another node whose supervisor serves: that node plans,
+    /// splices and settles it (a look at its heartbeat at most once per quarter lease).
+    public func servedElsewhere(_ request: SpoolRequest) -> Bool {
+        request.node != owner.node && supervisorServes(request.node, round: leaseRound())
+    }
+
     /// Forgets which requests were found settled (the generation moved: one may be asked again),
     /// and has the next look check that each remembered record is still the one parsed.
     public func forgetSettled() {
