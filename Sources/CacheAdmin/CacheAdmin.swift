@@ -5,6 +5,7 @@
 import Foundation
 import HubClient
 import ModelCache
+import SharedFiles
 import Spool
 import Transfer
 

@@ -3,6 +3,7 @@
 import Foundation
 import HubClient
 import ModelCache
+import SharedFiles
 import Spool
 
 /// What `rm` deleted.

@@ -2,6 +2,7 @@
 import Foundation
 import HubClient
 import ModelCache
+import SharedFiles
 import Spool
 
 /// Where a cached model stands.

@@ -5,6 +5,7 @@ import Digest
 import Foundation
 import HubClient
 import ModelCache
+import SharedFiles
 import Spool
 
 /// A file whose bytes are not what its manifest says.

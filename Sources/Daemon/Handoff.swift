@@ -4,6 +4,7 @@ import FileEvents
 import Foundation
 import HubClient
 import ModelCache
+import SharedFiles
 import Spool
 import Transfer
 

@@ -8,6 +8,7 @@
 // the waiter at once. The marker's mtime moves by less than the poll interval; nothing judges
 // it by age sooner.
 import Foundation
+import SharedFiles
 import Spool
 
 final class SettledLook: @unchecked Sendable {
@@ -25,8 +26,8 @@ final class SettledLook: @unchecked Sendable {
                 seen = generation
                 switch spool.state(of: id) {
                 case .active: continue
-                case .done: SpoolFS.touch(spool.layout.doneMarker(id))
-                case .failed: SpoolFS.touch(spool.layout.failedMarker(id))
+                case .done: SharedFS.touch(spool.layout.doneMarker(id))
+                case .failed: SharedFS.touch(spool.layout.failedMarker(id))
                 }
                 return
             }

@@ -3,6 +3,7 @@
 import FileEvents
 import Foundation
 import ModelCache
+import SharedFiles
 import Spool
 import Transfer
 

@@ -9,6 +9,7 @@
 // the repo folder (its scan looks at `snapshots/` and `refs/` only).
 import Foundation
 import HubClient
+import SharedFiles
 
 public enum HubCache {
     /// huggingface_hub's own order: `HF_HUB_CACHE`, `HUGGINGFACE_HUB_CACHE`, `HF_HOME/hub`,

@@ -5,9 +5,9 @@
 // (size, range size, commit, etag) is discarded together with the staging file.
 import CFileOps
 import Digest
-import FileEvents
 import Foundation
 import HubClient
+import SharedFiles
 
 /// What the sidecar (`ModelLayout.sidecarName`) records.
 public struct Sidecar: Codable, Sendable, Equatable {
@@ -126,7 +126,7 @@ public final class StagingFile: @unchecked Sendable {
         let asked = Sidecar(path: file.path, size: file.size, rangeSize: max(1, file.size > 0 ? min(rangeSize, file.size) : 1), commit: commit,
                              etag: file.sha256 ?? file.blobID, sha256: file.sha256, done: [], hashedBytes: 0, hashState: nil)
 
-        try StagingFile.makeDirectory(staging)
+        try ModelDirectory.makeDirectories(staging.path)
         var kept: Sidecar?
         var wanted = asked
         // A sidecar that cannot be read (a stale handle, EIO) is not a missing one: the progress
@@ -182,7 +182,7 @@ public final class StagingFile: @unchecked Sendable {
         let ranges = wanted.rangeSize
         // Heads recorded without a sync count only in the boot that wrote them: after a power
         // loss those bytes may be garbage.
-        let trusted = record.partialBoot == nil || record.partialBoot == StagingFile.bootID
+        let trusted = record.partialBoot == nil || record.partialBoot == BootIdentity.id
         // A head as long as its range is a range a killed process finished but had not yet
         // recorded after a sync (`persist`): done here, though not durable until the next sync.
         let finished = trusted ? Set((record.partial ?? []).filter { p in
@@ -221,13 +221,6 @@ public final class StagingFile: @unchecked Sendable {
     /// The done ranges of the last record written after a sync of the staging file.
     private var durableDone: [Int] = []
 
-    /// This boot's id (nil when unknown: every record then follows a sync).
-    static let bootID: String? = {
-        guard let text = try? String(contentsOfFile: "/proc/sys/kernel/random/boot_id", encoding: .utf8) else { return nil }
-        let id = text.trimmingCharacters(in: .whitespacesAndNewlines)
-        return id.isEmpty ? nil : id
-    }()
-
     deinit { close(fd) }
 
     public var doneRanges: Set<Int> { lock.withLock { Set(record.done) } }
@@ -239,14 +232,8 @@ public final class StagingFile: @unchecked Sendable {
 
     /// Writes bytes at a file offset (any thread; each range has one writer).
     public func write(_ bytes: UnsafeRawBufferPointer, at offset: Int64) throws {
-        var done = 0
-        while done < bytes.count {
-            let n = pwrite(fd, bytes.baseAddress! + done, bytes.count - done, off_t(offset + Int64(done)))
-            if n < 0 {
-                if errno == EINTR { continue }
-                throw CacheError.io(path: dataURL.path, operation: "write", errno: errno)
-            }
-            done += n
+        if let code = FileIO.writeAll(fd, bytes, at: offset) {
+            throw CacheError.io(path: dataURL.path, operation: "write", errno: code)
         }
     }
 
@@ -354,21 +341,15 @@ public final class StagingFile: @unchecked Sendable {
     func copyThroughMemory(from part: Int32, partPath: String, at start: Int64, to destination: Int64, count: Int64,
                            store: ((UnsafeRawBufferPointer, Int64) throws -> Void)? = nil,
                            each: (UnsafeRawBufferPointer) -> Void = { _ in }) throws {
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 16)
-        defer { buffer.deallocate() }
         var done: Int64 = 0
-        while done < count {
-            let n = pread(part, buffer.baseAddress, Int(min(Int64(buffer.count), count - done)), off_t(start + done))
-            if n < 0 {
-                if errno == EINTR { continue }
-                throw CacheError.io(path: partPath, operation: "read part", errno: errno)
-            }
-            if n == 0 { throw CacheError.io(path: partPath, operation: "read all \(start + count) bytes of part", errno: EAGAIN) }
-            let chunk = UnsafeRawBufferPointer(rebasing: buffer[0..<n])
+        let read = try FileIO.stream(part, from: start, to: start + count) { chunk in
             if let store { try store(chunk, destination + done) } else { try write(chunk, at: destination + done) }
             each(chunk)
-            done += Int64(n)
+            done += Int64(chunk.count)
+            return true
         }
+        if let code = read.errno { throw CacheError.io(path: partPath, operation: "read part", errno: code) }
+        if read.bytes < count { throw CacheError.io(path: partPath, operation: "read all \(start + count) bytes of part", errno: EAGAIN) }
     }
 
     public func markDone(_ index: Int) {
@@ -455,7 +436,7 @@ public final class StagingFile: @unchecked Sendable {
         }
         mergeRecorded(into: &snapshot)
         let durable = lock.withLock { durableDone }
-        let boot = unsyncedHeads ? StagingFile.bootID : nil
+        let boot = unsyncedHeads ? BootIdentity.id : nil
         if let boot, snapshot.done == durable, snapshot.partial != nil {
             snapshot.partialBoot = boot
             return try writeRecord(snapshot)
@@ -486,7 +467,7 @@ public final class StagingFile: @unchecked Sendable {
         encoder.outputFormatting = [.sortedKeys]
         let data = try encoder.encode(snapshot)
         do {
-            try AtomicFile.write(data, to: sidecarURL)
+            try CacheError.saying { try AtomicFile.write(data, to: sidecarURL) }
         } catch CacheError.io(_, _, let code) where DiskSpace.isFull(code) {
             // The disk is full: no room for the temp file. The sidecar's own block is already
             // allocated, so it is rewritten in place; a torn write (a crash right now) only makes
@@ -584,7 +565,7 @@ public final class StagingFile: @unchecked Sendable {
             try directory.installBlob(from: dataURL.path, file: file)
         } else {
             let target = directory.finalURL(file.path)
-            try StagingFile.makeDirectory(target.deletingLastPathComponent())
+            try ModelDirectory.makeDirectories(target.deletingLastPathComponent().path)
             guard rename(dataURL.path, target.path) == 0 else {
                 throw CacheError.io(path: target.path, operation: "rename into place", errno: errno)
             }
@@ -617,16 +598,6 @@ public final class StagingFile: @unchecked Sendable {
         var i = 0
         while done.contains(i) { i += 1 }
         return min(size, Int64(i) * rangeSize)
-    }
-
-    static func makeDirectory(_ url: URL) throws {
-        let path = url.path
-        if mkdir(path, 0o755) == 0 || errno == EEXIST { return }
-        if errno == ENOENT {
-            try makeDirectory(url.deletingLastPathComponent())
-            if mkdir(path, 0o755) == 0 || errno == EEXIST { return }
-        }
-        throw CacheError.io(path: path, operation: "create directory", errno: errno)
     }
 
     /// The sidecar of a repo path's staging file in a model directory.

@@ -3,6 +3,7 @@ import Daemon
 import Foundation
 import HubClient
 import ModelCache
+import SharedFiles
 import Spool
 import Synchronization
 import Transfer

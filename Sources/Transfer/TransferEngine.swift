@@ -11,6 +11,7 @@ import Curl
 import Foundation
 import HubClient
 import ModelCache
+import SharedFiles
 
 public final class TransferEngine: @unchecked Sendable {
     public let client: HubClient

@@ -3,6 +3,7 @@
 import Foundation
 import HubClient
 import ModelCache
+import SharedFiles
 
 extension TransferRun {
     func plan(_ files: [RepoFile]) throws {

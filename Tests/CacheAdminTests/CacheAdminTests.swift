@@ -5,6 +5,7 @@ import Digest
 import Foundation
 import HubClient
 import ModelCache
+import SharedFiles
 import SpeechFetch
 import Spool
 import TestHub

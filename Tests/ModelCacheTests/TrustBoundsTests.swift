@@ -5,6 +5,7 @@
 import Foundation
 import HubClient
 import ModelCache
+import SharedFiles
 import XCTest
 
 final class TrustBoundsTests: XCTestCase {

@@ -4,6 +4,7 @@
 // Another node's lock is broken only when a second look, a pause later, finds it expired too.
 import Foundation
 import ModelCache
+import SharedFiles
 import XCTest
 
 final class LockBreakTests: XCTestCase {

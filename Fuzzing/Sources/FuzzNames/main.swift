@@ -5,6 +5,7 @@ import FuzzSupport
 import Foundation
 import HubClient
 import ModelCache
+import SharedFiles
 import Spool
 
 let suffixes = [".lock", ".sidecar.json", ".lock.broken.1700000000", ".import.4242"]
