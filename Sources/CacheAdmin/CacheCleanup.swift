@@ -1,7 +1,7 @@
 // CacheCleanup - `speech cache rm` and `speech cache clean`: delete a model, or what crashed and
 // abandoned transfers left behind, never anything a live transfer still uses.
 import Foundation
-import HubClient
+import HubTypes
 import ModelCache
 import SharedFiles
 import Spool

@@ -1,6 +1,6 @@
 // CacheListing - `speech cache ls`: every model of a cache base, its size on disk, state and last use.
 import Foundation
-import HubClient
+import HubTypes
 import ModelCache
 import SharedFiles
 import Spool

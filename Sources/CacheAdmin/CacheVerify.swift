@@ -3,7 +3,7 @@
 // corrupt and ask the daemon for it again.
 import Digest
 import Foundation
-import HubClient
+import HubTypes
 import ModelCache
 import SharedFiles
 import Spool

@@ -10,7 +10,7 @@
 // opened read-only with O_NOATIME, and linking leaves their bytes and mtime as they were.
 import Digest
 import Foundation
-import HubClient
+import HubTypes
 import ModelCache
 import SharedFiles
 import Spool

@@ -2,7 +2,7 @@
 // adopt what a daemon left behind, start a daemon for `--detach`.
 import FileEvents
 import Foundation
-import HubClient
+import HubTypes
 import ModelCache
 import SharedFiles
 import Spool

@@ -3,6 +3,7 @@
 import FileEvents
 import Foundation
 import HubClient
+import HubTypes
 import ModelCache
 import SharedFiles
 import Spool

@@ -7,7 +7,7 @@
 // half-written blob. docs/protocol.md, "The huggingface_hub layout".
 import Digest
 import Foundation
-import HubClient
+import HubTypes
 import SharedFiles
 
 extension ModelDirectory {

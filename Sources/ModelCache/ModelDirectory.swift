@@ -1,7 +1,7 @@
 // ModelDirectory - one model's folder in the cache: final files, the manifest, completeness checks.
 import CFileOps
 import Foundation
-import HubClient
+import HubTypes
 import SharedFiles
 
 /// A model's directory. Final files sit at their repo paths; `.speech-fetch.json` records the

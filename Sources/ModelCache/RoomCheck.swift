@@ -1,7 +1,7 @@
 // RoomCheck - a download's room on disk: a file larger than the free space refused before any
 // byte is written, and a full disk said with what is still needed.
 import Foundation
-import HubClient
+import HubTypes
 import SharedFiles
 
 extension DiskSpace {

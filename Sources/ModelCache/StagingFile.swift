@@ -6,7 +6,7 @@
 import CFileOps
 import Digest
 import Foundation
-import HubClient
+import HubTypes
 import SharedFiles
 
 /// What the sidecar (`ModelLayout.sidecarName`) records.

@@ -2,6 +2,7 @@
 import Daemon
 import Foundation
 import HubClient
+import HubTypes
 import ModelCache
 import SharedFiles
 import Spool

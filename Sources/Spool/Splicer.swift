@@ -2,7 +2,6 @@
 // Any process may run it (supervisor, worker, waiter, a new caller): the staging lock makes
 // one of them the writer of a file at a time; the rest leave the parts for it.
 import Foundation
-import HubClient
 import ModelCache
 
 public enum SpliceOutcome: Sendable, Equatable {

@@ -1,7 +1,6 @@
 // Spool - the filesystem job queue one cache base shares between processes and nodes.
 // docs/protocol.md ("The spool") is the specification; every method below is one of its steps.
 import Foundation
-import HubClient
 import ModelCache
 import SharedFiles
 

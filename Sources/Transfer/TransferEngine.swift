@@ -10,6 +10,7 @@
 import Curl
 import Foundation
 import HubClient
+import HubTypes
 import ModelCache
 import SharedFiles
 

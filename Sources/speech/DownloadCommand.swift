@@ -3,6 +3,7 @@
 import CommandLineKit
 import Foundation
 import HubClient
+import HubTypes
 import ModelCache
 import SpeechFetch
 
@@ -304,7 +305,7 @@ enum DownloadCommand {
         }
         let message = Messages.describe(error, baseArgument: request.baseArgument, offlineBy: offlineBy, catalog: catalog)
         if request.json { emitJSON(["event": "error", "message": message]) }
-        if case HubError.invalidRepoID = error { speechProgram.fail(message, code: ExitCode.usage) }
+        if case RepoError.invalidRepoID = error { speechProgram.fail(message, code: ExitCode.usage) }
         speechProgram.fail(message)
     }
 

@@ -3,7 +3,7 @@
 import CacheAdmin
 import Digest
 import Foundation
-import HubClient
+import HubTypes
 import ModelCache
 import SharedFiles
 import SpeechFetch

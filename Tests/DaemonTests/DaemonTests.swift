@@ -3,7 +3,7 @@
 @testable import Daemon
 import Digest
 import Foundation
-import HubClient
+import HubTypes
 import ModelCache
 import SpeechFetch
 import Spool

@@ -4,7 +4,6 @@
 import CacheAdmin
 import Digest
 import Foundation
-import HubClient
 import ModelCache
 import SpeechFetch
 import TestHub

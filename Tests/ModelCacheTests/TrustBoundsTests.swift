@@ -3,7 +3,7 @@
 // is an error (not a holder to wait for), a snapshot's link loop ends its walk, an absolute
 // pointer is not a complete file, and planted folder links are refused.
 import Foundation
-import HubClient
+import HubTypes
 import ModelCache
 import SharedFiles
 import XCTest

@@ -2,6 +2,7 @@
 import Digest
 import Foundation
 import HubClient
+import HubTypes
 import ModelCache
 import SpeechFetch
 import TestHub

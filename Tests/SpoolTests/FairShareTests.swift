@@ -1,7 +1,7 @@
 // Whether a node's slot may claim one more ready range (`Spool.mayClaim`, issue 13): within its
 // share by count, and, at the end of a file, by the bytes its claims still have to come.
 import Foundation
-import HubClient
+import HubTypes
 import Spool
 import XCTest
 

@@ -3,7 +3,7 @@
 // second), and its judgement of a part's size (issue 13). Real files, in-process.
 import Digest
 import Foundation
-import HubClient
+import HubTypes
 import ModelCache
 import Spool
 import XCTest

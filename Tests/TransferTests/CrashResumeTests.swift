@@ -1,7 +1,7 @@
 // kill -9 of a real `speech download` process mid-transfer, then a resume that refetches at
 // most the ranges that were in flight.
 import Foundation
-import HubClient
+import HubTypes
 import ModelCache
 import SpeechFetch
 import TestHub

@@ -1,7 +1,6 @@
 // The download engine against the test Hub over real HTTP: layout, ranges, shards, resume, skips.
 import Digest
 import Foundation
-import HubClient
 import ModelCache
 import SpeechFetch
 import TestHub

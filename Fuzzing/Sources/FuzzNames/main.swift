@@ -3,7 +3,7 @@
 // staging entries grouped by `speech cache ls/clean`.
 import FuzzSupport
 import Foundation
-import HubClient
+import HubTypes
 import ModelCache
 import SharedFiles
 import Spool
