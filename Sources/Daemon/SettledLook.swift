@@ -8,7 +8,6 @@
 // the waiter at once. The marker's mtime moves by less than the poll interval; nothing judges
 // it by age sooner.
 import Foundation
-import SharedFiles
 import Spool
 
 final class SettledLook: @unchecked Sendable {
@@ -24,12 +23,7 @@ final class SettledLook: @unchecked Sendable {
                 let generation = spool.heldGenerationLook()  // an fstat of a held descriptor
                 if generation != nil && generation == seen { continue }
                 seen = generation
-                switch spool.state(of: id) {
-                case .active: continue
-                case .done: SharedFS.touch(spool.layout.doneMarker(id))
-                case .failed: SharedFS.touch(spool.layout.failedMarker(id))
-                }
-                return
+                if spool.touchSettledMarker(of: id) { return }
             }
         }.start()
     }

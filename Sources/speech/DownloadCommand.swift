@@ -1,6 +1,7 @@
 // DownloadCommand - `speech download` and `speech demo`: parse, run the downloader, print
 // progress and the result.
 import CommandLineKit
+import Daemon
 import Foundation
 import HubClient
 import HubTypes

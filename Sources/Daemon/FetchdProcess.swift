@@ -3,11 +3,11 @@
 // both `speech-fetchd` and `speech` (run as speech-fetchd, docs/architecture.md "Start-up")
 // call this, so every process of a node can run one executable file and share its pages.
 import CFileOps
-import Daemon
 import Digest
 import Foundation
 import HubClient
 import ModelCache
+import Transfer
 
 /// What one daemon process is to do.
 public struct FetchdOptions: Sendable {
@@ -62,7 +62,7 @@ public enum FetchdProcess {
         sf_set_process_name(name)  // run by `speech`, it would show as speech in ps and pgrep
         var environment = base
         if let node = options.node { environment["SPEECH_FETCH_NODE"] = node }
-        let cacheBase = options.cacheBase ?? HuggingFaceDownloader(environment: environment).defaultCacheBase
+        let cacheBase = options.cacheBase ?? CacheLocation.defaultBase(environment)
         let stop = StopSignal()
         stop.install()
         let role = options.isWorker ? "speech-fetchd[\(getpid())] worker" : "speech-fetchd[\(getpid())]"
