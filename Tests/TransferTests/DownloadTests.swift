@@ -90,15 +90,6 @@ final class DownloadTests: HubTestCase {
         XCTAssertEqual(log.count, 2, "only the revision and the tree: \(log)")
     }
 
-    func testGlobsCrossSlashesAndLiteralPathsMustExist() throws {
-        try makeRepo()
-        let result = try download(repo, include: ["*.json"])
-        XCTAssertEqual(Set(result.files), ["config.json", "tokenizer/vocab.json"])
-        XCTAssertThrowsError(try download(repo, include: ["nope.json"])) { error in
-            XCTAssertTrue("\(error)".contains("nope.json"), "\(error)")
-        }
-    }
-
     func testShardIndexDecidesWhichWeightsAreFetched() throws {
         try TestHub.generateRepo(root: root, repo: repo, files: [
             "model-00001-of-00002.safetensors": 1_500_000,
