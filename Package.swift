@@ -52,9 +52,9 @@ let package = Package(
         .target(name: "ModelCache", dependencies: ["HubTypes", "Digest", "CFileOps", "SharedFiles"]),
         .target(name: "Transfer", dependencies: ["Curl", "HubClient", "HubTypes", "ModelCache", "SharedFiles"]),
         .target(name: "Spool", dependencies: ["CFileOps", "Digest", "HubTypes", "ModelCache", "SharedFiles"]),
-        .target(name: "Daemon", dependencies: ["CFileOps", "Digest", "FileEvents", "HubClient", "HubTypes", "ModelCache", "SharedFiles", "Spool", "Transfer"]),
+        .target(name: "Daemon", dependencies: ["FileEvents", "HubClient", "HubTypes", "ModelCache", "SharedFiles", "Spool", "Transfer"]),
         .target(name: "CacheAdmin", dependencies: ["Digest", "HubTypes", "ModelCache", "SharedFiles", "Spool", "Transfer"]),
-        .target(name: "SpeechFetch", dependencies: ["Daemon", "Digest", "HubClient", "HubTypes", "ModelCache", "SharedFiles", "Spool", "Transfer"]),
+        .target(name: "SpeechFetch", dependencies: ["CacheAdmin", "CFileOps", "Daemon", "Digest", "HubClient", "HubTypes", "ModelCache", "SharedFiles", "Spool", "Transfer"]),
 
         // The local stand-in for the Hub (tests, demo, fidelity check).
         .target(name: "TestHub", dependencies: ["Digest"]),
@@ -65,7 +65,7 @@ let package = Package(
 
         // Thin executables: argument parsing and printing only.
         .executableTarget(name: "speech", dependencies: ["CommandLineKit", "SpeechFetch", "Daemon", "CacheAdmin", "HubClient", "HubTypes", "ModelCache", "FileEvents", "SharedFiles"]),
-        .executableTarget(name: "speech-fetchd", dependencies: ["CommandLineKit", "Daemon"]),
+        .executableTarget(name: "speech-fetchd", dependencies: ["CommandLineKit", "SpeechFetch"]),
         .executableTarget(name: "speech-testhub", dependencies: ["CommandLineKit", "TestHub"]),
 
         // The tests' shared fixtures (docs/architecture.md, "Tests"): a test Hub and a temp cache per

@@ -96,3 +96,13 @@ enum DiskScan {
         return "\(s / 86400) d"
     }
 }
+
+extension DiskScan {
+    /// Allocated bytes of `files`, each inode counted once (hard links within a model).
+    static func sizeOnDisk(_ files: [(path: String, facts: FileFacts)]) -> Int64 {
+        var seen = Set<[UInt64]>()
+        return files.reduce(Int64(0)) { sum, file in
+            seen.insert([file.facts.device, file.facts.inode]).inserted ? sum + file.facts.allocated : sum
+        }
+    }
+}

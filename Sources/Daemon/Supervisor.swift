@@ -45,6 +45,8 @@ public final class Supervisor: @unchecked Sendable {
     private var recentDeaths: [Date] = []
     /// Counters for `--metrics` (Metrics.swift), nil when nobody asks.
     public var metrics: DaemonMetrics?
+    /// `--max-cache-size`: the size cap's passes, nil without a cap.
+    public var cacheCap: CacheCap?
 
     /// - Parameters:
     ///   - workers: worker processes (default: enough for `HF_DOWNLOAD_RANGE_CONCURRENCY` ranges).
@@ -54,6 +56,7 @@ public final class Supervisor: @unchecked Sendable {
                 log: @escaping @Sendable (String) -> Void) throws {
         settings = DownloadSettings.fromEnvironment(environment)
         (spool, sharing) = try Spool.served(base: cacheBase, settings: settings)
+        spool.targets = RequestTargets.daemon(base: cacheBase, environment: environment)
         let slots = max(1, slots)
         self.slots = slots
         workerCount = max(1, workers ?? (settings.concurrency + slots - 1) / slots)
@@ -73,6 +76,9 @@ public final class Supervisor: @unchecked Sendable {
             guard pid > 0 else { throw SupervisorError.recordUnreadable(spool: spool.root, node: settings.node) }
             throw SupervisorError.alreadyServed(spool: spool.root, node: settings.node, pid: pid)
         }
+        spool.targets?.publish(in: spool)  // what callers of this node may hand over
+        let spoolGuard = SpoolGuard(spool: spool)
+        var stopped: SpoolTrustError?
         for node in spool.liveSupervisors() where node != settings.node {
             log("node \(node)'s speech-fetchd serves this spool too; both take jobs from it")
         }
@@ -95,6 +101,12 @@ public final class Supervisor: @unchecked Sendable {
         requestLog.metrics = metrics
         var lastGeneration: SpoolGeneration?? = .none
         var event = true
+        // A local event that only announced parts (this node's workers published them): they
+        // are spliced by the node that asked for their file, so only a node with a request of
+        // its own in flight looks (at parts/, not a full pass); parts of a node that is gone are
+        // the busy pace's orphan splice.
+        var partsOnly = false
+        let partsFolder = spool.layout.path(.parts)
         while !shouldStop() {
             let workersChanged = keepWorkers()
             let now = Date()
@@ -105,8 +117,15 @@ public final class Supervisor: @unchecked Sendable {
             lastGeneration = .some(generation)
             // A generation that moved, or a local event (a request planted or asked again here):
             // settled requests are judged again and remembered records checked.
-            if moved || event { spool.forgetSettled() }
-            var look = pace.due(now: now, changed: moved || event || workersChanged)
+            let changed = moved || (event && !partsOnly) || workersChanged
+            if changed { spool.forgetSettled() }
+            var look = pace.due(now: now, changed: changed)
+            if event && partsOnly && !look.full && pace.ownActive { look.splice = true }
+            if let reason = spoolGuard.look(safety: look.safety) {
+                stopped = reason
+                log("\(reason)")
+                break
+            }
             owners.forget()
             // This node splices the files it asked for: other nodes' workers publish their parts
             // unseen (no inotify across clients), so it looks at parts/ every half second while
@@ -140,13 +159,16 @@ public final class Supervisor: @unchecked Sendable {
                     log("node \(node)'s speech-fetchd has not been heard from for three leases; its record is retired")
                 }
             }
+            cacheCap?.look(now: now, finished: requestLog.takeFinished())
             if pace.beatDue(now: now) { spool.refreshHeartbeat(recheckPath: look.safety) }
             // Another node's change: this node's idle worker slots and waiters look again
             // (they sleep on the wake word and cost the file server nothing meanwhile).
             if moved { wakeWord?.wakeAll() }
             event = watcher?.wait(seconds: pace.sleep(poll: poll, now: Date())) ?? { sleep(1); return false }()
+            partsOnly = event && watcher?.takeChanged() == [partsFolder]
         }
         drain()
+        if let stopped { throw stopped }
     }
 
     /// Starts workers where some died; true when any died or started (a pass looks at once:
@@ -198,6 +220,8 @@ public final class Supervisor: @unchecked Sendable {
         for w in workers where w.isRunning { kill(w.processIdentifier, SIGKILL) }
         spool.revokeExpiredClaims()
         spool.retireSupervisor()
+        while cacheCap?.isRunning == true && Date() < deadline.addingTimeInterval(20) { usleep(20_000) }
+        RequestTargets.retract(in: spool)
         log("stopped")
     }
 }
@@ -300,7 +324,14 @@ final class SpliceOwners: @unchecked Sendable {
 struct RequestLog {
     private var open: [String: (since: Date, bytes: Int64)] = [:]
     private var settled: Set<String> = []
+    /// Requests of this node that finished since `takeFinished`.
+    private var finished = 0
     var metrics: DaemonMetrics?
+
+    mutating func takeFinished() -> Int {
+        defer { finished = 0 }
+        return finished
+    }
 
     mutating func look(spool: Spool, log: (String) -> Void) {
         for request in spool.requests() where !settled.contains(request.id) {
@@ -319,7 +350,9 @@ struct RequestLog {
             let seconds = String(format: "%.1f", Date().timeIntervalSince(seen.since))
             switch state {
             case .active: continue
-            case .done: log("done \(request.repo) (request \(request.id)): \(mebibytes(seen.bytes)) in \(seconds) s")
+            case .done:
+                log("done \(request.repo) (request \(request.id)): \(mebibytes(seen.bytes)) in \(seconds) s")
+                if request.node == spool.owner.node { finished += 1 }
             case .failed(let reason): log("failed \(request.repo) (request \(request.id)) after \(seconds) s: \(reason)")
             }
             if case .failed(let reason) = state {

@@ -48,6 +48,15 @@ public struct Splicer: Sendable {
     /// the embedded engine asks only for its tail (the part stays for a worker to adopt).
     @discardableResult
     public func splice(_ plan: PlannedFile, salvagingTempParts: Bool = false) -> SpliceOutcome {
+        if let refusal = spool.targets?.cachedRefusal(plan) {
+            // A plan pointing out of the cache (planted: a request that points there is never
+            // planned) is dropped when it is this node's, else left to its node.
+            if plan.node == spool.owner.node {
+                spool.recordFailure(plan.key, reason: refusal)
+                spool.dropPlan(plan)
+            }
+            return .failed(refusal)
+        }
         let directory = plan.directory
         if directory.isComplete(plan.file) {
             spool.dropPlan(plan)
@@ -74,6 +83,12 @@ public struct Splicer: Sendable {
             try record(pass, salvaged: salvaged)
             for part in pass.listed + pass.judged { unlink(part) }
             fetchAgain(plan, pass.reopened)
+            // The ranges just recorded leave room in the job window: the next ones are published
+            // (a file the window holds whole had every range published by its plan; a repair
+            // publishes its own few ranges).
+            if plan.rangeCount > JobWindow.size, pass.spliced > 0 || !pass.listed.isEmpty, !staging.isRepairing, !staging.isFullyDone {
+                JobWindow.refill(plan, spool: spool, done: staging.doneRanges)
+            }
             guard staging.isFullyDone else { return pass.spliced == 0 && pass.listed.isEmpty ? .nothing : .progressed }
             return finalize(plan, staging)
         } catch {
@@ -229,6 +244,7 @@ public struct Splicer: Sendable {
     /// Marks requests done when every file is final, failed when one of their files failed.
     public func settleRequests() {
         for request in spool.activeRequests() {
+            if spool.targets?.cachedRefusal(request) != nil { continue }  // never written to (Planner fails it)
             let directory = request.directory
             var complete = true
             for file in request.files where !directory.isComplete(file) {

@@ -58,6 +58,13 @@ public final class Spool: @unchecked Sendable {
     private let lock = NSLock()
     private var remembering = false
     private var settledIDs = Set<String>()
+    /// Plans read, with the inode they were read from (`lookPlan`).
+    private var planCache: [String: (plan: PlannedFile, identity: FileIdentity)] = [:]
+    /// The pid this node's supervisor record named at the last look (`anySupervisorServes`).
+    private var localSupervisor: Int32?
+    private var lastRetireLook = Date.distantPast
+    /// When each other node was last seen serving (`supervisorServes`).
+    private var servingSeen: [String: Date] = [:]
     /// Requests parsed once: a request's record never changes under its id (the id is a digest
     /// of its directory, commit and files). Entries whose id leaves `requests/` are dropped.
     private var parsedRequests: [String: (request: SpoolRequest, inode: UInt64)] = [:]
@@ -86,9 +93,15 @@ public final class Spool: @unchecked Sendable {
         self.lease = lease
         self.settle = settle
         judge = LeaseJudge(localNode: node, lease: lease, probe: layout.clockProbe)
-        try SpoolError.saying { try FileIO.makeDirectory(layout.root, mode: 0o700) }
-        for folder in SpoolLayout.Folder.allCases { try SpoolError.saying { try FileIO.makeDirectory(layout.path(folder), mode: 0o700) } }
+        try SpoolTrust.prepare(layout)  // 0700 (0770 for a shared group); refused if others can write it
     }
+
+    /// Where this spool's records may send the Hub's bytes (a daemon's processes set it); nil: not checked.
+    public var targets: RequestTargets? {
+        get { lock.withLock { allowedTargets } }
+        set { lock.withLock { allowedTargets = newValue } }
+    }
+    private var allowedTargets: RequestTargets?
 
     /// The spool of `base` when it has one (never created here).
     public static func existing(base: URL, node: String, lease: Double) -> Spool? {
@@ -343,6 +356,7 @@ public final class Spool: @unchecked Sendable {
             return nil
         }
         SharedFS.touch(target)  // its age in corrupt/ counts from now (`speech cache clean`)
+        bumpGeneration()  // a record set aside is work for a supervisor (a file to plan again)
         Spool.report("speech-fetch: spool: moved the unreadable record \(path) (\(reason)) to \(target)")
         return target
     }
@@ -367,9 +381,31 @@ public final class Spool: @unchecked Sendable {
     /// again from its sidecar).
     public func lookPlan(_ key: String) -> Lookup<PlannedFile> {
         let path = layout.plan(key)
+        // A plan is published once under its key (link(2)) and never rewritten: while the name
+        // still has the inode, size and mtime read last time, the plan is the one read (a stat,
+        // not an open, read and close: workers look at plans at every scan). A file planned anew
+        // under the same key is a new inode; a record damaged in place has a new mtime.
+        let seen = SharedFS.lstat(path)
+        switch seen {
+        case .found(let st):
+            if let cached = lock.withLock({ planCache[key] }), cached.identity == FileIdentity(st) { return .found(cached.plan) }
+        case .absent:
+            lock.withLock { planCache[key] = nil }
+            return .absent
+        case .unknown:
+            break
+        }
         switch SharedFS.read(path) {
         case .found(let data):
-            if let plan = Spool.decodePlan(data, key: key) { return .found(plan) }
+            if let plan = Spool.decodePlan(data, key: key) {
+                if case .found(let st) = seen {
+                    lock.withLock {
+                        if planCache.count >= 256 { planCache.removeAll() }
+                        planCache[key] = (plan, FileIdentity(st))
+                    }
+                }
+                return .found(plan)
+            }
             quarantine(path, reason: data.isEmpty ? "empty" : "\(data.count) bytes that do not parse",
                        stillCorrupt: { Spool.decodePlan($0, key: key) == nil })
             return .unknown(EINVAL)
@@ -427,8 +463,11 @@ public final class Spool: @unchecked Sendable {
     public func lookReadyJobs() -> [String]? { SharedFS.names(layout.path(.ready)) }
 
     /// Claims a ready job by renaming it to `claimed/<job>@<node>@<pid>`; nil when someone else won.
-    public func claim(_ name: String) -> ClaimedJob? {
-        guard let (key, index) = PlannedFile.parseJob(name), let plan = plannedFile(key) else { return nil }
+    /// `plan` is the job's plan when the caller read it already (a scan reads each file's plan
+    /// once): it is not read again for every job tried.
+    public func claim(_ name: String, plan known: PlannedFile? = nil) -> ClaimedJob? {
+        guard let (key, index) = PlannedFile.parseJob(name), let plan = known?.key == key ? known : plannedFile(key),
+              targets?.cachedRefusal(plan) == nil else { return nil }
         let path = layout.claim(name, by: owner)
         // Fresh mtime before the rename: a claim is never seen with its planning-time age.
         guard SharedFS.touch(layout.ready(name)), rename(layout.ready(name), path) == 0 else { return nil }
@@ -532,16 +571,21 @@ public final class Spool: @unchecked Sendable {
 
     /// `laggingClaim`, and whether another node holds claims at all (while one does, an idle slot
     /// looks again after a while: a claim may stall; once none does, it sleeps until woken).
-    public func endgameLook(stalledAfter: Double = 2) -> (lagging: LaggingClaim?, othersHoldClaims: Bool, mine: Int) {
-        guard let claims = self.claims(), !claims.isEmpty else { return (nil, false, 0) }
+    /// `holders`: the nodes holding claims. With `lookFurther` false (this node is not one of the
+    /// few that race: `EndgameLookers`) the look ends at the claims' listing.
+    public func endgameLook(stalledAfter: Double = 2, lookFurther: (Set<String>) -> Bool = { _ in true })
+        -> (lagging: LaggingClaim?, othersHoldClaims: Bool, mine: Int, holders: Set<String>) {
+        guard let claims = self.claims(), !claims.isEmpty else { return (nil, false, 0, []) }
+        let holders = Set(claims.map(\.holder.node))
         let others = claims.contains { $0.holder.node != owner.node }
         let held = claims.filter { $0.holder.node == owner.node }.count
         guard others else {
             growth.forget(except: [])
-            return (nil, false, held)
+            return (nil, false, held, holders)
         }
+        guard lookFurther(holders) else { return (nil, true, held, holders) }
         guard let raced = SharedFS.names(layout.path(.endgame)).map(Set.init),
-              let temps = SharedFS.names(layout.path(.tmp)) else { return (nil, true, held) }
+              let temps = SharedFS.names(layout.path(.tmp)) else { return (nil, true, held, holders) }
         var perNode: [String: Int] = [:]
         for claim in claims { perNode[claim.holder.node, default: 0] += 1 }
         let mine = perNode[owner.node] ?? 0
@@ -582,7 +626,7 @@ public final class Spool: @unchecked Sendable {
                                 remaining: remaining)
         }
         growth.forget(except: Set(claims.map(\.name)))
-        return (best, true, held)
+        return (best, true, held, holders)
     }
 
     /// Whether a duplicate of a claim with `remaining` of its `length` bytes to come would be
@@ -703,7 +747,7 @@ public final class Spool: @unchecked Sendable {
     public func hasOrphanParts(olderThan seconds: Double, supervised: Bool? = nil) -> Bool {
         let parts = (SharedFS.names(layout.path(.parts)) ?? []).compactMap(SpoolLayout.partJob)
         guard !parts.isEmpty else { return false }
-        if !(supervised ?? !liveSupervisors().isEmpty) { return true }
+        if !(supervised ?? anySupervisorServes()) { return true }
         guard let now = serverNow() else { return false }
         return parts.contains { now - (SharedFS.mtime(layout.part($0)).value ?? now) > seconds }
     }
@@ -909,25 +953,58 @@ public final class Spool: @unchecked Sendable {
         return !LeaseJudge.processRunning(pid)
     }
 
+    /// True when some supervisor serves the spool (`liveSupervisors` is not empty), with this
+    /// node's own looked at first: while the pid its record named is running, that answers
+    /// with no look at the spool (a waiter asks every poll; a look at every node's record
+    /// grew with the nodes).
+    public func anySupervisorServes() -> Bool {
+        if let pid = lock.withLock({ localSupervisor }), LeaseJudge.processRunning(pid) { return true }
+        let pid = supervisorPID(of: owner.node)
+        lock.withLock { localSupervisor = pid }
+        if let pid, LeaseJudge.processRunning(pid) { return true }
+        return !liveSupervisors().isEmpty
+    }
+
     /// True unless another node's supervisor is positively gone: its record absent, or its
     /// heartbeat older than the lease (unknown counts as serving: never acted on).
+    /// A node seen serving is taken to serve for the next quarter lease without another look
+    /// (its heartbeat is a touch every lease/4): a pass over many plans, parts and claims of
+    /// many nodes costs one look per node and quarter lease, not one per pass. Gone is never
+    /// remembered: it is what lets a caller act.
     public func supervisorServes(_ node: String, round: LeaseRound) -> Bool {
+        let now = Date()
+        if let seen = lock.withLock({ servingSeen[node] }), now.timeIntervalSince(seen) < max(0.25, lease / 4) { return true }
         let mtime = SharedFS.mtime(layout.supervisor(node))
         if mtime.isAbsent { return false }
-        return round.age(mtime) != .expired
+        let serves = round.age(mtime) != .expired
+        lock.withLock {
+            if serves { servingSeen[node] = now } else { servingSeen[node] = nil }
+        }
+        return serves
     }
 
     /// How many nodes have a supervisor record (a listing, no look at each record): what a
     /// worker splits the outstanding ranges by. A dead node's record counts until a supervisor's
     /// safety pass retires it (`retireDeadSupervisors`).
-    public func supervisorRecordCount() -> Int? {
-        SharedFS.names(layout.path(.supervisors)).map { names in names.filter { !$0.hasPrefix(".") }.count }
+    public func supervisorRecordCount() -> Int? { supervisorRecordNames()?.count }
+
+    /// The nodes that have a supervisor record (a listing, no look at each); nil when unlistable.
+    public func supervisorRecordNames() -> [String]? {
+        SharedFS.names(layout.path(.supervisors)).map { names in names.filter { !$0.hasPrefix(".") } }
     }
 
     /// Removes the records of other nodes whose heartbeat the lease judge calls expired three
     /// leases over (the node is gone; it writes its record again if it comes back). Returns them.
     @discardableResult
     public func retireDeadSupervisors() -> [String] {
+        // Every record is looked at (one stat each): at most once per lease, whatever asks,
+        // so a busy node's cost does not grow with the nodes.
+        let now = Date()
+        guard lock.withLock({
+            guard now.timeIntervalSince(lastRetireLook) >= lease else { return false }
+            lastRetireLook = now
+            return true
+        }) else { return [] }
         let round = leaseRound()
         var retired: [String] = []
         for node in SharedFS.names(layout.path(.supervisors)) ?? [] where !node.hasPrefix(".") && node != owner.node {
@@ -985,5 +1062,22 @@ final class ClaimGrowth: @unchecked Sendable {
 
     func forget(except live: Set<String>) {
         lock.withLock { seen = seen.filter { live.contains($0.key) } }
+    }
+}
+
+/// What tells one version of a file from another without reading it: inode, size and mtime.
+struct FileIdentity: Equatable {
+    let inode: UInt64
+    let size: Int64
+    let mtime: timespec
+
+    init(_ st: stat) {
+        inode = UInt64(st.st_ino)
+        size = Int64(st.st_size)
+        mtime = st.st_mtim
+    }
+
+    static func == (a: FileIdentity, b: FileIdentity) -> Bool {
+        a.inode == b.inode && a.size == b.size && a.mtime.tv_sec == b.mtime.tv_sec && a.mtime.tv_nsec == b.mtime.tv_nsec
     }
 }

@@ -4,10 +4,10 @@
 // callers, the supervisor and its workers all run one executable file and share its pages
 // instead of each binary's pages being counted against its own processes (docs/architecture.md,
 // "Start-up"). Without a `speech` beside it, or when that cannot be run, it runs the daemon
-// itself: the same code (Daemon.FetchdProcess).
+// itself: the same code (SpeechFetch.FetchdProcess).
 import CommandLineKit
 import Foundation
-import Daemon
+import SpeechFetch
 
 let words = Array(CommandLine.arguments.dropFirst())
 let arguments = FetchdCommandLine.parse(words)  // help, version and usage errors end here
@@ -24,6 +24,7 @@ if access(speech, X_OK) == 0 {
 }
 FetchdCommandLine.serve(arguments) { parsed in
     try FetchdProcess.run(FetchdOptions(cacheBase: parsed.cacheBase.map { URL(fileURLWithPath: $0) }, workers: parsed.workers, slots: parsed.slots,
-                                        node: parsed.node, isWorker: parsed.isWorker, ownRequestsOnly: parsed.ownRequests,
-                                        metrics: parsed.metrics, maxRate: parsed.maxRate, build: parsed.metrics == nil ? [] : FetchdCommandLine.buildLabels), executable: me)
+                                        node: parsed.node, isWorker: parsed.isWorker, ownRequestsOnly: parsed.ownRequests, hubCaches: parsed.hubCaches,
+                                        metrics: parsed.metrics, maxRate: parsed.maxRate, maxCacheSize: parsed.maxCacheSize, cacheGrace: parsed.cacheGrace,
+                                            capHubCache: parsed.capHubCache.map { URL(fileURLWithPath: $0) }, build: parsed.metrics == nil ? [] : FetchdCommandLine.buildLabels), executable: me)
 }

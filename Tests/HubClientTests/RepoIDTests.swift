@@ -1,5 +1,4 @@
 // RepoIDTests - repo ids and server-supplied paths are validated before they name anything on disk.
-import HubClient
 import HubTypes
 import XCTest
 

@@ -137,6 +137,30 @@ final class HostileHubTests: DaemonTestCase {
         XCTAssertFalse(FileManager.default.fileExists(atPath: modelDir("hostile/big-short").appendingPathComponent("big.bin").path))
     }
 
+    /// Under the daemon, a file of 1,024 ranges whose every range comes back empty: its plan
+    /// publishes a window of jobs (8 here), never one per range, and the download fails naming it.
+    func testUnderTheDaemonAFileOfManyFailingRangesPublishesOnlyItsJobWindow() throws {
+        let extra = ["HF_DOWNLOAD_RANGE_CHUNK": "\(64 << 10)", "SPEECH_FETCH_JOB_WINDOW": "8", "SPEECH_FETCH_RETRY_ATTEMPTS": "3"]
+        try startDaemon(workers: 2, slots: 2, environment: environment(endpoint: hostileURL, extra: extra))
+        let (p, _, err) = try launch(speechBinary, ["download", "hostile/big-short", "--cache-base", cacheBase.path],
+                                     environment: environment(endpoint: hostileURL, extra: extra), hint: "big-short")
+        var most = 0
+        let ended = waitUntil(timeout: 30) {
+            // By job name: a job claimed between the two listings is in both, and counts once.
+            let claimed = self.names("jobs/claimed").map { String($0.prefix { $0 != "@" }) }
+            most = max(most, Set(self.names("jobs/ready") + claimed).count)
+            return !p.isRunning
+        }
+        XCTAssertTrue(ended, "the download ends")
+        XCTAssertEqual(p.terminationStatus, 1, contents(err))
+        XCTAssertTrue(contents(err).contains("big.bin"), contents(err))
+        XCTAssertGreaterThan(most, 0, "jobs were seen")
+        XCTAssertLessThanOrEqual(most, 8, "at most the window of jobs at once, of 1,024 ranges")
+        XCTAssertLessThanOrEqual(try requests("big-short"), 3 + 8 * 3, "the window's ranges were tried, not every range")
+        XCTAssertEqual(names("plans"), [], "the failed file's plan is gone")
+        XCTAssertEqual(names("jobs/ready"), [], "and its jobs")
+    }
+
     func testAContentLengthLieIsRefusedAndNoCorruptFileIsVisible() {
         assertFails("length-lie", within: 10, saying: ["Content-Length"])
         XCTAssertFalse(FileManager.default.fileExists(atPath: modelDir("hostile/length-lie").appendingPathComponent("file.txt").path))
