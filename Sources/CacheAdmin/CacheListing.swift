@@ -1,7 +1,8 @@
 // CacheListing - `speech cache ls`: every model of a cache base, its size on disk, state and last use.
 import Foundation
-import HubClient
+import HubTypes
 import ModelCache
+import SharedFiles
 import Spool
 
 /// Where a cached model stands.

@@ -2,8 +2,9 @@
 // file `<base>/pins/<org>/<name>`, so every node sharing the cache base sees it, and it outlives
 // the model directory (a model may be pinned before it is downloaded).
 import Foundation
-import HubClient
+import HubTypes
 import ModelCache
+import SharedFiles
 
 extension CacheAdmin {
     /// `<base>/pins`: one empty file per pinned repo, `<org>/<name>`.

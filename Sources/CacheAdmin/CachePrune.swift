@@ -5,8 +5,9 @@
 // `<base>/models/.evicted/` first and deleted only once the grace period has passed
 // (docs/cache-and-offline.md, "Size cap"; docs/cluster.md).
 import Foundation
-import HubClient
+import HubTypes
 import ModelCache
+import SharedFiles
 import Spool
 
 /// What one prune pass is to do.

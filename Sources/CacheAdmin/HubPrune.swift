@@ -4,8 +4,9 @@
 // `<repo folder>/.speech-fetch-evicted/` (huggingface_hub reads only the repo's `blobs/`,
 // `snapshots/` and `refs/`), its blobs follow it, and the refs naming its commit are removed.
 import Foundation
-import HubClient
+import HubTypes
 import ModelCache
+import SharedFiles
 
 extension CacheAdmin {
     /// `<repo folder>/.speech-fetch-evicted`: a huggingface_hub repo's evicted revisions.

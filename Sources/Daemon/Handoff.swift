@@ -2,8 +2,9 @@
 // adopt what a daemon left behind, start a daemon for `--detach`.
 import FileEvents
 import Foundation
-import HubClient
+import HubTypes
 import ModelCache
+import SharedFiles
 import Spool
 import Transfer
 
@@ -18,14 +19,16 @@ public struct StartedDaemon: Sendable, Equatable {
 public struct Handoff: Sendable {
     public let spool: Spool
     let settings: DownloadSettings
+    let sharing: SpoolSharing
     let environment: [String: String]
 
     /// The hand-off for the spool of a cache base, or nil when the spool cannot be made there
     /// (callers with only a `cacheDir` use the default base's spool).
     public init?(base: URL, settings: DownloadSettings, environment: [String: String]) {
-        guard let spool = try? Spool.served(base: base, settings: settings) else { return nil }
-        spool.targets = RequestTargets.published(by: spool)
-        self.spool = spool
+        guard let served = try? Spool.served(base: base, settings: settings) else { return nil }
+        served.spool.targets = RequestTargets.published(by: served.spool)
+        spool = served.spool
+        sharing = served.sharing
         self.settings = settings
         self.environment = environment
     }
@@ -84,11 +87,8 @@ public struct Handoff: Sendable {
         // grow with the ranges (each look lists parts/ and reads the sidecars).
         let folders: [SpoolLayout.Folder] = [.done, .failed] + (takesOver ? [.supervisors] : [])
         for folder in folders { watcher?.watch(spool.layout.path(folder)) }
-        // The full pass (orphans, supervisor liveness): every 2 s where inotify sees every writer;
-        // the cluster poll interval where other nodes write unseen, or where this process has no
-        // inotify instance and sleeps on the wake word (at least 2 s there).
-        let interval = Int(settings.pollInterval.rounded())
-        let poll = FilesystemKind.inotifySeesAllWriters(spool.root) ? (watcher != nil ? 2 : max(2, interval)) : max(1, interval)
+        // The full pass (orphans, supervisor liveness): `SpoolSharing.waiterPoll`.
+        let poll = sharing.waiterPoll(watching: watcher != nil)
         let directory = request.directory
         let splicer = Splicer(spool: spool)
         let deadline = timeout.map { Date().addingTimeInterval($0) }
@@ -99,8 +99,7 @@ public struct Handoff: Sendable {
         var rate = RateMeter()
         let wakeWord = watcher == nil ? spool.wakeWord() : nil  // without inotify, sleep on the word
         // Another node's marker wakes this waiter within a quarter poll interval, not a whole one.
-        let look = watcher != nil && !FilesystemKind.inotifySeesAllWriters(spool.root)
-            ? SettledLook(spool: spool, id: request.id, every: max(0.05, settings.pollInterval / 4)) : nil
+        let look = sharing.settledLookInterval(watching: watcher != nil).map { SettledLook(spool: spool, id: request.id, every: $0) }
         defer { look?.stop() }
         while true {
             // The markers first (two access(2) calls): a wake-up that finds the request settled

@@ -2,7 +2,7 @@
 // into range jobs (under each file's staging lock, from what its sidecar already holds), and
 // repairs jobs lost to a planner or splicer that died half way.
 import Foundation
-import HubClient
+import HubTypes
 import ModelCache
 import Spool
 

@@ -6,6 +6,7 @@
 import FileEvents
 import Foundation
 import ModelCache
+import SharedFiles
 import Spool
 
 final class SpoolGuard: @unchecked Sendable {

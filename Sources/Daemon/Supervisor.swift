@@ -3,6 +3,7 @@
 import FileEvents
 import Foundation
 import ModelCache
+import SharedFiles
 import Spool
 import Transfer
 
@@ -28,6 +29,7 @@ public enum SupervisorError: Error, Sendable, CustomStringConvertible {
 public final class Supervisor: @unchecked Sendable {
     public let spool: Spool
     let settings: DownloadSettings
+    let sharing: SpoolSharing
     let workerCount: Int
     /// Ranges each worker process transfers at once.
     let slots: Int
@@ -53,7 +55,7 @@ public final class Supervisor: @unchecked Sendable {
                 environment: [String: String] = ProcessInfo.processInfo.environment,
                 log: @escaping @Sendable (String) -> Void) throws {
         settings = DownloadSettings.fromEnvironment(environment)
-        spool = try Spool.served(base: cacheBase, settings: settings)
+        (spool, sharing) = try Spool.served(base: cacheBase, settings: settings)
         spool.targets = RequestTargets.daemon(base: cacheBase, environment: environment)
         let slots = max(1, slots)
         self.slots = slots
@@ -88,8 +90,7 @@ public final class Supervisor: @unchecked Sendable {
         // generation per poll (docs/protocol.md, "Change-driven wake-ups").
         let watcher = DirectoryWatcher.shared
         for folder in [SpoolLayout.Folder.requests, .parts, .failures] { watcher?.watch(spool.layout.path(folder), arrivalsOnly: true) }
-        let local = FilesystemKind.inotifySeesAllWriters(spool.root)
-        let poll = local ? 1.0 : max(0.2, settings.pollInterval)
+        let poll = sharing.supervisorPoll
         let planner = Planner(spool: spool, rangeSize: settings.rangeSize, ownRequestsOnly: ownRequestsOnly, metrics: metrics)
         let splicer = Splicer(spool: spool)
         let wakeWord = spool.wakeWord()
@@ -222,22 +223,6 @@ public final class Supervisor: @unchecked Sendable {
         while cacheCap?.isRunning == true && Date() < deadline.addingTimeInterval(20) { usleep(20_000) }
         RequestTargets.retract(in: spool)
         log("stopped")
-    }
-}
-
-extension Spool {
-    /// Seconds a client of a filesystem that caches names and attributes (NFS with
-    /// `actimeo=1`, GlusterFS's and bindfs's FUSE mounts with a 1 s entry and attribute timeout)
-    /// may still serve a renamed-over file's old content, with a margin (docs/cluster.md).
-    static let networkSettle = 2.0
-
-    /// The spool of a cache base as a node's daemon and its callers use it: on a filesystem where
-    /// inotify cannot see other clients' writes (their caches can be stale too), a splicer writes
-    /// a sidecar only `networkSettle` seconds after it took the file's lock (`Spool.settle`).
-    static func served(base: URL, settings: DownloadSettings) throws -> Spool {
-        let spool = try Spool(base: base, node: settings.node, lease: settings.lease)  // makes the folders statfs looks at
-        if FilesystemKind.inotifySeesAllWriters(spool.root) { return spool }
-        return try Spool(base: base, node: settings.node, lease: settings.lease, settle: networkSettle)
     }
 }
 

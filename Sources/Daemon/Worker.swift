@@ -3,12 +3,15 @@
 import FileEvents
 import Foundation
 import HubClient
+import HubTypes
 import ModelCache
+import SharedFiles
 import Spool
 import Transfer
 
 public final class Worker: @unchecked Sendable {
     public let spool: Spool
+    let sharing: SpoolSharing
     /// One fetcher per slot: each slot transfers one range at a time on its own connection.
     let fetchers: [RangeFetch]
     let settings: DownloadSettings
@@ -37,7 +40,7 @@ public final class Worker: @unchecked Sendable {
         timedEndgameLooks = environment[Worker.endgameLookerVariable].map { $0 == "1" } ?? true
         let settings = DownloadSettings.fromEnvironment(environment)
         self.settings = settings
-        spool = try Spool.served(base: cacheBase, settings: settings)
+        (spool, sharing) = try Spool.served(base: cacheBase, settings: settings)
         spool.targets = RequestTargets.daemon(base: cacheBase, environment: environment)
         // Workers use the credential of the node they run on, never one from the spool.
         let client = HubClient.fromEnvironment(environment, retry: settings.retry, stallTimeout: settings.stallTimeout)
@@ -49,7 +52,7 @@ public final class Worker: @unchecked Sendable {
     public func run(shouldStop: @escaping @Sendable () -> Bool) {
         let parent = getppid()
         let done: @Sendable () -> Bool = { shouldStop() || getppid() != parent }
-        let poll = FilesystemKind.inotifySeesAllWriters(spool.root) ? 2 : max(1, Int(settings.pollInterval.rounded()))
+        let poll = sharing.workerPoll
         let wakeup = self.wakeup
         // One thread sleeps on inotify (libinotifytools allows one watcher per process) and
         // wakes the idle slots. Jobs become claimable when their plan is published (after the
@@ -341,9 +344,7 @@ public final class Worker: @unchecked Sendable {
             let log = self.log
             publisher.async {
                 do {
-                    try SpoolFS.syncFile(temp)
-                    spool.refresh(claim)
-                    let won = try spool.publishPart(temp, for: claim)
+                    let won = try spool.syncAndPublishPart(temp, for: claim)
                     self.wakeup.broadcast(shareOnly: true)
                     let bytes = range.end - range.start + 1
                     if claim.duplicateOf != nil {
@@ -353,17 +354,17 @@ public final class Worker: @unchecked Sendable {
                     }
                 } catch {
                     log("\(plan.file.path) part \(claim.index): \(error); the range will be fetched again")
-                    unlink(temp)
+                    spool.discardPart(temp)
                     spool.unclaim(claim)
                 }
             }
         } catch is CancellationError {
             if claim.duplicateOf != nil {
-                unlink(temp)
-                unlink(claim.path)
+                spool.discardPart(temp)
+                spool.dropClaim(claim)
                 if revoked { log("endgame: \(plan.file.path) part \(claim.index) published by its claimant first; the duplicate stopped") }
             } else if revoked {
-                unlink(temp)  // another claimant has the range now
+                spool.discardPart(temp)  // another claimant has the range now
             } else {
                 // Stopping (drained, or the supervisor is gone): the part stays for the next
                 // claimant, or a caller taking over, to adopt once this process has exited.
@@ -373,24 +374,24 @@ public final class Worker: @unchecked Sendable {
             // A full disk is not a pause: the request fails saying what is needed and what is
             // free (as the embedded engine does), the staged bytes stay, and asking again (the
             // same command, once there is room) clears the failure and resumes from the sidecar.
-            unlink(temp)
+            spool.discardPart(temp)
             let full = DiskSpace.explain(error, directory: plan.directory, needed: stillNeeded(plan), staged: [plan.file.path])
             log("\(plan.repo)/\(plan.file.path) bytes \(range.start)-\(range.end): \(full)")
             spool.recordFailure(plan.key, reason: "\(full)")
-            unlink(claim.path)
+            spool.dropClaim(claim)
             spool.dropPlan(plan)
             Splicer(spool: spool).settleRequests()
         } catch let error as CacheError {
             // A local problem (I/O): the range is not at fault. Give it back and pause.
-            unlink(temp)
+            spool.discardPart(temp)
             log("\(plan.repo)/\(plan.file.path) bytes \(range.start)-\(range.end): \(error); giving the range back")
             spool.unclaim(claim)
             Sleep.seconds(2, unless: shouldStop)
         } catch {
-            unlink(temp)
+            spool.discardPart(temp)
             log("\(plan.repo)/\(plan.file.path) bytes \(range.start)-\(range.end): \(error)")
             spool.recordFailure(plan.key, reason: "\(error)")
-            unlink(claim.path)
+            spool.dropClaim(claim)
             spool.dropPlan(plan)
             Splicer(spool: spool).settleRequests()
         }

@@ -3,6 +3,7 @@
 // when the marker is older than an hour, so a cache on a file server sees at most one metadata
 // write per model per hour, never one per load (docs/cache-and-offline.md, "Size cap").
 import Foundation
+import SharedFiles
 
 extension ModelLayout {
     /// The marker whose mtime records a model's last load (`<model dir>/.speech-fetch-used`).

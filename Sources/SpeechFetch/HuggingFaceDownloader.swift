@@ -2,7 +2,9 @@
 import Daemon
 import Foundation
 import HubClient
+import HubTypes
 import ModelCache
+import SharedFiles
 import Spool
 import Synchronization
 import Transfer

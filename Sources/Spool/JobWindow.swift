@@ -4,6 +4,7 @@
 // a window of job files, not one per range. A range outside the window is not lost: it is
 // published when the window has room, by the splicer or by the repair of lost jobs.
 import Foundation
+import SharedFiles
 
 public enum JobWindow {
     /// Ranges of one file in flight at most (ready, claimed, or published as a part not yet
@@ -28,7 +29,7 @@ public enum JobWindow {
         var ranges = Set<Int>()
         for job in ready where job.hasPrefix(prefix) { if let (_, i) = PlannedFile.parseJob(job) { ranges.insert(i) } }
         for job in claimed where job.hasPrefix(prefix) { if let (_, i) = PlannedFile.parseJob(job) { ranges.insert(i) } }
-        guard let parts = SpoolFS.listing(spool.layout.path(.parts)) else { return nil }
+        guard let parts = SharedFS.names(spool.layout.path(.parts)) else { return nil }
         for name in parts where name.hasPrefix(prefix) {
             if let job = SpoolLayout.partJob(name), let (_, i) = PlannedFile.parseJob(job) { ranges.insert(i) }
         }

@@ -1,8 +1,8 @@
 // Spool - the filesystem job queue one cache base shares between processes and nodes.
 // docs/protocol.md ("The spool") is the specification; every method below is one of its steps.
 import Foundation
-import HubClient
 import ModelCache
+import SharedFiles
 
 public enum RequestState: Sendable, Equatable {
     case active
@@ -134,7 +134,7 @@ public final class Spool: @unchecked Sendable {
     public func bumpGeneration() {
         let path = layout.generation
         if SharedFS.touch(path) { return }
-        guard SpoolFS.exists(path) == false else { return }
+        guard SharedFS.exists(path) == false else { return }
         let fd = open(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
         if fd >= 0 { close(fd) }
         _ = SharedFS.touch(path)
@@ -182,7 +182,7 @@ public final class Spool: @unchecked Sendable {
             // the request becomes the newest (its mtime) for waiters choosing among a repo's.
             unlink(layout.failedMarker(request.id))
             unlink(layout.doneMarker(request.id))
-            SpoolFS.touch(target)
+            SharedFS.touch(target)
         }
         bumpGeneration()
         return fresh
@@ -204,7 +204,7 @@ public final class Spool: @unchecked Sendable {
     /// log line) instead of being skipped on every pass while its callers wait for it.
     public func requests() -> [SpoolRequest] {
         let memo = lock.withLock { passRequestIDs }
-        let ids = memo ?? SpoolFS.list(layout.path(.requests)).compactMap(SpoolLayout.recordID)
+        let ids = memo ?? (SharedFS.names(layout.path(.requests)) ?? []).compactMap(SpoolLayout.recordID)
         var (known, check) = lock.withLock {
             if inPass { passRequestIDs = ids }
             parsedRequests = parsedRequests.filter { ids.contains($0.key) }
@@ -265,10 +265,10 @@ public final class Spool: @unchecked Sendable {
 
     /// True while a request's record is in `requests/` (it is gone when moved to `corrupt/`).
     /// False only when the request's file is positively absent (an unreadable one may be there).
-    public func hasRequest(_ id: String) -> Bool { SpoolFS.exists(layout.request(id)) != false }
+    public func hasRequest(_ id: String) -> Bool { SharedFS.exists(layout.request(id)) != false }
 
     /// When a request was last asked for (its file's mtime), for picking a repo's newest one.
-    public func lastAsked(_ id: String) -> Double { SpoolFS.mtime(layout.request(id)) ?? 0 }
+    public func lastAsked(_ id: String) -> Double { SharedFS.mtime(layout.request(id)).value ?? 0 }
 
     /// Done, failed (with the reason) or active. A failure marker that cannot be read now (a
     /// network filesystem's ESTALE, a rename racing us) is looked at again later: the request
@@ -277,7 +277,7 @@ public final class Spool: @unchecked Sendable {
     /// are final), never reported as failed without a reason.
     public func state(of id: String) -> RequestState {
         let failed = layout.failedMarker(id)
-        if SpoolFS.exists(failed) == true {
+        if SharedFS.exists(failed) == true {
             switch readRecord(failed, decode: Spool.decodeReason) {
             case .record(let reason): return .failed(reason)
             case .corrupt(let why):
@@ -286,7 +286,7 @@ public final class Spool: @unchecked Sendable {
                 return .active
             }
         }
-        return SpoolFS.exists(layout.doneMarker(id)) == true ? .done : .active
+        return SharedFS.exists(layout.doneMarker(id)) == true ? .done : .active
     }
 
     public func markDone(_ id: String) { publishMarker(layout.doneMarker(id), Data()) }
@@ -331,7 +331,7 @@ public final class Spool: @unchecked Sendable {
     }
 
     func readRecord<T>(_ path: String, decode: (Data) -> T?) -> RecordRead<T> {
-        guard let data = SpoolFS.read(path) else { return .unreadable }
+        guard let data = SharedFS.read(path).value else { return .unreadable }
         if let value = decode(data) { return .record(value) }
         return .corrupt(data.isEmpty ? "empty" : "\(data.count) bytes that do not parse")
     }
@@ -354,14 +354,14 @@ public final class Spool: @unchecked Sendable {
     @discardableResult
     public func quarantine(_ path: String, reason: String, stillCorrupt: (Data) -> Bool = { _ in true }) -> String? {
         let target = layout.corrupt(path, owner: owner, n: nextCount())
-        try? SpoolFS.makeDirectory(layout.path(.corrupt))
+        try? SpoolError.saying { try FileIO.makeDirectory(layout.path(.corrupt), mode: 0o700) }
         guard rename(path, target) == 0 else { return nil }  // gone already: someone else moved it
-        if let moved = SpoolFS.read(target), !stillCorrupt(moved) {
+        if let moved = SharedFS.read(target).value, !stillCorrupt(moved) {
             link(target, path)  // EEXIST: a newer record is there already, and it wins
             unlink(target)
             return nil
         }
-        SpoolFS.touch(target)  // its age in corrupt/ counts from now (`speech cache clean`)
+        SharedFS.touch(target)  // its age in corrupt/ counts from now (`speech cache clean`)
         bumpGeneration()  // a record set aside is work for a supervisor (a file to plan again)
         Spool.report("speech-fetch: spool: moved the unreadable record \(path) (\(reason)) to \(target)")
         return target
@@ -369,8 +369,8 @@ public final class Spool: @unchecked Sendable {
 
     /// Records moved to `corrupt/`, oldest first.
     public func corruptRecords() -> [String] {
-        SpoolFS.list(layout.path(.corrupt)).sorted {
-            (SpoolFS.mtime(layout.path(.corrupt, $0)) ?? 0) < (SpoolFS.mtime(layout.path(.corrupt, $1)) ?? 0)
+        (SharedFS.names(layout.path(.corrupt)) ?? []).sorted {
+            (SharedFS.mtime(layout.path(.corrupt, $0)).value ?? 0) < (SharedFS.mtime(layout.path(.corrupt, $1)).value ?? 0)
         }
     }
 
@@ -401,7 +401,7 @@ public final class Spool: @unchecked Sendable {
         case .unknown:
             break
         }
-        switch SpoolFS.look(path) {
+        switch SharedFS.read(path) {
         case .found(let data):
             if let plan = Spool.decodePlan(data, key: key) {
                 if case .found(let st) = seen {
@@ -427,7 +427,7 @@ public final class Spool: @unchecked Sendable {
     }
 
     public func plannedFiles() -> [PlannedFile] {
-        SpoolFS.list(layout.path(.plans)).compactMap(SpoolLayout.recordID).compactMap { plannedFile($0) }
+        (SharedFS.names(layout.path(.plans)) ?? []).compactMap(SpoolLayout.recordID).compactMap { plannedFile($0) }
     }
 
     /// Splits a file into ready jobs for `pending` ranges, then publishes the plan. Jobs are
@@ -452,7 +452,7 @@ public final class Spool: @unchecked Sendable {
     /// may be there.
     public func addJobs(_ file: PlannedFile, indices: [Int], claimed: Set<String>? = nil) {
         var added = false
-        defer { if added && SpoolFS.exists(layout.plan(file.key)) == true { bumpGeneration() } }
+        defer { if added && SharedFS.exists(layout.plan(file.key)) == true { bumpGeneration() } }
         for index in indices {
             let name = file.jobName(index)
             let taken = claimed.map { $0.contains(name) } ?? isClaimed(name)
@@ -463,10 +463,10 @@ public final class Spool: @unchecked Sendable {
         }
     }
 
-    public func readyJobs() -> [String] { SpoolFS.list(layout.path(.ready)).sorted() }
+    public func readyJobs() -> [String] { (SharedFS.names(layout.path(.ready)) ?? []).sorted() }
 
     /// The ready jobs; nil when they cannot be listed.
-    public func lookReadyJobs() -> [String]? { SpoolFS.listing(layout.path(.ready)) }
+    public func lookReadyJobs() -> [String]? { SharedFS.names(layout.path(.ready)) }
 
     /// Claims a ready job by renaming it to `claimed/<job>@<node>@<pid>`; nil when someone else won.
     /// `plan` is the job's plan when the caller read it already (a scan reads each file's plan
@@ -476,14 +476,14 @@ public final class Spool: @unchecked Sendable {
               targets?.cachedRefusal(plan) == nil else { return nil }
         let path = layout.claim(name, by: owner)
         // Fresh mtime before the rename: a claim is never seen with its planning-time age.
-        guard SpoolFS.touch(layout.ready(name)), rename(layout.ready(name), path) == 0 else { return nil }
-        SpoolFS.touch(path)
+        guard SharedFS.touch(layout.ready(name)), rename(layout.ready(name), path) == 0 else { return nil }
+        SharedFS.touch(path)
         return ClaimedJob(name: name, path: path, plan: plan, index: index)
     }
 
     /// Who holds a job's claim, if anyone (nil also when the claims cannot be listed).
     public func claimant(of job: String) -> String? {
-        SpoolFS.list(layout.path(.claimed)).first { SpoolLayout.claimedJob($0) == job }
+        (SharedFS.names(layout.path(.claimed)) ?? []).first { SpoolLayout.claimedJob($0) == job }
     }
 
     /// Is the job claimed? nil when the claims cannot be listed.
@@ -493,19 +493,19 @@ public final class Spool: @unchecked Sendable {
 
     /// The jobs claimed now (junk claim names included); nil when the claims cannot be listed.
     public func claimedJobs() -> Set<String>? {
-        SpoolFS.listing(layout.path(.claimed)).map { Set($0.compactMap(SpoolLayout.claimedJob)) }
+        SharedFS.names(layout.path(.claimed)).map { Set($0.compactMap(SpoolLayout.claimedJob)) }
     }
 
     /// The claims that name a holder (`<job>@<node>@<pid>`); nil when they cannot be listed.
     public func claims() -> [SpoolLayout.Claim]? {
-        SpoolFS.listing(layout.path(.claimed)).map { $0.compactMap(SpoolLayout.Claim.init) }
+        SharedFS.names(layout.path(.claimed)).map { $0.compactMap(SpoolLayout.Claim.init) }
     }
 
     /// Refreshes a claim's lease; false only when the claim is positively gone (revoked). A
     /// touch that fails on a stale handle is tried again at the next refresh.
     @discardableResult
     public func refresh(_ claim: ClaimedJob) -> Bool {
-        SpoolFS.touch(claim.path) || SpoolFS.exists(claim.path) != false
+        SharedFS.touch(claim.path) || SharedFS.exists(claim.path) != false
     }
 
     /// Where a worker writes a part before publishing it.
@@ -528,7 +528,7 @@ public final class Spool: @unchecked Sendable {
     public func goneParts(of job: String, rangeLength: Int64, except mine: String = "") -> (path: String, size: Int64)? {
         let round = leaseRound()
         var best: (path: String, size: Int64)?
-        for name in SpoolFS.list(layout.path(.tmp)) where name != mine {
+        for name in SharedFS.names(layout.path(.tmp)) ?? [] where name != mine {
             guard let temp = SpoolLayout.Temp(name), temp.partJob == job else { continue }
             let pid = temp.pid
             let path = layout.path(.tmp, name)
@@ -539,7 +539,7 @@ public final class Spool: @unchecked Sendable {
             if temp.node == owner.node {
                 guard round.liveness(of: path, holder: LockOwner(node: temp.node, pid: pid), localByPid: true) == .expired
                 else { continue }
-                if mtime < Spool.bootTime { unlink(path); continue }
+                if mtime < BootIdentity.startTime { unlink(path); continue }
             } else {
                 guard round.age(.found(mtime)) == .expired else { continue }
             }
@@ -553,14 +553,6 @@ public final class Spool: @unchecked Sendable {
         }
         return best
     }
-
-    /// When this machine booted (seconds since 1970), from /proc/stat; 0 when unknown.
-    static let bootTime: Double = {
-        guard let stat = try? String(contentsOfFile: "/proc/stat", encoding: .utf8),
-              let line = stat.split(separator: "\n").first(where: { $0.hasPrefix("btime ") }),
-              let value = Double(line.dropFirst(6).trimmingCharacters(in: .whitespaces)) else { return 0 }
-        return value
-    }()
 
     /// Publishes a finished, synced part and drops the claim. The first part of a range wins
     /// (link(2)): false when one was there already (an endgame duplicate, or the claimant it
@@ -598,8 +590,8 @@ public final class Spool: @unchecked Sendable {
             return (nil, false, held, holders)
         }
         guard lookFurther(holders) else { return (nil, true, held, holders) }
-        guard let raced = SpoolFS.listing(layout.path(.endgame)).map(Set.init),
-              let temps = SpoolFS.listing(layout.path(.tmp)) else { return (nil, true, held, holders) }
+        guard let raced = SharedFS.names(layout.path(.endgame)).map(Set.init),
+              let temps = SharedFS.names(layout.path(.tmp)) else { return (nil, true, held, holders) }
         var perNode: [String: Int] = [:]
         for claim in claims { perNode[claim.holder.node, default: 0] += 1 }
         let mine = perNode[owner.node] ?? 0
@@ -677,7 +669,7 @@ public final class Spool: @unchecked Sendable {
     /// (nil: unknown, counted as a whole range).
     public func claimLoads(rangeLength: (String) -> Int64?) -> [String: [Double]]? {
         guard let claims = self.claims() else { return nil }
-        let temps = SpoolFS.list(layout.path(.tmp))
+        let temps = SharedFS.names(layout.path(.tmp)) ?? []
         var loads: [String: [Double]] = [:]
         for claim in claims {
             var left = 1.0
@@ -720,7 +712,7 @@ public final class Spool: @unchecked Sendable {
         guard (try? SpoolFS.writeNew(temp, Data(owner.description.utf8))) != nil,
               (try? SpoolFS.publishOnce(temp, as: marker)) == true else { return nil }
         // The claim may have been published between the look and the marker.
-        guard SpoolFS.exists(lagging.claimPath) == true, hasPart(plan, index) == false else {
+        guard SharedFS.exists(lagging.claimPath) == true, hasPart(plan, index) == false else {
             unlink(marker)
             return nil
         }
@@ -731,7 +723,7 @@ public final class Spool: @unchecked Sendable {
     /// the duplicate stops.
     public func duplicateIsMoot(_ claim: ClaimedJob) -> Bool {
         guard let raced = claim.duplicateOf else { return false }
-        return hasPart(claim.plan, claim.index) == true || SpoolFS.exists(raced) == false
+        return hasPart(claim.plan, claim.index) == true || SharedFS.exists(raced) == false
     }
 
     /// Gives a claim back (the job returns to ready), e.g. when a worker drains. A duplicate just
@@ -743,13 +735,13 @@ public final class Spool: @unchecked Sendable {
 
     /// Is the range's part published? nil when that cannot be read.
     public func hasPart(_ file: PlannedFile, _ index: Int) -> Bool? {
-        SpoolFS.exists(layout.part(file.jobName(index)))
+        SharedFS.exists(layout.part(file.jobName(index)))
     }
 
     /// Completed parts waiting to be spliced, by file key.
     public func partsByFile() -> [String: [Int]] {
         var result: [String: [Int]] = [:]
-        for job in SpoolFS.list(layout.path(.parts)).compactMap(SpoolLayout.partJob) {
+        for job in (SharedFS.names(layout.path(.parts)) ?? []).compactMap(SpoolLayout.partJob) {
             if let (key, index) = PlannedFile.parseJob(job) { result[key, default: []].append(index) }
         }
         return result
@@ -759,11 +751,11 @@ public final class Spool: @unchecked Sendable {
     /// a part has waited longer than `seconds` (on the filesystem's clock).
     /// `supervised`: whether a supervisor is alive, when the caller has just looked.
     public func hasOrphanParts(olderThan seconds: Double, supervised: Bool? = nil) -> Bool {
-        let parts = SpoolFS.list(layout.path(.parts)).compactMap(SpoolLayout.partJob)
+        let parts = (SharedFS.names(layout.path(.parts)) ?? []).compactMap(SpoolLayout.partJob)
         guard !parts.isEmpty else { return false }
         if !(supervised ?? anySupervisorServes()) { return true }
         guard let now = serverNow() else { return false }
-        return parts.contains { now - (SpoolFS.mtime(layout.part($0)) ?? now) > seconds }
+        return parts.contains { now - (SharedFS.mtime(layout.part($0)).value ?? now) > seconds }
     }
 
     /// The published part of a range (what the splicer copies from).
@@ -783,7 +775,7 @@ public final class Spool: @unchecked Sendable {
     @discardableResult
     public func revokeExpiredClaims() -> [String] {
         var revoked: [String] = []
-        guard let entries = SpoolFS.listing(layout.path(.claimed)) else { return [] }
+        guard let entries = SharedFS.names(layout.path(.claimed)) else { return [] }
         let round = leaseRound()
         // Another node's claims are its own supervisor's to judge while that supervisor lives
         // (it revokes a dead or silent worker of its node): one look at each node's heartbeat,
@@ -800,7 +792,7 @@ public final class Spool: @unchecked Sendable {
                 if served { continue }
             }
             guard round.liveness(of: path, holder: claim.holder) == .expired else { continue }
-            switch SpoolFS.exists(layout.part(job)) {
+            switch SharedFS.exists(layout.part(job)) {
             case true?:
                 unlink(path)
             case false?:
@@ -811,7 +803,7 @@ public final class Spool: @unchecked Sendable {
         }
         // Endgame markers of duplicates that stopped refreshing (their worker died): another
         // idle slot may race the claim then. Looked at only while claims stand (a marker races one).
-        if !entries.isEmpty, let markers = SpoolFS.listing(layout.path(.endgame)) {
+        if !entries.isEmpty, let markers = SharedFS.names(layout.path(.endgame)) {
             for marker in markers {
                 let path = layout.endgameMarker(marker)
                 if round.liveness(of: path, holder: nil) == .expired { unlink(path) }
@@ -838,7 +830,7 @@ public final class Spool: @unchecked Sendable {
         // name that is not there is still a lookup at the file server, three per range.
         let prefix = file.key + "."
         for folder in [SpoolLayout.Folder.ready, .parts, .endgame] {
-            guard let names = SpoolFS.listing(layout.path(folder)) else {
+            guard let names = SharedFS.names(layout.path(folder)) else {
                 // Unlistable now: every name the plan can have, as before.
                 for index in 0..<file.rangeCount {
                     let job = file.jobName(index)
@@ -849,9 +841,9 @@ public final class Spool: @unchecked Sendable {
             for name in names where name.hasPrefix(prefix) { unlink(layout.path(folder, name)) }
         }
         // Unfinished parts gone workers left for adoption (a live writer's stay: it removes its own).
-        for name in SpoolFS.list(layout.path(.tmp)) {
+        for name in SharedFS.names(layout.path(.tmp)) ?? [] {
             guard let temp = SpoolLayout.Temp(name), let job = temp.partJob, job.hasPrefix(file.key + "."),
-                  temp.node == owner.node, !SpoolFS.processRunning(temp.pid) else { continue }
+                  temp.node == owner.node, !LeaseJudge.processRunning(temp.pid) else { continue }
             unlink(layout.path(.tmp, name))
         }
         unlink(layout.plan(file.key))
@@ -864,7 +856,7 @@ public final class Spool: @unchecked Sendable {
         var removed = 0
         let round = leaseRound()
         let keep = 36 * 3600.0
-        for name in SpoolFS.list(layout.path(.tmp)) {
+        for name in SharedFS.names(layout.path(.tmp)) ?? [] {
             guard let temp = SpoolLayout.Temp(name) else { continue }
             let path = layout.path(.tmp, name)
             // A local writer while its pid runs, another node's for 36 hours.
@@ -873,7 +865,7 @@ public final class Spool: @unchecked Sendable {
             // A dead worker's part waits for the next claimant of its range to adopt it (36 hours
             // at most); whether the job is ready must be read, not guessed.
             if stale, let job = temp.partJob, temp.node == owner.node {
-                switch SpoolFS.exists(layout.ready(job)) {
+                switch SharedFS.exists(layout.ready(job)) {
                 case true?: stale = round.liveness(of: path, holder: nil, lease: keep) == .expired
                 case false?: break
                 case nil: stale = false
@@ -899,10 +891,10 @@ public final class Spool: @unchecked Sendable {
     /// cleaned spool), writing it again if not (the safety pass).
     public func refreshHeartbeat(recheckPath: Bool = false) {
         let held = lock.withLock { heldHeartbeat }
-        if recheckPath, held.stillNamesHeldFile() == false, SpoolFS.exists(layout.supervisor(owner.node)) == false {
+        if recheckPath, held.stillNamesHeldFile() == false, SharedFS.exists(layout.supervisor(owner.node)) == false {
             heartbeat()
         }
-        if !held.touch() && SpoolFS.exists(layout.supervisor(owner.node)) == false { heartbeat() }
+        if !held.touch() && SharedFS.exists(layout.supervisor(owner.node)) == false { heartbeat() }
     }
 
     /// Takes this node's supervisor lock, `fetchd-<node>.lock`, atomically, then writes the
@@ -924,7 +916,7 @@ public final class Spool: @unchecked Sendable {
                 return nil
             }
             let judged: Int32?
-            switch SpoolFS.look(path) {
+            switch SharedFS.read(path) {
             case .absent: continue
             case .unknown: if attempt == 19 { return -1 } else { continue }
             case .found(let data): judged = Int32(String(decoding: data, as: UTF8.self))
@@ -941,7 +933,7 @@ public final class Spool: @unchecked Sendable {
             // lock judged (another starter may have replaced it with its own meanwhile).
             let grave = tempPath("supervisor-gone")
             guard rename(path, grave) == 0 else { continue }
-            let moved = SpoolFS.read(grave).map { Int32(String(decoding: $0, as: UTF8.self)) }
+            let moved = SharedFS.read(grave).value.map { Int32(String(decoding: $0, as: UTF8.self)) }
             if let moved, moved != judged { link(grave, path) }
             unlink(grave)
         }
@@ -952,12 +944,12 @@ public final class Spool: @unchecked Sendable {
     public func retireSupervisor() {
         if supervisorPID(of: owner.node) == owner.pid { unlink(layout.supervisor(owner.node)) }
         let lock = layout.supervisorLock(owner.node)
-        if SpoolFS.read(lock).map({ Int32(String(decoding: $0, as: UTF8.self)) }) == owner.pid { unlink(lock) }
+        if SharedFS.read(lock).value.map({ Int32(String(decoding: $0, as: UTF8.self)) }) == owner.pid { unlink(lock) }
     }
 
     /// The pid a node's supervisor record names; nil when there is none or it cannot be read.
     public func supervisorPID(of node: String) -> Int32? {
-        SpoolFS.read(layout.supervisor(node)).flatMap { Int32(String(decoding: $0, as: UTF8.self)) }
+        SharedFS.read(layout.supervisor(node)).value.flatMap { Int32(String(decoding: $0, as: UTF8.self)) }
     }
 
     /// True when this node's supervisor record names a process that is gone (killed: a clean
@@ -1004,7 +996,7 @@ public final class Spool: @unchecked Sendable {
 
     /// The nodes that have a supervisor record (a listing, no look at each); nil when unlistable.
     public func supervisorRecordNames() -> [String]? {
-        SpoolFS.listing(layout.path(.supervisors)).map { names in names.filter { !$0.hasPrefix(".") } }
+        SharedFS.names(layout.path(.supervisors)).map { names in names.filter { !$0.hasPrefix(".") } }
     }
 
     /// Removes the records of other nodes whose heartbeat the lease judge calls expired three
@@ -1021,7 +1013,7 @@ public final class Spool: @unchecked Sendable {
         }) else { return [] }
         let round = leaseRound()
         var retired: [String] = []
-        for node in SpoolFS.list(layout.path(.supervisors)) where !node.hasPrefix(".") && node != owner.node {
+        for node in SharedFS.names(layout.path(.supervisors)) ?? [] where !node.hasPrefix(".") && node != owner.node {
             let path = layout.supervisor(node)
             if round.liveness(of: path, holder: nil, lease: 3 * lease) == .expired, unlink(path) == 0 { retired.append(node) }
         }
@@ -1042,11 +1034,11 @@ public final class Spool: @unchecked Sendable {
     /// counts as alive: a caller never takes over from a supervisor it merely failed to see.
     public func liveSupervisors() -> [String] {
         let round = leaseRound()
-        return SpoolFS.list(layout.path(.supervisors)).filter { node in
+        return (SharedFS.names(layout.path(.supervisors)) ?? []).filter { node in
             let path = layout.supervisor(node)
             if node.hasPrefix(".") { return false }
             if node == owner.node {
-                switch SpoolFS.look(path) {
+                switch SharedFS.read(path) {
                 case .found(let data):
                     guard let pid = Int32(String(decoding: data, as: UTF8.self)) else { return false }
                     return round.liveness(of: path, holder: LockOwner(node: node, pid: pid), localByPid: true) != .expired

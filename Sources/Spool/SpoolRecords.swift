@@ -1,7 +1,7 @@
 // SpoolRecords - the JSON records of the spool: requests and planned files.
 import Digest
 import Foundation
-import HubClient
+import HubTypes
 import ModelCache
 
 /// A spool record that names a model directory: `modelDir` at `commit`, in its `layout`.

@@ -4,8 +4,9 @@
 // write it, and a record's target must lie inside the cache base or inside a huggingface_hub
 // cache the daemon was given, reached without a symlink out of it.
 import Foundation
-import HubClient
+import HubTypes
 import ModelCache
+import SharedFiles
 
 /// Why a spool is not used.
 public enum SpoolTrustError: Error, Sendable, Equatable, CustomStringConvertible {
@@ -41,7 +42,7 @@ public enum SpoolTrust {
     /// Creates the spool's folders (0700, or 0770 under a group-shared root) and checks that no
     /// other user can write any of them.
     public static func prepare(_ layout: SpoolLayout) throws {
-        try SpoolFS.makeDirectory(layout.root)
+        try SpoolError.saying { try FileIO.makeDirectory(layout.root, mode: 0o700) }
         let mode = folderMode(root: layout.root)
         for path in [layout.root + "/jobs"] + SpoolLayout.Folder.allCases.map({ layout.path($0) }) {
             if mkdir(path, mode) == 0 {
@@ -193,7 +194,7 @@ public struct RequestTargets: Sendable {
         if lstat(dir + "/" + ModelLayout.staging, &staging) == 0 {
             guard (staging.st_mode & S_IFMT) == S_IFDIR, staging.st_uid == folder.st_uid else { return false }
         }
-        guard let data = SpoolFS.read(manifestPath, limit: 256 << 20), let snapshot = RepoSnapshot.decode(data) else { return false }
+        guard let data = SharedFS.read(manifestPath, limit: 256 << 20).value, let snapshot = RepoSnapshot.decode(data) else { return false }
         return snapshot.repo == repo && snapshot.commit == commit
     }
 
@@ -250,7 +251,7 @@ public struct RequestTargets: Sendable {
     /// The targets the daemon of this node serves, as it published them (only the cache base
     /// when none is published).
     public static func published(by spool: Spool) -> RequestTargets {
-        let text = SpoolFS.read(publishedPath(spool.layout, node: spool.owner.node), limit: 1 << 20)
+        let text = SharedFS.read(publishedPath(spool.layout, node: spool.owner.node), limit: 1 << 20).value
             .map { String(decoding: $0, as: UTF8.self) } ?? ""
         let base = (spool.root as NSString).deletingLastPathComponent
         return RequestTargets(base: base, hubCaches: text.split(separator: "\n").map(String.init).filter { $0.hasPrefix("/") })

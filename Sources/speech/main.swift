@@ -1,5 +1,6 @@
 // speech - the command-line front of speech-fetch: parsing and printing only.
 import CommandLineKit
+import Daemon
 import Foundation
 import SpeechFetch
 

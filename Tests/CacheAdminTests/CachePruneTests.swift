@@ -6,6 +6,7 @@ import CacheAdmin
 import Digest
 import Foundation
 import ModelCache
+import SharedFiles
 import Spool
 @testable import TestSupport
 import XCTest

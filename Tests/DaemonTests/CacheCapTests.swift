@@ -1,7 +1,7 @@
 // speech-fetchd --max-cache-size with real processes and files: the daemon evicts the least
 // recently used model after a request of its node finished, and keeps a pinned one.
 import Foundation
-import HubClient
+import HubTypes
 import ModelCache
 import SpeechFetch
 import TestHub

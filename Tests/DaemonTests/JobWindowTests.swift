@@ -4,7 +4,7 @@
 @testable import Daemon
 import Digest
 import Foundation
-import HubClient
+import HubTypes
 import ModelCache
 import Spool
 import TestHub

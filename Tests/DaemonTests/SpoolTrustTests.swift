@@ -5,7 +5,7 @@
 // stops it with a message.
 @testable import Daemon
 import Foundation
-import HubClient
+import HubTypes
 import ModelCache
 import Spool
 import TestHub

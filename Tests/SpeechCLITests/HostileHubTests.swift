@@ -1,4 +1,4 @@
-// `speech download` against scripts/hostile-hub, a Hub that misbehaves on purpose (issue 22):
+// `speech download` against scripts/hostile-hub, a Hub that misbehaves on purpose:
 // every case ends within its bound, with a message that names what went wrong and exit status
 // 1 (or succeeds, where the misbehaviour is one a client must survive), writes nothing outside
 // the cache and leaves no corrupt file where a loader would look.
@@ -129,8 +129,8 @@ final class HostileHubTests: DaemonTestCase {
     }
 
     func testAFileWhoseRangesAllFailStopsAfterOneRoundOfRetries() throws {
-        // 64 ranges of 1 MiB, 4 at a time, 3 attempts each: before, every range got its attempts
-        // (192 requests and counting); now the ranges in flight use theirs and the file fails.
+        // 64 ranges of 1 MiB, 4 at a time, 3 attempts each: the ranges in flight use theirs and
+        // the file fails, rather than every range getting its attempts (192 requests and counting).
         assertFails("big-short", within: 20, saying: ["big.bin"], extra: [
             "HF_DOWNLOAD_RANGE_CHUNK": "\(1 << 20)", "HF_DOWNLOAD_RANGE_CONCURRENCY": "4"])
         XCTAssertLessThanOrEqual(try requests("big-short"), 3 + 4 * 3, "one round of retries of the ranges in flight")

@@ -3,6 +3,7 @@
 // Pinned: unknown is never acted on, and a zombie holder is dead.
 import Foundation
 import ModelCache
+import SharedFiles
 import Spool
 import XCTest
 

@@ -4,6 +4,7 @@
 import Curl
 import Foundation
 import HubClient
+import HubTypes
 @testable import Transfer
 import XCTest
 
