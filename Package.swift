@@ -48,25 +48,28 @@ let package = Package(
         // The Hub's value types (repo ids, paths, files, snapshots) without the HTTP stack, so
         // that the cache does not link it.
         .target(name: "HubTypes"),
+        // Sizes and rates as people write them (`20M`, `500K`): for the engine's rate cap and the
+        // command lines, neither of which should need the HTTP stack to read a number.
+        .target(name: "ByteUnits"),
         .target(name: "HubClient", dependencies: ["Curl", "HubTypes"]),
         .target(name: "ModelCache", dependencies: ["HubTypes", "Digest", "CFileOps", "SharedFiles"]),
-        .target(name: "Transfer", dependencies: ["Curl", "HubClient", "HubTypes", "ModelCache", "SharedFiles"]),
+        .target(name: "Transfer", dependencies: ["ByteUnits", "Curl", "HubClient", "HubTypes", "ModelCache", "SharedFiles"]),
         .target(name: "Spool", dependencies: ["CFileOps", "Digest", "HubTypes", "ModelCache", "SharedFiles"]),
         .target(name: "Daemon", dependencies: ["FileEvents", "HubClient", "HubTypes", "ModelCache", "SharedFiles", "Spool", "Transfer"]),
         .target(name: "CacheAdmin", dependencies: ["Digest", "HubTypes", "ModelCache", "SharedFiles", "Spool", "Transfer"]),
-        .target(name: "SpeechFetch", dependencies: ["CacheAdmin", "CFileOps", "Daemon", "Digest", "HubClient", "HubTypes", "ModelCache", "SharedFiles", "Spool", "Transfer"]),
+        .target(name: "SpeechFetch", dependencies: ["ByteUnits", "CacheAdmin", "CFileOps", "Daemon", "Digest", "HubClient", "HubTypes", "ModelCache", "SharedFiles", "Spool", "Transfer"]),
 
         // The local stand-in for the Hub (tests, demo, fidelity check).
         .target(name: "TestHub", dependencies: ["Digest"]),
 
         // The executables' one argument parser, help and version text, exit codes (docs/cli.md).
-        // Curl for the libcurl version that --version prints and for ByteRate (--max-rate).
-        .target(name: "CommandLineKit", dependencies: ["Curl", "SharedFiles"]),
+        // The executables hand it libcurl's version line; ByteUnits for --max-rate and --max-cache-size.
+        .target(name: "CommandLineKit", dependencies: ["ByteUnits", "SharedFiles"]),
 
-        // Thin executables: argument parsing and printing only.
-        .executableTarget(name: "speech", dependencies: ["CommandLineKit", "SpeechFetch", "Daemon", "CacheAdmin", "HubClient", "HubTypes", "ModelCache", "FileEvents", "SharedFiles"]),
-        .executableTarget(name: "speech-fetchd", dependencies: ["CommandLineKit", "SpeechFetch"]),
-        .executableTarget(name: "speech-testhub", dependencies: ["CommandLineKit", "TestHub"]),
+        // Thin executables: argument parsing and printing only (Curl for libcurl's version line).
+        .executableTarget(name: "speech", dependencies: ["CommandLineKit", "Curl", "SpeechFetch", "Daemon", "CacheAdmin", "HubClient", "HubTypes", "ModelCache", "FileEvents", "SharedFiles"]),
+        .executableTarget(name: "speech-fetchd", dependencies: ["CommandLineKit", "Curl", "SpeechFetch"]),
+        .executableTarget(name: "speech-testhub", dependencies: ["CommandLineKit", "Curl", "TestHub"]),
 
         // The tests' shared fixtures (docs/architecture.md, "Tests"): a test Hub and a temp cache per
         // test (HubTestCase), real speech-fetchd and speech processes (DaemonTestCase), a tmpfs.
@@ -75,6 +78,7 @@ let package = Package(
         .testTarget(name: "TestSupport", dependencies: ["Digest", "ModelCache", "SpeechFetch", "TestHub"]),
 
         // One test target per module it tests; SpeechCLITests drives the executables.
+        .testTarget(name: "ByteUnitsTests", dependencies: ["ByteUnits"]),
         .testTarget(name: "DigestTests", dependencies: ["Digest"]),
         .testTarget(name: "FileEventsTests", dependencies: ["FileEvents"]),
         .testTarget(name: "HubClientTests", dependencies: ["HubClient", "HubTypes", "TestHub"]),

@@ -1,6 +1,6 @@
 // FetchdCommandLine - speech-fetchd's command line, shared by the two executables that can be
 // the daemon (speech-fetchd, and speech when speech-fetchd runs it: docs/architecture.md).
-import Curl
+import ByteUnits
 import Foundation
 
 public enum FetchdCommandLine {
@@ -56,8 +56,8 @@ public enum FetchdCommandLine {
     }
 
     /// `speech_fetchd_build_info`'s labels: what `--version` prints.
-    public static var buildLabels: [(String, String)] {
-        [("version", BuildInfo.version), ("commit", BuildInfo.commit ?? "unknown"), ("libcurl", BuildInfo.libcurl)]
+    public static func buildLabels(_ program: Program) -> [(String, String)] {
+        [("version", BuildInfo.version), ("commit", BuildInfo.commit ?? "unknown"), ("libcurl", program.libcurl())]
     }
 
     /// `9464`, `127.0.0.1:9464`, `0.0.0.0:9464` or `[::1]:9464` as a numeric host and a port;
@@ -82,8 +82,8 @@ public enum FetchdCommandLine {
     }
 
     /// Parses the daemon's command line; help, version and usage errors end the process.
-    public static func parse(_ words: [String]) -> Arguments {
-        let program = Program("speech-fetchd")
+    /// `program` is speech-fetchd as the executable made it (with its libcurl line).
+    public static func parse(_ words: [String], as program: Program) -> Arguments {
         let parsed = program.parse(spec, words)
         var result = Arguments()
         result.cacheBase = parsed.value("cache-base")
@@ -133,12 +133,12 @@ public enum FetchdCommandLine {
 
     /// Runs the daemon with the parsed arguments, then exits 0 (it drained); an error it throws
     /// ends the process as speech-fetchd's failure. Both executables that can be the daemon end here.
-    public static func serve(_ arguments: Arguments, _ daemon: (Arguments) throws -> Void) -> Never {
+    public static func serve(_ arguments: Arguments, as program: Program, _ daemon: (Arguments) throws -> Void) -> Never {
         do {
             try daemon(arguments)
             exit(ExitCode.success)
         } catch {
-            Program("speech-fetchd").fail("\(error)")
+            program.fail("\(error)")
         }
     }
 }

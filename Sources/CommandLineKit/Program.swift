@@ -1,6 +1,5 @@
 // Program - runs a command line against its spec: help to stdout (exit 0), the version
 // (exit 0), a usage error as one line on stderr (exit 64); the exit codes every program shares.
-import Curl
 import Foundation
 import SharedFiles
 
@@ -21,8 +20,15 @@ public enum ExitCode {
 public struct Program: Sendable {
     /// `speech`, `speech-fetchd`, `speech-testhub`.
     public let name: String
+    /// libcurl's version line for `--version` (`libcurl/8.14.1 OpenSSL/3.5.1 …`, or why it cannot
+    /// be loaded), asked only when the version is printed. The executables hand it in: they link
+    /// Curl, this module does not.
+    public let libcurl: @Sendable () -> String
 
-    public init(_ name: String) { self.name = name }
+    public init(_ name: String, libcurl: @escaping @Sendable () -> String) {
+        self.name = name
+        self.libcurl = libcurl
+    }
 
     /// The parsed arguments, or the process ends: help and version print and exit 0, a usage
     /// error prints one line and exits 64.
@@ -61,7 +67,7 @@ public struct Program: Sendable {
 
     /// `speech 0.4.0 (commit 85274b5…)` and the libcurl the process would load.
     public var versionText: String {
-        "\(name) \(BuildInfo.version)\ncommit \(BuildInfo.commit ?? "unknown (not run from a git checkout)")\nlibcurl \(BuildInfo.libcurl)\n"
+        "\(name) \(BuildInfo.version)\ncommit \(BuildInfo.commit ?? "unknown (not run from a git checkout)")\nlibcurl \(libcurl())\n"
     }
 }
 
@@ -70,7 +76,7 @@ public func write(_ text: String, to fd: Int32) {
     _ = Array(text.utf8).withUnsafeBytes { FileIO.writeAll(fd, $0) }
 }
 
-/// What `--version` reports.
+/// What `--version` reports besides libcurl (`Program.libcurl`).
 public enum BuildInfo {
     /// The release; bumped by hand with docs/cli.md.
     public static let version = "0.9.0"
@@ -117,10 +123,5 @@ public enum BuildInfo {
             }
         }
         return nil
-    }
-
-    /// libcurl's version line (`libcurl/8.14.1 OpenSSL/3.5.1 …`), or why it cannot be loaded.
-    public static var libcurl: String {
-        do { return try CurlLibrary.versionLine() } catch { return "not loadable: \(error)" }
     }
 }

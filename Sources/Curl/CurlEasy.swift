@@ -22,6 +22,12 @@ public enum CurlLibrary {
         return String(cString: sf_curl_version())
     }
 
+    /// The version line, or why libcurl cannot be loaded (`not loadable: …`): what `--version`,
+    /// `speech env` and speech-fetchd's build labels print.
+    @Sendable public static func versionOrReason() -> String {
+        do { return try versionLine() } catch { return "not loadable: \(error)" }
+    }
+
     /// For the handle initializers: by then `load()` has succeeded, so this only traps on a
     /// programming error (a handle made without going through an entry point).
     static func loaded() {

@@ -1,4 +1,5 @@
 // HuggingFaceDownloader - the one entry point: a repo id in, verified files in a cache directory out.
+import ByteUnits
 import Daemon
 import Foundation
 import HubClient
@@ -16,7 +17,7 @@ public typealias DownloadSettings = Transfer.DownloadSettings
 /// A bandwidth cap over all of a call's connections (`DownloadSettings.maxRate`), and the
 /// parser of its rates (`20M`, `500K`).
 public typealias RateCap = Transfer.RateCap
-public typealias ByteRate = Transfer.ByteRate
+public typealias ByteRate = ByteUnits.ByteRate
 
 /// What a download call produced.
 public struct DownloadResult: Sendable {

@@ -1,4 +1,5 @@
 // DownloadSettings - the tuning knobs, with the page's defaults and their environment variables.
+import ByteUnits
 import Foundation
 import HubClient
 import ModelCache

@@ -16,7 +16,6 @@
 // charge reads and advances them under flock. The lock is only ever local (the file is on
 // tmpfs, never on the shared cache), and CLOCK_MONOTONIC is one clock for every process of a
 // machine, so the processes agree on what "paid until" means.
-import Curl
 import Foundation
 import Synchronization
 
@@ -127,6 +126,3 @@ public struct RateCapUnavailable: Error, Sendable, CustomStringConvertible {
             + "check that /dev/shm is writable by this account, or run speech-fetchd without --max-rate"
     }
 }
-
-/// Rates as the peers write them (`20M`, `500K`); in Curl, so that the command lines parse them too.
-public typealias ByteRate = Curl.ByteRate

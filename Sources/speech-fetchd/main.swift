@@ -6,11 +6,13 @@
 // "Start-up"). Without a `speech` beside it, or when that cannot be run, it runs the daemon
 // itself: the same code (SpeechFetch.FetchdProcess).
 import CommandLineKit
+import Curl
 import Foundation
 import SpeechFetch
 
+let program = Program("speech-fetchd", libcurl: CurlLibrary.versionOrReason)
 let words = Array(CommandLine.arguments.dropFirst())
-let arguments = FetchdCommandLine.parse(words)  // help, version and usage errors end here
+let arguments = FetchdCommandLine.parse(words, as: program)  // help, version and usage errors end here
 let me = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
     ?? URL(fileURLWithPath: CommandLine.arguments[0]).standardizedFileURL.path
 let speech = URL(fileURLWithPath: me).deletingLastPathComponent().appendingPathComponent("speech").path
@@ -20,11 +22,11 @@ if access(speech, X_OK) == 0 {
     execv(speech, &argv)
     let reason = String(cString: strerror(errno))
     unsetenv(FetchdProcess.environmentKey)
-    Program("speech-fetchd").warn("cannot run \(speech) (\(reason)); running the daemon in this process")
+    program.warn("cannot run \(speech) (\(reason)); running the daemon in this process")
 }
-FetchdCommandLine.serve(arguments) { parsed in
+FetchdCommandLine.serve(arguments, as: program) { parsed in
     try FetchdProcess.run(FetchdOptions(cacheBase: parsed.cacheBase.map { URL(fileURLWithPath: $0) }, workers: parsed.workers, slots: parsed.slots,
                                         node: parsed.node, isWorker: parsed.isWorker, ownRequestsOnly: parsed.ownRequests, hubCaches: parsed.hubCaches,
                                         metrics: parsed.metrics, maxRate: parsed.maxRate, maxCacheSize: parsed.maxCacheSize, cacheGrace: parsed.cacheGrace,
-                                            capHubCache: parsed.capHubCache.map { URL(fileURLWithPath: $0) }, build: parsed.metrics == nil ? [] : FetchdCommandLine.buildLabels), executable: me)
+                                            capHubCache: parsed.capHubCache.map { URL(fileURLWithPath: $0) }, build: parsed.metrics == nil ? [] : FetchdCommandLine.buildLabels(program)), executable: me)
 }

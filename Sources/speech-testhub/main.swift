@@ -3,6 +3,7 @@
 // Prints the Hub's base URL as the first line of stdout (then nothing else on stdout),
 // the CDN URL and repos on stderr. SIGTERM and SIGINT stop it with exit status 0.
 import CommandLineKit
+import Curl
 import Foundation
 import TestHub
 
@@ -26,7 +27,7 @@ let spec = CommandSpec(
         .value("demo", "SIZE", "write the repo speech demo downloads first (demo/Speech-Demo-Model: SIZE of shards, e.g. 256M)"),
     ],
     epilogue: "exit codes: 0 stopped by SIGTERM/SIGINT, 1 cannot serve, 64 bad usage.")
-let program = Program("speech-testhub")
+let program = Program("speech-testhub", libcurl: CurlLibrary.versionOrReason)
 
 func fail(_ message: String) -> Never { program.fail(message) }
 func usageFail(_ message: String) -> Never { program.usageError("speech-testhub: \(message)") }

@@ -40,7 +40,7 @@ enum EnvCommand {
             ("hf cache", downloader.defaultHubCache.path, hubCacheSource),
             ("spool", spoolExists ? spool : "\(spool) (not created yet)", nil),
             ("daemon", admin.daemonServesBase ? "speech-fetchd serves this base" : "none serves this base (downloads run in the calling process)", nil),
-            ("libcurl", BuildInfo.libcurl, nil),
+            ("libcurl", speechProgram.libcurl(), nil),
             ("proxy", proxies.isEmpty ? "none set" : proxies.map { "\($0.0)=\($0.1)" }.joined(separator: " "), nil),
             ("kernel", release, nil),
             ("inotify", DirectoryWatcher.shared != nil

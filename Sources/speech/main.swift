@@ -1,10 +1,11 @@
 // speech - the command-line front of speech-fetch: parsing and printing only.
 import CommandLineKit
+import Curl
 import Daemon
 import Foundation
 import SpeechFetch
 
-let speechProgram = Program("speech")
+let speechProgram = Program("speech", libcurl: CurlLibrary.versionOrReason)
 
 let speechSpec = CommandSpec(
     name: "speech", operands: "<command> [options]",
@@ -38,11 +39,12 @@ let speechSpec = CommandSpec(
 // variable holds that executable's absolute path, which the workers are started with.
 if let fetchd = ProcessInfo.processInfo.environment[FetchdProcess.environmentKey], fetchd.hasPrefix("/") {
     unsetenv(FetchdProcess.environmentKey)  // not inherited by anything the daemon starts
-    FetchdCommandLine.serve(FetchdCommandLine.parse(Array(CommandLine.arguments.dropFirst()))) { parsed in
+    let fetchdProgram = Program("speech-fetchd", libcurl: CurlLibrary.versionOrReason)
+    FetchdCommandLine.serve(FetchdCommandLine.parse(Array(CommandLine.arguments.dropFirst()), as: fetchdProgram), as: fetchdProgram) { parsed in
         try FetchdProcess.run(FetchdOptions(cacheBase: parsed.cacheBase.map { URL(fileURLWithPath: $0) }, workers: parsed.workers, slots: parsed.slots,
                                             node: parsed.node, isWorker: parsed.isWorker, ownRequestsOnly: parsed.ownRequests, hubCaches: parsed.hubCaches,
                                             metrics: parsed.metrics, maxRate: parsed.maxRate, maxCacheSize: parsed.maxCacheSize, cacheGrace: parsed.cacheGrace,
-                                            capHubCache: parsed.capHubCache.map { URL(fileURLWithPath: $0) }, build: parsed.metrics == nil ? [] : FetchdCommandLine.buildLabels), executable: fetchd)
+                                            capHubCache: parsed.capHubCache.map { URL(fileURLWithPath: $0) }, build: parsed.metrics == nil ? [] : FetchdCommandLine.buildLabels(fetchdProgram)), executable: fetchd)
     }
 }
 

@@ -1,5 +1,6 @@
-// ByteRate - a bandwidth as curl's --limit-rate and aria2's --max-download-limit write it, for
-// `speech download --max-rate` and `speech-fetchd --max-rate` (Transfer's RateCap enforces it).
+// ByteRate - a bandwidth or a size as curl's --limit-rate and aria2's --max-download-limit write it,
+// for `--max-rate` (Transfer's RateCap enforces it) and `--max-cache-size`. A module of its own below
+// Transfer and CommandLineKit, so that the command lines parse these without linking the HTTP stack.
 import Foundation
 
 /// A rate in bytes per second as the peers write it: `20M`, `500K`, `1.5M`, `2G`, or plain

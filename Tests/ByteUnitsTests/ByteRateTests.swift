@@ -1,8 +1,5 @@
-// The bandwidth cap's units, as curl's --limit-rate and aria2's --max-download-limit write them,
-// and the read size it asks libcurl for. The rate itself is measured end to end
-// (SpeechCLITests.MaxRateTests), not here.
-import Foundation
-@testable import Transfer
+// Sizes and rates as curl's --limit-rate and aria2's --max-download-limit write them.
+import ByteUnits
 import XCTest
 
 final class ByteRateTests: XCTestCase {
@@ -21,12 +18,5 @@ final class ByteRateTests: XCTestCase {
         for bad in ["", "M", "20MB", "2M/s", "fast", "-5M", "0", "0.4", "1.5.0M", ".5M", "5.M", "1e9", "٣M", "inf", "nan"] {
             XCTAssertNil(ByteRate.parse(bad), "'\(bad)' is not a rate")
         }
-    }
-
-    func testReadSizeIsASixteenthOfTheCapWithinLibcurlsBounds() {
-        XCTAssertEqual(RateCap(bytesPerSecond: 2 << 20).readSize, 128 << 10)
-        XCTAssertEqual(RateCap(bytesPerSecond: 1 << 30).readSize, 256 << 10)
-        XCTAssertEqual(RateCap(bytesPerSecond: 4 << 10).readSize, 1 << 10)
-        XCTAssertEqual(RateCap(bytesPerSecond: 1).bytesPerSecond, RateCap.minimum, "a cap below 1 KiB/s is raised to it")
     }
 }
