@@ -101,10 +101,10 @@ struct SpoolView {
         self.spool = spool
         guard let spool else { return }
         for request in spool.requests() where spool.state(of: request.id) == .active {
-            activeRequests[DiskScan.canonical(request.modelDir), default: []].append(request)
+            activeRequests[FileTree.canonical(request.modelDir), default: []].append(request)
         }
         for plan in spool.plannedFiles() {
-            plans[DiskScan.canonical(plan.modelDir), default: []].append(plan)
+            plans[FileTree.canonical(plan.modelDir), default: []].append(plan)
         }
     }
 }
@@ -165,7 +165,7 @@ extension CacheAdmin {
     func inFlight(_ directory: ModelDirectory, _ view: SpoolView) -> InFlight {
         var state = InFlight()
         state.lockedPaths = liveLocks(directory)
-        let key = DiskScan.canonical(directory.path)
+        let key = FileTree.canonical(directory.path)
         state.activeRequests = view.activeRequests[key] ?? []
         state.requestedPaths = Set(state.activeRequests.flatMap { $0.files.map(\.path) })
         state.plannedPaths = Set((view.plans[key] ?? []).map(\.file.path))

@@ -63,8 +63,8 @@ extension CacheAdmin {
         }
         rmdir(parent)  // the org folder, when this was its last model
         // Settled requests for the directory would make `speech wait` answer "ready".
-        let key = DiskScan.canonical(directory.path)
-        let dropped = spool?.forgetSettledRequests { DiskScan.canonical($0.modelDir) == key } ?? 0
+        let key = FileTree.canonical(directory.path)
+        let dropped = spool?.forgetSettledRequests { FileTree.canonical($0.modelDir) == key } ?? 0
         return RemovedModel(repo: id.description, directory: directory.url, bytesFreed: bytes, requestsDropped: dropped)
     }
 
@@ -98,7 +98,7 @@ extension CacheAdmin {
         }
         if let spool {
             report.removed += spool.clean(before: cutoff, activeRequests: Array(view.activeRequests.values.joined())) { plan in
-                FileTree.facts(plan.modelDir) == nil && view.activeRequests[DiskScan.canonical(plan.modelDir)] == nil
+                FileTree.facts(plan.modelDir) == nil && view.activeRequests[FileTree.canonical(plan.modelDir)] == nil
             }
         }
         return report

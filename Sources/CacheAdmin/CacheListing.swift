@@ -131,15 +131,9 @@ extension CacheAdmin {
         guard FileTree.isDirectory(hub.path) else { return nil }
         let view = SpoolView(existingSpool())
         var models: [CachedModel] = []
-        for name in FileTree.names(hub.path) where name.hasPrefix("models--") {
-            let parts = name.dropFirst("models--".count).components(separatedBy: "--")
-            guard parts.count == 2, let repo = try? RepoID(parts.joined(separator: "/")) else { continue }
-            let folder = hub.appendingPathComponent(name, isDirectory: true)
-            let snapshots = folder.path + "/snapshots"
-            let newest = FileTree.names(snapshots).filter { HubCache.isCommitHash($0) }
-                .max { (FileTree.facts(snapshots + "/" + $0)?.mtime ?? 0) < (FileTree.facts(snapshots + "/" + $1)?.mtime ?? 0) }
-            guard let commit = HubCache.commit(forRevision: "main", repoFolder: folder) ?? newest else { continue }
-            models.append(describeHub(repo, ModelDirectory(hubRepoFolder: folder, commit: commit), view))
+        for (_, folder, repo) in HubRepoFolder.all(in: hub) {
+            guard let repo, let commit = folder.commit(forRevision: "main") ?? folder.newestSnapshot() else { continue }
+            models.append(describeHub(repo, ModelDirectory(hubRepoFolder: folder.url, commit: commit), view))
         }
         return (hub, models)
     }

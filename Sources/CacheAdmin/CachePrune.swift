@@ -148,7 +148,7 @@ extension CacheAdmin {
             }
             let flight = inFlight(unit.directory, view)
             guard flight.isEmpty else { keep("in flight: " + flight.reasons.joined(separator: "; ")); continue }
-            let keys = [DiskScan.canonical(unit.directory.path), unit.directory.path]
+            let keys = [FileTree.canonical(unit.directory.path), unit.directory.path]
             let now = round.serverNow ?? used
             if !options.dryRun, let refusal = unit.revision == nil ? evict(unit.repo, unit.directory, lastUse: used, now: now)
                                                                  : evictRevision(unit, lastUse: used, now: now) {
@@ -162,7 +162,7 @@ extension CacheAdmin {
         }
         if !options.dryRun && !report.evicted.isEmpty, let spool {
             // Settled requests for an evicted model would make `speech wait` answer "ready".
-            _ = spool.forgetSettledRequests { gone.contains(DiskScan.canonical($0.modelDir)) || gone.contains($0.modelDir) }
+            _ = spool.forgetSettledRequests { gone.contains(FileTree.canonical($0.modelDir)) || gone.contains($0.modelDir) }
         }
         return report
     }

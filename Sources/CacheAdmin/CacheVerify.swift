@@ -95,16 +95,16 @@ extension CacheAdmin {
                 }
                 // LFS files by their sha256, files git stores itself by their blob id.
                 let (kind, expected) = file.sha256.map { ("sha256", $0) } ?? ("git blob id", file.blobID.lowercased())
-                guard DiskScan.isHex(expected, length: kind == "sha256" ? 64 : 40) else {
+                guard ContentHasher.isHex(expected, length: kind == "sha256" ? 64 : 40) else {
                     report.skipped.append("\(repo): \(file.path) has no recorded \(kind) to check against")
                     continue
                 }
-                let fd = DiskScan.openReadOnly(directory.finalURL(file.path).path)
+                let fd = FileIO.openForLooking(directory.finalURL(file.path).path)
                 guard fd >= 0 else {
                     report.skipped.append("\(repo): \(file.path) cannot be read (\(String(cString: strerror(errno))))")
                     continue
                 }
-                let digest = file.sha256 != nil ? DiskScan.sha256(fd) : DiskScan.gitBlobID(fd, size: file.size)
+                let digest = ContentHasher.hash(fd, lfs: file.sha256 != nil, size: file.size)
                 close(fd)
                 guard let digest, digest.bytes == file.size else {
                     report.skipped.append("\(repo): \(file.path) could not be read to the end")

@@ -71,34 +71,26 @@ extension CacheAdmin {
         guard FileTree.isDirectory(hub.path) else { throw CacheAdminError.noHFCache(path: hub.path) }
         var report = ImportReport(hubDirectory: hub)
         let view = SpoolView(existingSpool())
-        for entry in FileTree.names(hub.path) where entry.hasPrefix("models--") && FileTree.isDirectory(hub.path + "/" + entry) {
-            let pieces = entry.dropFirst("models--".count).components(separatedBy: "--")
-            guard pieces.count == 2, let repo = try? RepoID("\(pieces[0])/\(pieces[1])") else {
-                report.repos.append(ImportedRepo(repo: String(entry.dropFirst("models--".count)), commit: nil,
+        for (entry, folder, repo) in HubRepoFolder.all(in: hub) where FileTree.isDirectory(folder.path) {
+            guard let repo else {
+                report.repos.append(ImportedRepo(repo: String(entry.dropFirst(HubRepoFolder.folderPrefix.count)), commit: nil,
                                                  directory: base, note: "not an org/name repo id; skipped"))
                 continue
             }
-            report.repos.append(importRepo(repo, from: hub.path + "/" + entry, view: view))
+            report.repos.append(importRepo(repo, from: folder, view: view))
         }
         return report
     }
 
-    private func importRepo(_ repo: RepoID, from repoDir: String, view: SpoolView) -> ImportedRepo {
+    private func importRepo(_ repo: RepoID, from folder: HubRepoFolder, view: SpoolView) -> ImportedRepo {
         let directory = directory(for: repo)
         let existing = directory.readManifest().flatMap { $0.repo == repo.description ? $0 : nil }
-        let snapshots = FileTree.names(repoDir + "/snapshots").filter {
-            DiskScan.isHex($0, length: 40) && FileTree.isDirectory("\(repoDir)/snapshots/\($0)")
-        }
-        // refs/<name> hold commits; main first.
-        var refs: [(name: String, commit: String)] = []
-        for name in ["main"] + FileTree.names(repoDir + "/refs").filter({ $0 != "main" }) {
-            guard let data = readSmall(repoDir + "/refs/" + name) else { continue }
-            refs.append((name, String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)))
-        }
+        let snapshots = folder.snapshots()
+        let refs = folder.refs()  // main first
         // The snapshot our cache already records, else the one main points at, else the newest.
         let commit = existing.map(\.commit).flatMap { snapshots.contains($0) ? $0 : nil }
             ?? refs.first(where: { snapshots.contains($0.commit) })?.commit
-            ?? snapshots.max { (FileTree.facts("\(repoDir)/snapshots/\($0)")?.mtime ?? 0) < (FileTree.facts("\(repoDir)/snapshots/\($1)")?.mtime ?? 0) }
+            ?? folder.newestSnapshot()
         guard let commit else {
             return ImportedRepo(repo: repo.description, commit: nil, directory: directory.url, note: "no snapshot; skipped")
         }
@@ -111,16 +103,14 @@ extension CacheAdmin {
         let previous = existing?.commit == commit ? existing : nil
         let recorded = Dictionary((previous?.files ?? []).map { ($0.path, $0) }, uniquingKeysWith: { a, _ in a })
         let flight = inFlight(directory, view)
-        let snapshotDir = "\(repoDir)/snapshots/\(commit)"
-        let blobsDir = DiskScan.canonical(repoDir + "/blobs")
         var adopted: [RepoFile] = []
 
-        for (path, entryPath) in snapshotEntries(snapshotDir) {
+        for (path, entryPath, _) in folder.snapshotEntries(commit) {
             guard (try? RepoPath.validate(path, in: repo)) != nil else {
                 result.refused.append(RefusedFile(path: path, reason: "not a safe repo path"))
                 continue
             }
-            guard let blob = blobTarget(entryPath, blobsDir: blobsDir) else {
+            guard let blob = folder.blob(ofPointer: entryPath) else {
                 result.refused.append(RefusedFile(path: path, reason: "not a symlink to a blob named by its sha256 or git blob id; cannot be verified"))
                 continue
             }
@@ -179,32 +169,6 @@ extension CacheAdmin {
         return result
     }
 
-    /// (repo path, path in the snapshot) of every file or link under a snapshot folder.
-    private func snapshotEntries(_ snapshotDir: String) -> [(String, String)] {
-        var result: [(String, String)] = []
-        func walk(_ dir: String, _ prefix: String) {
-            for name in FileTree.names(dir) {
-                let full = dir + "/" + name
-                guard let f = FileTree.facts(full) else { continue }
-                if f.isDirectory { walk(full, prefix + name + "/") } else { result.append((prefix + name, full)) }
-            }
-        }
-        walk(snapshotDir, "")
-        return result
-    }
-
-    /// The blob a snapshot entry links to: `<repo>/blobs/<40 or 64 hex>`; nil for anything else.
-    private func blobTarget(_ entryPath: String, blobsDir: String) -> String? {
-        guard FileTree.facts(entryPath)?.isSymlink == true,
-              let target = try? FileManager.default.destinationOfSymbolicLink(atPath: entryPath) else { return nil }
-        let absolute = target.hasPrefix("/") ? target : (entryPath as NSString).deletingLastPathComponent + "/" + target
-        let name = (absolute as NSString).lastPathComponent
-        guard DiskScan.isHex(name, length: 64) || DiskScan.isHex(name, length: 40) else { return nil }
-        let folder = DiskScan.canonical((absolute as NSString).deletingLastPathComponent)
-        guard folder == blobsDir else { return nil }
-        return folder + "/" + name
-    }
-
     private enum Adoption { case linked, copied, refused(String) }
 
     /// Checks one blob and puts it at the file's final path, under the file's staging lock.
@@ -213,7 +177,7 @@ extension CacheAdmin {
             return .refused("a transfer is writing it")
         }
         defer { lock.release() }
-        let fd = DiskScan.openReadOnly(blob)
+        let fd = FileIO.openForLooking(blob)
         guard fd >= 0 else { return .refused("cannot open \(blob): \(String(cString: strerror(errno)))") }
         defer { close(fd) }
         var st = stat()
@@ -223,7 +187,7 @@ extension CacheAdmin {
         }
         // The content must be what the blob's name says.
         let expected = file.sha256 ?? file.blobID
-        let digest = file.sha256 != nil ? DiskScan.sha256(fd) : DiskScan.gitBlobID(fd, size: file.size)
+        let digest = ContentHasher.hash(fd, lfs: file.sha256 != nil, size: file.size)
         guard let digest else { return .refused("\(blob) could not be read to the end") }
         guard digest.bytes == file.size else { return .refused("\(digest.bytes) bytes read, expected \(file.size)") }
         guard digest.hex == expected else {
@@ -273,12 +237,10 @@ extension CacheAdmin {
     private func copy(_ source: Int32, to temp: String, expected: String, file: RepoFile) -> String? {
         let out = open(temp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o644)
         guard out >= 0 else { return "cannot create \(temp): \(String(cString: strerror(errno)))" }
-        var sha256 = SHA256()
-        var sha1 = SHA1()
-        sha1.update(Data("blob \(file.size)\u{0}".utf8))
+        var hasher = ContentHasher(lfs: file.sha256 != nil, size: file.size)
         var failed = false
         let read = FileIO.stream(source) { chunk in
-            if file.sha256 != nil { sha256.update(chunk) } else { sha1.update(chunk) }
+            hasher.update(chunk)
             if let code = FileIO.writeAll(out, chunk) {
                 errno = code
                 failed = true
@@ -289,19 +251,9 @@ extension CacheAdmin {
         let synced = fsync(out) == 0
         let closed = close(out) == 0
         guard read, !failed, synced, closed else { return "copying into \(temp) failed: \(String(cString: strerror(errno)))" }
-        let actual = file.sha256 != nil ? sha256.finalizeHex() : sha1.finalizeHex()
+        let actual = hasher.finalizeHex()
         guard actual == expected else { return "the copy does not verify (\(actual), expected \(expected))" }
         guard FileTree.facts(temp)?.size == file.size else { return "the copy has the wrong size" }
         return nil
-    }
-
-    private func readSmall(_ path: String) -> Data? {
-        guard FileTree.facts(path)?.isRegular == true else { return nil }
-        let fd = DiskScan.openReadOnly(path)
-        guard fd >= 0 else { return nil }
-        defer { close(fd) }
-        var data = Data()
-        _ = FileIO.stream(fd) { data.append(contentsOf: $0); return data.count < 4096 }
-        return data
     }
 }

@@ -18,10 +18,9 @@ extension CacheAdmin {
         var folders: [String] = []
         var units: [PruneUnit] = []
         var total: Int64 = 0
-        for name in FileTree.names(hub.path) where name.hasPrefix("models--") {
-            let parts = name.dropFirst("models--".count).components(separatedBy: "--")
-            guard parts.count == 2, let repo = try? RepoID(parts.joined(separator: "/")) else { continue }
-            let folder = hub.appendingPathComponent(name, isDirectory: true)
+        for (_, repoFolder, repo) in HubRepoFolder.all(in: hub) {
+            guard let repo else { continue }
+            let folder = repoFolder.url
             folders.append(folder.path)
             var blobs: [String: FileFacts] = [:]
             for blob in FileTree.names(folder.path + "/blobs") {

@@ -1,4 +1,5 @@
-// HubCache - a huggingface_hub cache on disk: where it is, its repo folders, refs and blob locks.
+// HubCache - a huggingface_hub cache on disk: where it is, its repo folders' names, its blob locks
+// (one repo folder's layout is HubRepoFolder's).
 //
 // The layout huggingface_hub reads (and writes itself):
 //   <hub>/models--<org>--<name>/blobs/<etag>             file contents, named by sha256 (LFS) or git blob id
@@ -7,6 +8,7 @@
 //   <hub>/.locks/models--<org>--<name>/<etag>.lock        flock(2) locks, left in place
 // speech-fetch adds only what huggingface_hub ignores: `.incomplete/` and `.speech-fetch.json` in
 // the repo folder (its scan looks at `snapshots/` and `refs/` only).
+import Digest
 import Foundation
 import HubTypes
 import SharedFiles
@@ -41,25 +43,9 @@ public enum HubCache {
     /// `models--<org>--<name>`: the repo's folder name in the cache.
     public static func folderName(_ repo: RepoID) -> String { "models--\(repo.org)--\(repo.name)" }
 
-    /// `<hub>/models--<org>--<name>/`.
-    public static func repoFolder(hub: URL, repo: RepoID) -> URL {
-        hub.appendingPathComponent(folderName(repo), isDirectory: true)
-    }
-
     /// A full commit id (40 lowercase hex digits), which names a snapshot without a ref.
     public static func isCommitHash(_ s: String) -> Bool {
-        s.utf8.count == 40 && s.utf8.allSatisfy { (48...57).contains($0) || (97...102).contains($0) }
-    }
-
-    /// The commit `revision` names in a repo folder: itself when it is a commit id, else the
-    /// content of `refs/<revision>`; nil when neither is known.
-    public static func commit(forRevision revision: String, repoFolder: URL) -> String? {
-        if isCommitHash(revision) { return revision }
-        guard !revision.isEmpty,
-              !revision.utf8.split(separator: UInt8(ascii: "/")).contains(where: { $0.elementsEqual("..".utf8) || $0.elementsEqual(".".utf8) }),
-              let data = FileManager.default.contents(atPath: repoFolder.path + "/refs/" + revision) else { return nil }
-        let text = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-        return isCommitHash(text) ? text : nil
+        ContentHasher.isHex(s, length: 40)
     }
 
     /// Refuses a repo folder in which a folder speech-fetch writes into (or reads pointers from)
@@ -69,7 +55,7 @@ public enum HubCache {
     /// are fine: they are made as plain directories.
     /// - Throws: `CacheError.unsafeCacheEntry` naming the entry.
     public static func checkNoPlantedLinks(hub: URL, repo: RepoID, commit: String?) throws {
-        let folder = repoFolder(hub: hub, repo: repo).path
+        let folder = HubRepoFolder(hub: hub, repo: repo).path
         var entries = [hub.path + "/.locks", hub.path + "/.locks/" + folderName(repo)]
         entries += ["blobs", "snapshots", "refs", "trees", ModelLayout.staging].map { folder + "/" + $0 }
         if let commit, !commit.isEmpty { entries.append(folder + "/snapshots/" + commit) }

@@ -168,14 +168,14 @@ public final class HuggingFaceDownloader: Sendable {
         let cached: OfflineCheck
         if let huggingFaceCache {
             // The snapshot the revision names on disk (refs/<revision>), if any.
-            let folder = HubCache.repoFolder(hub: huggingFaceCache, repo: repo)
+            let folder = HubRepoFolder(hub: huggingFaceCache, repo: repo)
             try HubCache.checkNoPlantedLinks(hub: huggingFaceCache, repo: repo,
-                                             commit: HubCache.commit(forRevision: revision, repoFolder: folder))
-            if let commit = HubCache.commit(forRevision: revision, repoFolder: folder) {
-                directory = ModelDirectory(hubRepoFolder: folder, commit: commit)
+                                             commit: folder.commit(forRevision: revision))
+            if let commit = folder.commit(forRevision: revision) {
+                directory = ModelDirectory(hubRepoFolder: folder.url, commit: commit)
                 cached = directory.loadCheck(selection, repo: repo.description)
             } else {
-                directory = ModelDirectory(hubRepoFolder: folder, commit: "")
+                directory = ModelDirectory(hubRepoFolder: folder.url, commit: "")
                 let wanted = selection.literalPaths.isEmpty ? ["(any file)"] : selection.literalPaths
                 cached = OfflineCheck(missing: wanted, present: [], commit: nil)
             }

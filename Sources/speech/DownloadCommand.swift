@@ -275,7 +275,7 @@ enum DownloadCommand {
         guard let repo = try? RepoID(request.repo) else { return "the model directory" }
         if let hubCache = request.hubCache {
             let root = hubCache.isEmpty ? HubCache.defaultDirectory(environment) : URL(fileURLWithPath: hubCache)
-            return HubCache.repoFolder(hub: root, repo: repo).path
+            return HubRepoFolder(hub: root, repo: repo).path
         }
         return CacheLocation.modelDirectory(base: base, repo: repo).path
     }

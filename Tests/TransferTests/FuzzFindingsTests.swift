@@ -140,6 +140,6 @@ final class FuzzFindingsTests: XCTestCase {
         try FileManager.default.createDirectory(at: repoFolder.appendingPathComponent("refs"), withIntermediateDirectories: true)
         let outside = String(repeating: "ab", count: 20)
         try Data(outside.utf8).write(to: repoFolder.appendingPathComponent("\u{301}x"))
-        XCTAssertNil(HubCache.commit(forRevision: "../\u{301}x", repoFolder: repoFolder))
+        XCTAssertNil(HubRepoFolder(repoFolder).commit(forRevision: "../\u{301}x"))
     }
 }

@@ -1,4 +1,6 @@
-// HubSnapshot - a model directory in huggingface_hub's layout: blobs by etag, snapshot pointers, refs.
+// HubModelDirectory - a model directory in huggingface_hub's layout (ModelDirectory with a hubCommit):
+// its blobs by etag, snapshot pointers, refs and tree listing, written and checked; every name in
+// the repo folder is HubRepoFolder's.
 //
 // A file is final when `snapshots/<commit>/<path>` is a relative symlink to `blobs/<etag>` of
 // the right size. A blob appears only by rename (of a verified staging file, or one that
@@ -11,19 +13,18 @@ import HubTypes
 import SharedFiles
 
 extension ModelDirectory {
+    /// This directory as a huggingface_hub repo folder: the names of its layout.
+    public var hubFolder: HubRepoFolder { HubRepoFolder(url) }
+
     /// `<repo folder>/blobs/<etag>`.
-    public func blobPath(_ file: RepoFile) -> String { path + "/blobs/" + ModelDirectory.contentID(file) }
+    public func blobPath(_ file: RepoFile) -> String { hubFolder.blobPath(ModelDirectory.contentID(file)) }
 
     /// `<hub>/.locks/models--<org>--<name>/<etag>.lock`, huggingface_hub's lock for that blob.
-    public func blobLockPath(_ file: RepoFile) -> String {
-        let folder = url.lastPathComponent
-        return url.deletingLastPathComponent().path + "/.locks/" + folder + "/" + ModelDirectory.contentID(file) + ".lock"
-    }
+    public func blobLockPath(_ file: RepoFile) -> String { hubFolder.blobLockPath(ModelDirectory.contentID(file)) }
 
     /// What the pointer holds: `../../blobs/<etag>`, one more `../` per folder of the repo path.
     public static func pointerTarget(_ file: RepoFile) -> String {
-        let depth = file.path.utf8.split(separator: UInt8(ascii: "/")).count + 1  // bytes: a combining mark after "/" is no new character
-        return String(repeating: "../", count: depth) + "blobs/" + contentID(file)
+        HubRepoFolder.pointerTarget(repoPath: file.path, contentID: contentID(file))
     }
 
     /// The pointer is exactly the relative link to this content's blob (`pointerTarget`) and the
@@ -38,7 +39,7 @@ extension ModelDirectory {
             guard ModelDirectory.readLink(pointer) == ModelDirectory.pointerTarget(file) else { return false }
             // The blob itself, not the pointer: `blobs/` must be the repo folder's own.
             var folder = stat()
-            guard lstat(path + "/blobs", &folder) == 0, (folder.st_mode & S_IFMT) == S_IFDIR,
+            guard lstat(hubFolder.blobsPath, &folder) == 0, (folder.st_mode & S_IFMT) == S_IFDIR,
                   lstat(blobPath(file), &st) == 0 else { return false }
         }
         return (st.st_mode & S_IFMT) == S_IFREG && Int64(st.st_size) == file.size
@@ -54,34 +55,17 @@ extension ModelDirectory {
         return String(decoding: buffer[0..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
-    /// Repo paths under `snapshots/<commit>/` that are regular files or links to regular files.
-    /// The walk never follows a link to a directory (a loop, or a way out of the cache), visits
-    /// each directory once (by device and inode) and goes at most `maxWalkDepth` folders deep.
+    /// Repo paths under `snapshots/<commit>/` that are regular files or links to regular files,
+    /// at most `maxWalkDepth` folders deep (`HubRepoFolder.snapshotEntries`: no link to a
+    /// directory followed, each directory visited once).
     func hubListFiles() -> Set<String> {
         var result = Set<String>()
-        var visited = Set<[UInt64]>()
-        func walk(_ dir: String, _ prefix: String, depth: Int) {
-            var here = stat()
-            guard depth <= ModelDirectory.maxWalkDepth, lstat(dir, &here) == 0, (here.st_mode & S_IFMT) == S_IFDIR,
-                  visited.insert([UInt64(here.st_dev), UInt64(here.st_ino)]).inserted,
-                  let names = try? FileManager.default.contentsOfDirectory(atPath: dir) else { return }
-            for name in names {
-                let full = dir + "/" + name
-                var st = stat()
-                guard lstat(full, &st) == 0 else { continue }
-                switch st.st_mode & S_IFMT {
-                case S_IFDIR:
-                    walk(full, prefix + name + "/", depth: depth + 1)
-                case S_IFREG:
-                    result.insert(prefix + name)
-                case S_IFLNK:
-                    if stat(full, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG { result.insert(prefix + name) }
-                default:
-                    break
-                }
+        for entry in hubFolder.snapshotEntries(hubCommit ?? "", maxDepth: ModelDirectory.maxWalkDepth) {
+            var st = stat()
+            if entry.facts.isRegular || (entry.facts.isSymlink && stat(entry.fullPath, &st) == 0 && (st.st_mode & S_IFMT) == S_IFREG) {
+                result.insert(entry.path)
             }
         }
-        walk(filesURL.path, "", depth: 0)
         return result
     }
 
@@ -90,7 +74,7 @@ extension ModelDirectory {
     /// when its size and digest are right, and the staging file is dropped; a wrong one is replaced.
     public func installBlob(from stagingPath: String, file: RepoFile) throws {
         let blob = blobPath(file)
-        try ModelDirectory.makeDirectories(path + "/blobs")
+        try ModelDirectory.makeDirectories(hubFolder.blobsPath)
         // At most 10 s: a finalizing splicer must not hang behind a huggingface_hub download of the
         // same blob (nil: no lock; renames alone keep the blob whole, the lock only saves work).
         let lock = HubBlobLock.acquire(blobLockPath(file), timeout: 10)
@@ -111,7 +95,7 @@ extension ModelDirectory {
             try CacheError.saying { try AtomicFile.write(Data(), to: target) }
             return
         }
-        try ModelDirectory.makeDirectories(path + "/blobs")
+        try ModelDirectory.makeDirectories(hubFolder.blobsPath)
         let lock = HubBlobLock.acquire(blobLockPath(file), timeout: 10)
         defer { lock?.release() }
         if !blobVerifies(file) { try CacheError.saying { try AtomicFile.write(Data(), to: URL(fileURLWithPath: blobPath(file))) } }
@@ -142,21 +126,7 @@ extension ModelDirectory {
         var st = stat()
         guard fstat(fd, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG, Int64(st.st_size) == file.size else { return false }
         guard (try? CryptoLibrary.load()) != nil else { return false }
-        return ModelDirectory.digest(fd, file: file) == ModelDirectory.contentID(file)
-    }
-
-    /// sha256 (LFS files) or the git blob id of the bytes behind `fd`; nil on a read error.
-    static func digest(_ fd: Int32, file: RepoFile) -> String? {
-        var sha256 = SHA256()
-        var sha1 = SHA1()
-        let lfs = file.sha256 != nil
-        if !lfs { sha1.update(Data("blob \(file.size)\u{0}".utf8)) }
-        let read = FileIO.stream(fd) { chunk in
-            if lfs { sha256.update(chunk) } else { sha1.update(chunk) }
-            return true
-        }
-        guard read.errno == nil else { return nil }
-        return lfs ? sha256.finalizeHex() : sha1.finalizeHex()
+        return ContentHasher.hash(fd, lfs: file.sha256 != nil, size: file.size)?.hex == ModelDirectory.contentID(file)
     }
 
     /// Makes `snapshots/<commit>/<path>` point at the blob: a symlink made in `.incomplete/`
@@ -202,7 +172,7 @@ extension ModelDirectory {
                 .contains(where: { $0.isEmpty || $0.elementsEqual(".".utf8) || $0.elementsEqual("..".utf8) })
         else { return }
         try ModelDirectory.makeDirectories(filesURL.path)
-        let ref = URL(fileURLWithPath: path + "/refs/" + revision)
+        let ref = URL(fileURLWithPath: hubFolder.refPath(revision))
         // A ref that already names the commit is left alone (read with retries: on a network
         // filesystem a stale handle is not "no ref"), so readers on other nodes are not sent
         // after a renamed-over file.
@@ -224,7 +194,7 @@ extension ModelDirectory {
     /// instead of returning it. Written once per commit (a commit's listing never changes).
     public func writeTreeListing(_ snapshot: RepoSnapshot) throws {
         guard hubCommit != nil else { return }
-        let target = URL(fileURLWithPath: path + "/trees/" + snapshot.commit + ".json")
+        let target = URL(fileURLWithPath: hubFolder.treeListingPath(snapshot.commit))
         guard access(target.path, F_OK) != 0 else { return }
         var files: [String: Any] = [:]
         for file in snapshot.files {
@@ -243,7 +213,7 @@ extension ModelDirectory {
 
     /// `trees/<commit>.json` as a snapshot (repo left empty: the listing does not name it).
     func readTreeListing() -> RepoSnapshot? {
-        guard let commit = hubCommit, let data = FileManager.default.contents(atPath: path + "/trees/" + commit + ".json"),
+        guard let commit = hubCommit, let data = FileManager.default.contents(atPath: hubFolder.treeListingPath(commit)),
               let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
               object["format_version"] as? Int == 1, let files = object["files"] as? [String: [String: Any]] else { return nil }
         var listed: [RepoFile] = []

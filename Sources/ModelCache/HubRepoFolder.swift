@@ -1,0 +1,136 @@
+// HubRepoFolder - one repo folder of a huggingface_hub cache, `<hub>/models--<org>--<name>/`: the
+// one place that names and reads its layout (HubCache.swift's header draws it). The download
+// path writes through it (ModelDirectory+HubLayout.swift); `speech cache ls`, `import-hf` and
+// the size cap read through it.
+import Digest
+import Foundation
+import HubTypes
+import SharedFiles
+
+public struct HubRepoFolder: Sendable {
+    public let url: URL
+    public var path: String { url.path }
+
+    public init(_ url: URL) { self.url = url }
+
+    /// `<hub>/models--<org>--<name>/`.
+    public init(hub: URL, repo: RepoID) {
+        self.url = hub.appendingPathComponent(HubCache.folderName(repo), isDirectory: true)
+    }
+
+    /// `models--`: what every repo folder's name starts with.
+    public static let folderPrefix = "models--"
+
+    /// The repo a folder name names (`models--<org>--<name>`), nil when it names none.
+    public static func repo(folderName name: String) -> RepoID? {
+        guard name.hasPrefix(folderPrefix) else { return nil }
+        let pieces = name.dropFirst(folderPrefix.count).components(separatedBy: "--")
+        guard pieces.count == 2 else { return nil }
+        return try? RepoID("\(pieces[0])/\(pieces[1])")
+    }
+
+    /// The entries of `hub` named like repo folders (`models--…`), each with the repo it names
+    /// (nil: not an org/name repo id).
+    public static func all(in hub: URL) -> [(name: String, folder: HubRepoFolder, repo: RepoID?)] {
+        FileTree.names(hub.path).filter { $0.hasPrefix(folderPrefix) }.map {
+            ($0, HubRepoFolder(hub.appendingPathComponent($0, isDirectory: true)), repo(folderName: $0))
+        }
+    }
+
+    /// `<repo folder>/blobs`.
+    public var blobsPath: String { path + "/blobs" }
+    /// `<repo folder>/blobs/<content id>`.
+    public func blobPath(_ contentID: String) -> String { blobsPath + "/" + contentID }
+    /// `<repo folder>/snapshots/<commit>`.
+    public func snapshotPath(_ commit: String) -> String { path + "/snapshots/" + commit }
+    /// `<repo folder>/refs/<revision>`.
+    public func refPath(_ revision: String) -> String { path + "/refs/" + revision }
+    /// `<repo folder>/trees/<commit>.json`.
+    public func treeListingPath(_ commit: String) -> String { path + "/trees/" + commit + ".json" }
+    /// `<hub>/.locks/models--<org>--<name>/<content id>.lock`, huggingface_hub's lock for that blob.
+    public func blobLockPath(_ contentID: String) -> String {
+        url.deletingLastPathComponent().path + "/.locks/" + url.lastPathComponent + "/" + contentID + ".lock"
+    }
+
+    /// What a pointer holds: `../../blobs/<content id>`, one more `../` per folder of the repo path.
+    public static func pointerTarget(repoPath: String, contentID: String) -> String {
+        let depth = repoPath.utf8.split(separator: UInt8(ascii: "/")).count + 1  // bytes: a combining mark after "/" is no new character
+        return String(repeating: "../", count: depth) + "blobs/" + contentID
+    }
+
+    /// The commits that have a snapshot folder.
+    public func snapshots() -> [String] {
+        FileTree.names(path + "/snapshots").filter { HubCache.isCommitHash($0) && FileTree.isDirectory(snapshotPath($0)) }
+    }
+
+    /// The snapshot folder modified last, nil when there is none.
+    public func newestSnapshot() -> String? {
+        snapshots().max { (FileTree.facts(snapshotPath($0))?.mtime ?? 0) < (FileTree.facts(snapshotPath($1))?.mtime ?? 0) }
+    }
+
+    /// `refs/<name>` and the commit each holds (whitespace trimmed), `main` first.
+    public func refs() -> [(name: String, commit: String)] {
+        var result: [(name: String, commit: String)] = []
+        for name in ["main"] + FileTree.names(path + "/refs").filter({ $0 != "main" }) {
+            guard let data = Self.readSmall(refPath(name)) else { continue }
+            result.append((name, String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)))
+        }
+        return result
+    }
+
+    /// The commit `revision` names: itself when it is a commit id, else the content of
+    /// `refs/<revision>`; nil when neither is known.
+    public func commit(forRevision revision: String) -> String? {
+        if HubCache.isCommitHash(revision) { return revision }
+        guard !revision.isEmpty,
+              !revision.utf8.split(separator: UInt8(ascii: "/")).contains(where: { $0.elementsEqual("..".utf8) || $0.elementsEqual(".".utf8) }),
+              let data = FileManager.default.contents(atPath: refPath(revision)) else { return nil }
+        let text = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        return HubCache.isCommitHash(text) ? text : nil
+    }
+
+    /// Every entry under `snapshots/<commit>/` that is not a directory, as (repo path, full path,
+    /// lstat facts). The walk never follows a link to a directory (a loop, or a way out of the
+    /// cache), visits each directory once (by device and inode) and goes at most `maxDepth`
+    /// folders deep.
+    public func snapshotEntries(_ commit: String, maxDepth: Int = .max) -> [(path: String, fullPath: String, facts: FileFacts)] {
+        var result: [(path: String, fullPath: String, facts: FileFacts)] = []
+        var visited = Set<[UInt64]>()
+        func walk(_ dir: String, _ prefix: String, depth: Int) {
+            guard depth <= maxDepth, let here = FileTree.facts(dir), here.isDirectory,
+                  visited.insert([here.device, here.inode]).inserted else { return }
+            for name in FileTree.names(dir) {
+                let full = dir + "/" + name
+                guard let facts = FileTree.facts(full) else { continue }
+                if facts.isDirectory { walk(full, prefix + name + "/", depth: depth + 1) } else { result.append((prefix + name, full, facts)) }
+            }
+        }
+        walk(snapshotPath(commit), "", depth: 0)
+        return result
+    }
+
+    /// The blob a snapshot entry links to, `<repo folder>/blobs/<40 or 64 hex>` (the link
+    /// relative or absolute, its folder compared after resolving symlinks); nil for anything else.
+    public func blob(ofPointer entryPath: String) -> String? {
+        guard FileTree.facts(entryPath)?.isSymlink == true,
+              let target = try? FileManager.default.destinationOfSymbolicLink(atPath: entryPath) else { return nil }
+        let absolute = target.hasPrefix("/") ? target : (entryPath as NSString).deletingLastPathComponent + "/" + target
+        let name = (absolute as NSString).lastPathComponent
+        guard ContentHasher.isHex(name, length: 64) || ContentHasher.isHex(name, length: 40) else { return nil }
+        let folder = FileTree.canonical((absolute as NSString).deletingLastPathComponent)
+        guard folder == FileTree.canonical(blobsPath) else { return nil }
+        return folder + "/" + name
+    }
+
+    /// The first 4 KiB of a regular file (a ref), read without following a link; nil when
+    /// it is not one or cannot be read.
+    private static func readSmall(_ path: String) -> Data? {
+        guard FileTree.facts(path)?.isRegular == true else { return nil }
+        let fd = FileIO.openForLooking(path)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var data = Data()
+        _ = FileIO.stream(fd) { data.append(contentsOf: $0); return data.count < 4096 }
+        return data
+    }
+}
