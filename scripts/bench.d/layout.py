@@ -5,12 +5,15 @@
   www/ORG/NAME/resolve/{main,COMMIT}/FILE          hard links to the blob
 With --no-lfs-repo, a second repo serves the same blob but lists it as a plain git file (no
 `lfs` entry, so no SHA-256 to check, only its git blob id, a SHA-1).
-Prints the commit id of each repo, one a line (40 hex, derived from the content).
+Prints the commit id of each repo, one a line (40 hex, derived from the content), then the
+second repo's git blob id. The writer is scripts/lib/common.py's write_hub_repo.
 """
 import argparse
-import hashlib
-import json
 import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from common import HubFile, git_blob_id_file, write_hub_repo  # noqa: E402
 
 p = argparse.ArgumentParser()
 for a in ("www", "repo", "file", "blob", "sha256"):
@@ -19,53 +22,13 @@ p.add_argument("--size", type=int, required=True)
 p.add_argument("--no-lfs-repo")
 args = p.parse_args()
 
-
-def write_repo(repo, commit, revision, tree):
-    api = os.path.join(args.www, "api", "models", repo)
-    for rev in ("main", commit):
-        for kind, doc in (("revision", revision), ("tree", tree)):
-            os.makedirs(os.path.join(api, kind), exist_ok=True)
-            with open(os.path.join(api, kind, rev), "w") as f:
-                json.dump(doc, f)
-        target = os.path.join(args.www, repo, "resolve", rev, args.file)
-        os.makedirs(os.path.dirname(target), exist_ok=True)
-        if os.path.exists(target):
-            os.unlink(target)
-        os.link(args.blob, target)
-
-
-pointer = (f"version https://git-lfs.github.com/spec/v1\noid sha256:{args.sha256}\n"
-           f"size {args.size}\n").encode()
-git_oid = hashlib.sha1(b"blob %d\0" % len(pointer) + pointer).hexdigest()
-commit = hashlib.sha1(f"speech-fetch bench {args.repo} {args.file} {git_oid}".encode()).hexdigest()
-
-lfs = {"oid": args.sha256, "size": args.size, "pointerSize": len(pointer)}
-revision = {
-    "_id": commit[:24], "id": args.repo, "modelId": args.repo, "author": args.repo.split("/")[0],
-    "sha": commit, "lastModified": "2025-01-01T00:00:00.000Z", "private": False, "gated": False,
-    "disabled": False, "downloads": 0, "likes": 0, "tags": [], "library_name": "safetensors",
-    "createdAt": "2025-01-01T00:00:00.000Z", "usedStorage": args.size,
-    "siblings": [{"rfilename": args.file, "size": args.size,
-                  "blobId": git_oid, "lfs": {"sha256": args.sha256, "size": args.size,
-                                              "pointerSize": len(pointer)}}],
-}
-tree = [{"type": "file", "path": args.file, "size": args.size, "oid": git_oid, "lfs": lfs}]
-
-write_repo(args.repo, commit, revision, tree)
-print(commit)
+print(write_hub_repo(args.www, args.repo, [HubFile(args.file, args.size, source=args.blob, sha256=args.sha256)],
+                     library_name="safetensors"))
 
 if args.no_lfs_repo:
-    # The content's real git blob id (SHA-1 of "blob <size>\0" and the bytes): every file is
-    # verified, so this repo measures a download checked by SHA-1 instead of SHA-256.
-    h = hashlib.sha1(b"blob %d\0" % args.size)
-    with open(args.blob, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    oid2 = h.hexdigest()
-    commit2 = hashlib.sha1(f"speech-fetch bench {args.no_lfs_repo} {args.file} {oid2}".encode()).hexdigest()
-    revision2 = dict(revision, _id=commit2[:24], id=args.no_lfs_repo, modelId=args.no_lfs_repo, sha=commit2,
-                     siblings=[{"rfilename": args.file, "size": args.size, "blobId": oid2}])
-    tree2 = [{"type": "file", "path": args.file, "size": args.size, "oid": oid2}]
-    write_repo(args.no_lfs_repo, commit2, revision2, tree2)
-    print(commit2)
-    print(oid2)
+    # The content's real git blob id: every file is verified, so this repo measures a download
+    # checked by SHA-1 instead of SHA-256.
+    oid = git_blob_id_file(args.blob, args.size)
+    print(write_hub_repo(args.www, args.no_lfs_repo, [HubFile(args.file, args.size, source=args.blob, oid=oid)],
+                         library_name="safetensors"))
+    print(oid)

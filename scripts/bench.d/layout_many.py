@@ -5,13 +5,18 @@
   www/ORG/NAME/resolve/{main,COMMIT}/PATH                 the files
 Appends exact-URI entries to the nginx map include files MAPDIR/etag.conf and
 MAPDIR/commit.conf (ETag = the git blob id, X-Repo-Commit). Prints the commit id.
-File contents are derived from a seeded generator, so a rerun writes the same repo.
+File contents are derived from a seeded generator, so a rerun writes the same repo. The writer
+is scripts/lib/common.py's write_hub_repo.
 """
 import argparse
 import hashlib
 import json
 import os
 import random
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from common import HubFile, write_hub_repo  # noqa: E402
 
 p = argparse.ArgumentParser()
 p.add_argument("--www", required=True)
@@ -22,39 +27,14 @@ a = p.parse_args()
 
 rng = random.Random(5)
 dirs = ["", "voices/", "tokenizer/", "config/", "vocab/"]
-files = {}
+files = []
 for i in range(a.files):
     path = f"{dirs[i % len(dirs)]}item_{i:04d}.json"
     n = rng.randrange(200, 4096)
     body = json.dumps({"id": i, "data": "".join(rng.choice("abcdefghijklmnopqrstuvwxyz0123456789")
                                                 for _ in range(n))}).encode()
-    files[path] = body
+    files.append(HubFile(path, len(body), body=body))
 
-oids = {p: hashlib.sha1(b"blob %d\0" % len(b) + b).hexdigest() for p, b in files.items()}
-commit = hashlib.sha1(("speech-fetch bench " + a.repo + "".join(sorted(oids.values()))).encode()).hexdigest()
-revision = {"_id": commit[:24], "id": a.repo, "modelId": a.repo, "author": a.repo.split("/")[0],
-            "sha": commit, "lastModified": "2025-01-01T00:00:00.000Z", "private": False, "gated": False,
-            "disabled": False, "downloads": 0, "likes": 0, "tags": [],
-            "createdAt": "2025-01-01T00:00:00.000Z", "usedStorage": sum(len(b) for b in files.values()),
-            "siblings": [{"rfilename": p, "size": len(b), "blobId": oids[p]} for p, b in sorted(files.items())]}
-tree = [{"type": "directory", "path": d.rstrip("/"), "size": 0,
-         "oid": hashlib.sha1(d.encode()).hexdigest()} for d in dirs if d]
-tree += [{"type": "file", "path": p, "size": len(b), "oid": oids[p]} for p, b in sorted(files.items())]
-
-api = os.path.join(a.www, "api", "models", a.repo)
 os.makedirs(a.map_dir, exist_ok=True)
-with open(os.path.join(a.map_dir, "etag.conf"), "a") as etag, \
-        open(os.path.join(a.map_dir, "commit.conf"), "a") as com:
-    for rev in ("main", commit):
-        for kind, doc in (("revision", revision), ("tree", tree)):
-            os.makedirs(os.path.join(api, kind), exist_ok=True)
-            with open(os.path.join(api, kind, rev), "w") as f:
-                json.dump(doc, f)
-        com.write(f"    ~^/{a.repo}/resolve/{rev}/ '{commit}';\n")
-        for path, body in files.items():
-            target = os.path.join(a.www, a.repo, "resolve", rev, path)
-            os.makedirs(os.path.dirname(target), exist_ok=True)
-            with open(target, "wb") as f:
-                f.write(body)
-            etag.write(f"    /{a.repo}/resolve/{rev}/{path} '\"{oids[path]}\"';\n")
-print(commit)
+print(write_hub_repo(a.www, a.repo, files, map_dir=a.map_dir,
+                     directories=[(d.rstrip("/"), hashlib.sha1(d.encode()).hexdigest()) for d in dirs if d]))

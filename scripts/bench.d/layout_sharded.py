@@ -6,13 +6,18 @@ JSON/vocab files.
   www/ORG/NAME/resolve/{main,COMMIT}/PATH      shards and the consolidated copy hard-linked
 Appends exact-URI entries to MAPDIR/{etag,linked_etag,linked_size,commit}.conf.
 Prints the commit, the bytes a downloader that follows the index fetches, then one line per
-fetched file: PATH SIZE SHA256 (SHA256 '-' for git files).
+fetched file: PATH SIZE SHA256 (SHA256 '-' for git files). The writer is scripts/lib/common.py's
+write_hub_repo.
 """
 import argparse
 import hashlib
 import json
 import os
 import random
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from common import HubFile, write_hub_repo  # noqa: E402
 
 p = argparse.ArgumentParser()
 for k in ("www", "repo", "map-dir", "blob", "blob-sha256", "work"):
@@ -53,60 +58,9 @@ for i in range(a.small):
     n = rng.randrange(1 << 10, 1 << 20)
     entries.append((name, n, None, None, rng.randbytes(n)))
 entries = [(pth, len(b) if b is not None else n, sha, srcf, b) for pth, n, sha, srcf, b in entries]
-
-
-def pointer(sha, n):
-    return f"version https://git-lfs.github.com/spec/v1\noid sha256:{sha}\nsize {n}\n".encode()
-
-
-def git_oid(body):
-    return hashlib.sha1(b"blob %d\0" % len(body) + body).hexdigest()
-
-
-oids = {}
-for pth, n, sha, srcf, b in entries:
-    oids[pth] = git_oid(pointer(sha, n) if sha else b)
-commit = hashlib.sha1(("speech-fetch bench " + a.repo + "".join(sorted(oids.values()))).encode()).hexdigest()
-siblings, tree = [], [{"type": "directory", "path": "extra", "size": 0, "oid": hashlib.sha1(b"extra").hexdigest()}]
-for pth, n, sha, srcf, b in sorted(entries):
-    sib = {"rfilename": pth, "size": n, "blobId": oids[pth]}
-    ent = {"type": "file", "path": pth, "size": n, "oid": oids[pth]}
-    if sha:
-        lfs = {"sha256": sha, "size": n, "pointerSize": len(pointer(sha, n))}
-        sib["lfs"] = lfs
-        ent["lfs"] = {"oid": sha, "size": n, "pointerSize": lfs["pointerSize"]}
-    siblings.append(sib)
-    tree.append(ent)
-revision = {"_id": commit[:24], "id": a.repo, "modelId": a.repo, "author": a.repo.split("/")[0], "sha": commit,
-            "lastModified": "2025-01-01T00:00:00.000Z", "private": False, "gated": False, "disabled": False,
-            "downloads": 0, "likes": 0, "tags": [], "library_name": "safetensors",
-            "createdAt": "2025-01-01T00:00:00.000Z", "usedStorage": sum(e[1] for e in entries),
-            "siblings": siblings}
-api = os.path.join(a.www, "api", "models", a.repo)
-maps = {k: open(os.path.join(a.map_dir, k + ".conf"), "a") for k in ("etag", "linked_etag", "linked_size", "commit")}
-for rev in ("main", commit):
-    for kind, doc in (("revision", revision), ("tree", tree)):
-        os.makedirs(os.path.join(api, kind), exist_ok=True)
-        with open(os.path.join(api, kind, rev), "w") as f:
-            json.dump(doc, f)
-    maps["commit"].write(f"    ~^/{a.repo}/resolve/{rev}/ '{commit}';\n")
-    for pth, n, sha, srcf, b in entries:
-        target = os.path.join(a.www, a.repo, "resolve", rev, pth)
-        os.makedirs(os.path.dirname(target), exist_ok=True)
-        if srcf:
-            os.link(srcf, target)
-        else:
-            with open(target, "wb") as f:
-                f.write(b)
-        uri = f"/{a.repo}/resolve/{rev}/{pth}"
-        if sha:
-            maps["etag"].write(f"    {uri} '\"{sha}\"';\n")
-            maps["linked_etag"].write(f"    {uri} '\"{sha}\"';\n")
-            maps["linked_size"].write(f"    {uri} '{n}';\n")
-        else:
-            maps["etag"].write(f"    {uri} '\"{oids[pth]}\"';\n")
-for f in maps.values():
-    f.close()
+commit = write_hub_repo(a.www, a.repo, [HubFile(pth, n, body=b, source=srcf, sha256=sha) for pth, n, sha, srcf, b in entries],
+                        map_dir=a.map_dir, directories=[("extra", hashlib.sha1(b"extra").hexdigest())],
+                        library_name="safetensors")
 fetched = [e for e in entries if e[0] != "consolidated.safetensors"]
 print(commit)
 print(sum(e[1] for e in fetched))

@@ -162,55 +162,32 @@ def wait_idle(nginx_pid, settle_s, max_wait_s):
 
 
 class Sampler(threading.Thread):
-    """Peak of the summed PSS and RSS over one process tree but its root (/usr/bin/time), every
-    SAMPLE_SECONDS."""
+    """Peak of the summed PSS and RSS over the process trees of `roots`, every `interval` seconds;
+    with `skip_root` a root itself is not counted (/usr/bin/time). `samples` counts the samples
+    that saw a process, `peak_procs` the processes at the PSS peak."""
 
-    def __init__(self, pid):
+    def __init__(self, roots, interval=SAMPLE_SECONDS, skip_root=False):
         super().__init__(daemon=True)
-        self.pid, self.stop = pid, threading.Event()
+        self.roots, self.interval, self.skip_root, self.stop = roots, interval, skip_root, threading.Event()
         self.peak_pss = self.peak_rss = 0
-        self.samples = 0
-
-    def run(self):
-        while not self.stop.is_set():
-            pss = rss = 0
-            seen = False
-            for p in tree_pids(self.pid)[1:]:  # not /usr/bin/time itself
-                r = rollup(p)
-                if r:
-                    seen = True
-                    pss += r[0]
-                    rss += r[1]
-            if seen:
-                self.samples += 1
-                self.peak_pss = max(self.peak_pss, pss)
-                self.peak_rss = max(self.peak_rss, rss)
-            self.stop.wait(SAMPLE_SECONDS)
-
-
-class TreeSampler(threading.Thread):
-    """Peak of the summed PSS and RSS over several process trees, every 50 ms."""
-
-    def __init__(self, roots):
-        super().__init__(daemon=True)
-        self.roots, self.stop = roots, threading.Event()
-        self.peak_pss = self.peak_rss = 0
-        self.peak_procs = 0
+        self.peak_procs = self.samples = 0
 
     def run(self):
         while not self.stop.is_set():
             pss = rss = n = 0
             for root in self.roots:
-                for p in tree_pids(root):
+                for p in tree_pids(root)[1 if self.skip_root else 0:]:
                     r = rollup(p)
                     if r:
                         pss += r[0]
                         rss += r[1]
                         n += 1
+            if n:
+                self.samples += 1
             if pss > self.peak_pss:
                 self.peak_pss, self.peak_procs = pss, n
             self.peak_rss = max(self.peak_rss, rss)
-            self.stop.wait(0.05)
+            self.stop.wait(self.interval)
 
 
 # ---------------------------------------------------------------- one run
@@ -257,7 +234,7 @@ def measure(argv, env, log_path, nginx_pid, access_log):
     t0 = time.monotonic()
     pid = os.posix_spawn(exe, argv, env, file_actions=actions, setpgroup=0)
     CURRENT["pid"] = pid
-    sampler = Sampler(pid)
+    sampler = Sampler([pid], skip_root=True)
     sampler.start()
     _, status, ru = os.wait4(pid, 0)
     wall = time.monotonic() - t0
@@ -349,6 +326,16 @@ def fresh_target(work, name):
 
 
 # ---------------------------------------------------------------- noise
+def log_tail_on_failure(r, log_path):
+    """When the run failed, keeps the last 2000 characters of its log in its result (`log_tail`);
+    returns whether it failed."""
+    if r["exit"] == 0:
+        return False
+    with open(log_path, errors="replace") as f:
+        r["log_tail"] = f.read()[-2000:]
+    return True
+
+
 def keep(t, r, attempt, long_ok, retries=2, stream=None):
     """Adds run r to tool t, or discards it (True: kept) when other processes used more than
     NOISE_SHARE of the machine during it, up to `retries` times (with long_ok, runs over 30 s are

@@ -8,7 +8,7 @@ The modules, each importing only those below it:
   scenario12.py  scenarios 1 and 2 (one layout, one set of tools); scenario3.py .. scenario6.py
   measure.py     process trees, CPU/PSS sampling, measure(), idle waiting, noise keep-or-discard,
                  timing helpers, the machine's description
-  sha256.py      hashing (also a command for the shell script)
+  ../lib/common.py  hashing, free ports, the Hub-layout writer (shared with the other scripts)
 
 `run.py --render benchmarks.json` rewrites the benchmarks.md beside it from the JSON (the figures
 are not touched). Standard library only.
@@ -23,6 +23,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 from measure import (MIB, balloon_reports_free_pages, first_line, machine_info, memory_probe,  # noqa: E402
                      pyversion, stop_current)
 import page  # noqa: E402
@@ -31,7 +32,7 @@ import scenario3  # noqa: E402
 import scenario4  # noqa: E402
 import scenario5  # noqa: E402
 import scenario6  # noqa: E402
-from sha256 import sha256_file  # noqa: E402
+from common import sha256_file  # noqa: E402
 
 
 def arguments():

@@ -11,8 +11,8 @@ import shutil
 import sys
 import time
 
-from measure import MIB, fresh_target, keep, measure, summarize, wait_idle
-from sha256 import sha256_file
+from measure import MIB, fresh_target, keep, log_tail_on_failure, measure, summarize, wait_idle
+from common import sha256_file
 
 
 def tools(a, hf_new_version, hf_old_version):
@@ -132,9 +132,7 @@ def run(a, wanted, base_env, logs, settle, idle_wait, noise_retries):
                 good = False
             t["verified"] = good
             r["verified"] = good
-        if r["exit"] != 0:
-            with open(log_path, errors="replace") as f:
-                r["log_tail"] = f.read()[-2000:]
+        if log_tail_on_failure(r, log_path):
             print(f"bench: {t['label']} failed (exit {r['exit']}):\n{r['log_tail']}", file=sys.stderr)
         print(f"bench: s{sc['key']} round {rnd + 1}/{a.runs} {t['label']:<52} {r['wall_s']:7.2f} s "
               f"{a.size / MIB / r['wall_s']:7.0f} MiB/s cpu {r['cpu_s']:5.2f} s "

@@ -7,8 +7,8 @@ Measured like scenarios 1-2 (measure.measure); run() returns its entry of benchm
 import os
 import shutil
 
-from measure import MIB, fresh_target, keep, measure, summarize, wait_idle
-from sha256 import sha256_file
+from measure import MIB, fresh_target, keep, log_tail_on_failure, measure, summarize, wait_idle
+from common import sha256_file
 
 
 def run(a, base_env, logs, settle, idle_wait):
@@ -56,9 +56,7 @@ def run(a, base_env, logs, settle, idle_wait):
                         good = good and os.path.exists(out) and os.path.getsize(out) == int(n) \
                             and sha256_file(out) == sha
                     t["verified"] = r["verified"] = good
-                if r["exit"] != 0:
-                    with open(log_path, errors="replace") as f:
-                        r["log_tail"] = f.read()[-2000:]
+                log_tail_on_failure(r, log_path)
                 print(f"bench: s3 round {rnd + 1}/{a.runs} {t['label']:<52} {r['wall_s']:6.2f} s "
                       f"{total / MIB / r['wall_s']:5.0f} MiB/s cpu {r['cpu_s']:5.2f} s pss {r['peak_pss_mib']:5.0f} MiB "
                       f"req {r['server'].get('requests', 0)}/{r['server'].get('connections', 0)}"

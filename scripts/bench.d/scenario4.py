@@ -8,9 +8,9 @@ import os
 import shutil
 import time
 
-from measure import (MIB, Daemon, TreeSampler, fresh_target, keep, med, read_log, rng, self_cpu, spawn,
-                     system_cpu, tree_cpu, wait_idle)
-from sha256 import sha256_file
+from measure import (MIB, Daemon, Sampler, fresh_target, keep, log_tail_on_failure, med, read_log, rng,
+                     self_cpu, spawn, system_cpu, tree_cpu, wait_idle)
+from common import sha256_file
 
 
 def run(a, base_env, logs, settle, idle_wait):
@@ -35,7 +35,7 @@ def run(a, base_env, logs, settle, idle_wait):
                 self0 = self_cpu()
                 t0 = time.monotonic()
                 pid = spawn([a.speech, "download", a.repo, "--cache-base", base], env, log_path)
-                sampler = TreeSampler([pid] + ([daemon.pid] if daemon else []))
+                sampler = Sampler([pid] + ([daemon.pid] if daemon else []), interval=0.05)
                 sampler.start()
                 _, status, ru = os.wait4(pid, 0)
                 wall = time.monotonic() - t0
@@ -57,9 +57,7 @@ def run(a, base_env, logs, settle, idle_wait):
                 if r["exit"] == 0 and t["verified"] is None:
                     t["verified"] = os.path.getsize(out) == a.size and sha256_file(out) == a.sha256
                     r["verified"] = t["verified"]
-                if r["exit"] != 0:
-                    with open(log_path, errors="replace") as f:
-                        r["log_tail"] = f.read()[-2000:]
+                log_tail_on_failure(r, log_path)
                 print(f"bench: s4 round {rnd + 1}/{a.runs} {t['label']:<48} {wall:6.2f} s "
                       f"{a.size / MIB / wall:5.0f} MiB/s cpu {r['cpu_s']:5.2f} s pss {r['peak_pss_mib']:5.1f} MiB "
                       f"({r['processes_at_peak']} procs) req {r['server'].get('requests', 0)}/"

@@ -7,7 +7,7 @@ BENCH_S5_RUNS sets the runs per tool (default 10). run() returns its entry of be
 import os
 import time
 
-from measure import med, read_log, rng, timed
+from measure import log_tail_on_failure, med, read_log, rng, timed
 
 S5_RUNS = int(os.environ.get("BENCH_S5_RUNS", "10"))
 
@@ -69,9 +69,7 @@ def run(a, base_env, logs):
                     r["call_s"] = float(f.read())
             except (OSError, ValueError):
                 pass
-            if r["exit"] != 0:
-                with open(log_path, errors="replace") as f:
-                    r["log_tail"] = f.read()[-2000:]
+            if log_tail_on_failure(r, log_path):
                 print(f"bench: s5 {t['label']} EXIT {r['exit']}: {r['log_tail'][-400:]}", flush=True)
             if rnd:
                 t["runs"].append(r)

@@ -1,7 +1,7 @@
 """selftest.py - checks of scripts/bench that need no network, no nginx and no binary (a second or
 so; scripts/test runs it):
 
-  layers   each module of bench.d imports only modules on a lower floor (measure.py and sha256.py
+  layers   each module of bench.d imports only modules on a lower floor (measure.py
            at the bottom, the scenario modules above them, page.py above those, run.py on top;
            the small helper commands import none of them), so there is no import cycle.
   page     docs/benchmarks.json renders into a page with every section, through run.py --render.
@@ -24,12 +24,12 @@ REPO = os.path.dirname(os.path.dirname(HERE))
 
 # The floor of every module; a module may import only modules on a lower floor.
 FLOORS = {
-    "sha256": 0, "measure": 0,
+    "measure": 0,
     "scenario12": 1, "scenario3": 1, "scenario4": 1, "scenario5": 1, "scenario6": 1,
     "page": 2,
     "run": 3,
     # Commands the shell script runs on their own; they import nothing of bench.d.
-    "freeport": 0, "hf_get": 0, "layout": 0, "layout_many": 0, "layout_sharded": 0,
+    "hf_get": 0, "layout": 0, "layout_many": 0, "layout_sharded": 0,
     "selftest": 4,
 }
 

@@ -14,13 +14,11 @@ bytes of the files (1.0 = each byte once), with where the bytes beyond each byte
 (`ByteLedger`). Exit 0 when every check held.
 """
 import argparse
-import hashlib
 import json
 import os
 import random
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -28,6 +26,8 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from common import free_ports, sha256_file as sha256  # noqa: E402
 from faultproxy import FaultProxy  # noqa: E402
 
 REPO = "chaos/model"
@@ -37,22 +37,6 @@ FILES = {  # repo path -> size; the .safetensors goes in ranges, the others whol
     "small.txt": 300_000,           # a git file
     "config.json": 2_000,
 }
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
-def sha256(path):
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def say(msg):
@@ -198,7 +182,7 @@ def main():
     say(f"seed {a.seed}, work directory {work}")
     hub_root = os.path.join(work, "hub")
     os.makedirs(hub_root)
-    hub_port, cdn_port = free_port(), free_port()
+    hub_port, cdn_port = free_ports(2)
     spec = ",".join(f"{p}={s}" for p, s in FILES.items())
     hub = subprocess.Popen([os.path.join(a.bin, "speech-testhub"), "--root", hub_root, "--port", str(hub_port),
                             "--cdn-port", str(cdn_port), "--cdn-host", "127.0.0.1",  # the proxy reaches and rewrites 127.0.0.1
