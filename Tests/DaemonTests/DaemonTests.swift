@@ -215,7 +215,7 @@ final class DaemonTests: DaemonTestCase {
         }
     }
 
-    /// Issue 14, defect 9: after speech-fetchd and its workers are SIGKILLed, a caller waiting on
+    /// After speech-fetchd and its workers are SIGKILLed, a caller waiting on
     /// its handed-over request judges the dead local supervisor and workers at once (their pids
     /// are gone) and finishes the transfer itself, instead of waiting out the lease (60 s here).
     func testCallerFinishesAtOnceWhenTheLocalDaemonWasKilled() throws {

@@ -28,7 +28,7 @@ final class HubBlobLockTests: XCTestCase {
         XCTAssertNotNil(HubBlobLock.acquire(path, timeout: 1))
     }
 
-    /// Issue 22, defect 5: a blob lock another process holds is waited for within a bound; after
+    /// A blob lock another process holds is waited for within a bound; after
     /// a while the wait says what it waits for, and at the bound it is an error naming the lock.
     func testAWaitForAHeldBlobLockSaysWhatItWaitsForAndEndsWithAnErrorAtItsBound() throws {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("hub-lock-\(UUID().uuidString)")

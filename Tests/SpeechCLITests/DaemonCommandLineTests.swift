@@ -83,7 +83,7 @@ final class DaemonCommandLineTests: DaemonTestCase {
         XCTAssertEqual(supervisorPid(), first.process.processIdentifier)
     }
 
-    /// Issue 22, defect 6: the record is taken with link(2), not checked then written, so of two
+    /// The record is taken with link(2), not checked then written, so of two
     /// daemons started at the same instant exactly one serves (three rounds).
     func testTwoDaemonsStartedAtOnceOneServes() throws {
         for round in 0..<3 {

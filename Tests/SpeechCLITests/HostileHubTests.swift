@@ -64,7 +64,7 @@ final class HostileHubTests: DaemonTestCase {
         XCTAssertEqual(strayPaths(), [], "\(mode): nothing written outside the cache", file: file, line: line)
     }
 
-    // MARK: Endless bodies (defect 1)
+    // MARK: Endless bodies
 
     func testAnEndlessTreeListingEndsAtItsBound() {
         assertFails("endless-tree", within: 20, saying: ["sent more than \(16 << 20) bytes", "tree"])
@@ -102,7 +102,7 @@ final class HostileHubTests: DaemonTestCase {
         XCTAssertTrue(seen.allSatisfy { $0 is NSNull }, "no Authorization header went to the other host: \(seen)")
     }
 
-    // MARK: Paths (defect 2)
+    // MARK: Paths
 
     func testAPathSeventyFoldersDeepIsFetchedUnderABoundedStagingName() throws {
         let r = download("deep-paths")
@@ -120,7 +120,7 @@ final class HostileHubTests: DaemonTestCase {
         XCTAssertFalse(FileManager.default.fileExists(atPath: "/tmp/hostile-absolute.txt"))
     }
 
-    // MARK: Sizes (defect 3)
+    // MARK: Sizes
 
     func testAFileLargerThanTheFreeDiskIsRefusedBeforeAnythingIsWritten() throws {
         assertFails("huge-size", within: 10, saying: ["huge.bin is 1.0 TiB", "are free on the disk holding", "nothing was written"])

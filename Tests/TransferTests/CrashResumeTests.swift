@@ -103,7 +103,7 @@ final class CrashResumeTests: HubTestCase {
         XCTAssertEqual(otherBoot.partialBytes(3), 0)
     }
 
-    /// Issue 14: a repair after a checksum mismatch is in the sidecar, so a caller killed while
+    /// A repair after a checksum mismatch is in the sidecar, so a caller killed while
     /// it fetches ranges again is followed by one that goes on with the repair: the ranges
     /// found equal before the kill are not fetched a third time, and the file verifies.
     func testKillNineDuringARepairThenTheNextCallGoesOnWithTheRepair() throws {

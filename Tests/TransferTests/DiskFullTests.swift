@@ -93,9 +93,9 @@ final class DiskFullTests: DaemonTestCase {
         XCTAssertEqual(fetched, total - kept - heads, "exactly what the sidecars do not list was fetched")
     }
 
-    /// Issue 22, defect 7: under the daemon a full disk failed nothing: the worker gave the range
-    /// back and paused, forever. Now the request fails saying what is needed and what is free,
-    /// the staged bytes stay, and the same command resumes once there is room.
+    /// Under the daemon a full disk fails the request (the worker does not give the range back and
+    /// pause forever), saying what is needed and what is free; the staged bytes stay, and the same
+    /// command resumes once there is room.
     func testDiskFullUnderTheDaemonFailsTheRequestAndTheSameCommandResumes() throws {
         let files = ["a.safetensors": 2 << 20, "b.safetensors": 2 << 20]
         try TestHub.generateRepo(root: root, repo: repo, files: files)

@@ -86,7 +86,7 @@ class FaultTestCase: DaemonTestCase {
                                             "small.bin": .dropConnection(afterBytes: 50_000, times: 1)])
     }
 
-    /// Issue 14, defect 2: a range whose every byte arrived before the connection closed short
+    /// A range whose every byte arrived before the connection closed short
     /// of its Content-Length is complete; it is never asked for again (once as the inverted
     /// range `bytes=<end+1>-<end>`, which a server answers 416, the test Hub 200).
     func testBodyCutShortAfterTheWholeRangeCompletesTheRange() throws {
@@ -123,7 +123,7 @@ class FaultTestCase: DaemonTestCase {
         try assertSameBytes(repo, "model.safetensors")
     }
 
-    /// Issue 14: a byte flipped on the way, in one range of a file fetched in ranges, costs a
+    /// A byte flipped on the way, in one range of a file fetched in ranges, costs a
     /// few ranges, not the file: after the mismatch the staged bytes are kept, ranges are
     /// fetched again in order (one at a time for 9 ranges) and compared, and the file verifies once the bad
     /// range's bytes are replaced.

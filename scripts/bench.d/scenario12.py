@@ -1,4 +1,4 @@
-"""scenario12.py - scenarios 1 and 2 of scripts/bench (issue 6): one LFS file into a cold
+"""scenario12.py - scenarios 1 and 2 of scripts/bench: one LFS file into a cold
 directory, by every tool in turn, on nginx without a limit (1: the disk and the cores are the
 limits) and with `limit_rate` per connection (2: 16 x the cap is the limit). The two share one
 layout and one set of tools (BENCH_TOOLS picks tools by their key below), so they share a module.

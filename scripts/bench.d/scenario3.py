@@ -1,4 +1,4 @@
-"""scenario3.py - scenario 3 of scripts/bench (issue 6): a sharded repo (4 LFS shards, the index
+"""scenario3.py - scenario 3 of scripts/bench: a sharded repo (4 LFS shards, the index
 naming them, a consolidated copy it does not name, 30 small git files) on scenario 2's
 `limit_rate`, ours following the index against huggingface_hub given the same selection.
 Measured like scenarios 1-2 (measure.measure); run() returns its entry of benchmarks.json's

@@ -1,4 +1,4 @@
-"""scenario4.py - scenario 4 of scripts/bench (issue 6): scenario 2's file and limit, `speech
+"""scenario4.py - scenario 4 of scripts/bench: scenario 2's file and limit, `speech
 download` embedded against the same command with a `speech-fetchd` serving the cache base
 (started before the timed run, stopped with SIGTERM after). Memory: the peak of the sum of PSS
 over the client, the daemon and its workers. run() returns its entry of benchmarks.json's "more"

@@ -1,4 +1,4 @@
-"""scenario5.py - scenario 5 of scripts/bench (issue 6): the second call on a complete cache, a
+"""scenario5.py - scenario 5 of scripts/bench: the second call on a complete cache, a
 repo of 500 small git files on nginx without a limit: ours online and --offline, huggingface_hub's
 cached snapshot_download online and with HF_HUB_OFFLINE=1, and `speech --help` as the floor.
 BENCH_S5_RUNS sets the runs per tool (default 10). run() returns its entry of benchmarks.json's

@@ -1,4 +1,4 @@
-"""scenario6.py - scenario 6 of scripts/bench (issue 6): BENCH_WAITERS (default 200) `speech wait`
+"""scenario6.py - scenario 6 of scripts/bench: BENCH_WAITERS (default 200) `speech wait`
 processes on one daemon-hosted download of about 5 s, BENCH_S6_RUNS (default 3) rounds: wake
 latency from the final file's appearance (polled every 2 ms) to each waiter's exit (pidfd), and
 the waiters' CPU while they wait (/proc/PID/task/*/schedstat). run() returns its entry of
