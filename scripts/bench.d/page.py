@@ -137,13 +137,7 @@ def render(doc):
                 L.append(f"| {name} | {t['conns']} | – | failed ({len(t['runs'])} runs) | – | – | – | – | – | – | – |")
                 continue
             fails = "" if s["runs_ok"] == s["runs"] else f" ({s['runs'] - s['runs_ok']} failed)"
-            L.append("| " + " | ".join([
-                name + fails, t["conns"], f"{s['requests']:.0f} / {s['connections']:.0f}",
-                fr(s["wall_s"], "{:.2f}"), fr(s["mib_s"], "{:.0f}"),
-                fr(s["cpu_s"], "{:.2f}"), fr(s["maxrss_mib"], "{:.0f}"),
-                fr(s["peak_pss_mib"], "{:.0f}"), fr(s["nginx_cpu_s"], "{:.2f}"),
-                f"{s['x_limit']:.2f}", "–" if s.get("x_ours") is None else f"{s['x_ours']:.2f}",
-            ]) + " |")
+            L.append(transfer_row(name + fails, t, s))
     L.append("")
     L.append("")
     L.append("Columns: median (min–max) over the runs. *conns* is the tool's connection setting; "
@@ -247,9 +241,7 @@ def verdict(doc):
             out.append(f"- Scenario {sc['key']}: **ours failed** in every run.")
             continue
         s = ours["summary"]
-        x = s["x_limit"]
-        line = (f"- Scenario {sc['key']}: ours {s['mib_s']['median']:.0f} MiB/s, {x:.2f} of the limit "
-                f"({'meets' if x >= 0.9 else 'misses'} the 0.9 target)")
+        line = limit_verdict(sc["key"], s)
         ahead, behind = [], []
         for t in sc["tools"]:
             if t is ours or t.get("reference") or t["summary"] is None:
@@ -320,6 +312,25 @@ def tool_rows(tools, columns, row, lead=()):
     return rows
 
 
+def transfer_row(name, t, s):
+    """A row of a transfer table (scenarios 1-3): the tool, its connections, requests, and the
+    summary's medians (min–max) against the limit and ours."""
+    return "| " + " | ".join([
+        name, str(t["conns"]), f"{s['requests']:.0f} / {s['connections']:.0f}",
+        fr(s["wall_s"], "{:.2f}"), fr(s["mib_s"], "{:.0f}"),
+        fr(s["cpu_s"], "{:.2f}"), fr(s["maxrss_mib"], "{:.0f}"),
+        fr(s["peak_pss_mib"], "{:.0f}"), fr(s["nginx_cpu_s"], "{:.2f}"),
+        f"{s['x_limit']:.2f}", "–" if s.get("x_ours") is None else f"{s['x_ours']:.2f}",
+    ]) + " |"
+
+
+def limit_verdict(key, s):
+    """`- Scenario K: ours N MiB/s, X of the limit (meets the 0.9 target)`."""
+    x = s["x_limit"]
+    return (f"- Scenario {key}: ours {s['mib_s']['median']:.0f} MiB/s, {x:.2f} of the limit "
+            f"({'meets' if x >= 0.9 else 'misses'} the 0.9 target)")
+
+
 def render_more(more):
     L = []
     sc = more.get("3")
@@ -336,11 +347,7 @@ def render_more(more):
               "| tool | conns | requests | wall s | MiB/s | CPU s | peak RSS MiB | peak PSS MiB | nginx CPU s | × limit | × ours |",
               "|---|---|---|---|---|---|---|---|---|---|---|"]
         L += tool_rows(sc["tools"], 10, lambda t, s: (
-            f"| {t['label']} | {t['conns']} | {s['requests']:.0f} / {s['connections']:.0f} | "
-            f"{fr(s['wall_s'], '{:.2f}')} | {fr(s['mib_s'], '{:.0f}')} | {fr(s['cpu_s'], '{:.2f}')} | "
-            f"{fr(s['maxrss_mib'], '{:.0f}')} | {fr(s['peak_pss_mib'], '{:.0f}')} | "
-            f"{fr(s['nginx_cpu_s'], '{:.2f}')} | {s['x_limit']:.2f} | {s['x_ours']:.2f} |"
-            + ("" if t.get("verified") is not False else " **wrong output**")), lead=("conns",))
+            transfer_row(t["label"], t, s) + ("" if t.get("verified") is not False else " **wrong output**")), lead=("conns",))
         L += ["", "Commands: " + "; ".join(f"{t['label']}: `{t['shown']}`" for t in sc["tools"]) + "."]
     sc = more.get("4")
     if sc:
@@ -381,8 +388,8 @@ def render_more(more):
               "--cache-base DIR` processes are spawned. A thread polls for the final file every 2 ms; each waiter's "
               "exit is seen through its pidfd. Both timing threads run under SCHED_FIFO once the waiters are "
               "spawned, with SCHED_RESET_ON_FORK and back to the normal policy after each round, so the daemon, its "
-              "workers and the waiters of every round run under the normal policy (before that fix, the second and "
-              "third rounds inherited SCHED_FIFO from the runner and showed the done/ marker 50–80 ms late): "
+              "workers and the waiters of every round run under the normal policy (without the reset, the second and "
+              "third rounds would inherit SCHED_FIFO from the runner and show the done/ marker 50–80 ms late): "
               "200 processes waking at once would otherwise delay the clock readings themselves. *Wake* is a waiter's exit minus the final file's appearance. "
               "*CPU while waiting* is the growth of the CPU time of every thread (/proc/PID/task/*/schedstat, ns) summed over the "
               "waiters from 0.5 s after the last spawn to the last 100 ms sample before the final file appeared. "
@@ -416,8 +423,7 @@ def verdict_more(more):
             others = [f"{t['label']} ({t['summary']['x_ours']:.2f}× our speed)" for t in sc["tools"][1:]
                       if t["summary"]]
             behind = [t["label"] for t in sc["tools"][1:] if t["summary"] and t["summary"]["x_ours"] > 1]
-            out.append(f"- Scenario 3: ours {ours['mib_s']['median']:.0f} MiB/s, {ours['x_limit']:.2f} of the limit "
-                       f"({'meets' if ours['x_limit'] >= 0.9 else 'misses'} the 0.9 target); "
+            out.append(limit_verdict("3", ours) + "; "
                        + (f"**behind** {', '.join(behind)}; " if behind else "")
                        + "peers: " + ", ".join(others) + f". Peak PSS {ours['peak_pss_mib']['median']:.0f} MiB."
                        + (" **Our output did not verify.**" if sc["tools"][0].get("verified") is False else ""))
