@@ -140,7 +140,7 @@ extension CacheAdmin {
 
     /// A huggingface_hub repo folder: its blobs' size on disk (each inode once), staging, state.
     func describeHub(_ repo: RepoID, _ directory: ModelDirectory, _ view: SpoolView) -> CachedModel {
-        describe(repo, directory, view, counting: DiskScan.regularFiles(under: directory.path + "/blobs"), shownAs: directory.filesURL,
+        describe(repo, directory, view, counting: DiskScan.regularFiles(under: directory.hubFolder.blobsPath), shownAs: directory.filesURL,
                  fileCount: directory.listFiles().count, missing: directory.missingOffline(.all, repo: repo.description),
                  commit: directory.hubCommit)
     }

@@ -18,13 +18,12 @@ extension CacheAdmin {
         var folders: [String] = []
         var units: [PruneUnit] = []
         var total: Int64 = 0
-        for (_, repoFolder, repo) in HubRepoFolder.all(in: hub) {
+        for (_, folder, repo) in HubRepoFolder.all(in: hub) {
             guard let repo else { continue }
-            let folder = repoFolder.url
             folders.append(folder.path)
             var blobs: [String: FileFacts] = [:]
-            for blob in FileTree.names(folder.path + "/blobs") {
-                guard let facts = FileTree.facts(folder.path + "/blobs/" + blob), facts.isRegular else { continue }
+            for blob in FileTree.names(folder.blobsPath) {
+                guard let facts = FileTree.facts(folder.blobPath(blob)), facts.isRegular else { continue }
                 blobs[blob] = facts
                 total += facts.allocated
             }
@@ -32,7 +31,7 @@ extension CacheAdmin {
             for (commit, own) in revisions {
                 let others = revisions.filter { $0.key != commit }.values.reduce(into: Set<String>()) { $0.formUnion($1) }
                 let freed = own.subtracting(others)
-                units.append(PruneUnit(repo: repo, directory: ModelDirectory(hubRepoFolder: folder, commit: commit),
+                units.append(PruneUnit(repo: repo, directory: ModelDirectory(hubRepoFolder: folder.url, commit: commit),
                                        bytes: freed.reduce(0) { $0 + (blobs[$1]?.allocated ?? 0) },
                                        ownBlobs: freed.sorted(), blobUse: own.compactMap { blobs[$0]?.atime }.max()))
             }
@@ -41,18 +40,9 @@ extension CacheAdmin {
     }
 
     /// Each snapshot of the repo folder with the names of the blobs its pointers lead to.
-    static func revisionBlobs(_ folder: URL) -> [String: Set<String>] {
+    static func revisionBlobs(_ folder: HubRepoFolder) -> [String: Set<String>] {
         var result: [String: Set<String>] = [:]
-        for commit in FileTree.names(folder.path + "/snapshots") where HubCache.isCommitHash(commit) {
-            let directory = ModelDirectory(hubRepoFolder: folder, commit: commit)
-            var blobs = Set<String>()
-            for path in directory.listFiles() {
-                guard let target = try? FileManager.default.destinationOfSymbolicLink(atPath: directory.finalPath(path)) else { continue }
-                let parent = URL(fileURLWithPath: target).deletingLastPathComponent().lastPathComponent
-                if parent == "blobs" { blobs.insert(URL(fileURLWithPath: target).lastPathComponent) }
-            }
-            result[commit] = blobs
-        }
+        for commit in folder.snapshots() { result[commit] = folder.blobNames(commit, maxDepth: ModelDirectory.maxWalkDepth) }
         return result
     }
 
@@ -62,13 +52,13 @@ extension CacheAdmin {
     /// refs that name the commit. Nil when evicted, else why not.
     func evictRevision(_ unit: PruneUnit, lastUse: Double, now: Double) -> String? {
         guard let commit = unit.revision else { return "not a revision" }
-        let folder = unit.directory.path
-        let trash = folder + "/" + Self.hubEvictedFolder
+        let hubFolder = unit.directory.hubFolder
+        let trash = hubFolder.path + "/" + Self.hubEvictedFolder
         let destination = "\(trash)/\(Int(now))-\(commit)-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         for path in [trash, destination] where mkdir(path, 0o755) != 0 && errno != EEXIST {
             return "cannot create \(path): \(String(cString: strerror(errno)))"
         }
-        let snapshot = folder + "/snapshots/" + commit
+        let snapshot = hubFolder.snapshotPath(commit)
         guard SharedFS.retry({ rename(snapshot, destination + "/snapshot") }) == 0 else {
             let reason = "cannot move \(snapshot): \(String(cString: strerror(errno)))"
             rmdir(destination)
@@ -81,13 +71,13 @@ extension CacheAdmin {
             return late.isEmpty ? "used while it was being evicted" : "a transfer started while it was being evicted"
         }
         // Blobs a revision made meanwhile points to stay.
-        let remaining = Self.revisionBlobs(unit.directory.url).values.reduce(into: Set<String>()) { $0.formUnion($1) }
+        let remaining = Self.revisionBlobs(hubFolder).values.reduce(into: Set<String>()) { $0.formUnion($1) }
         for blob in unit.ownBlobs where !remaining.contains(blob) {
-            rename(folder + "/blobs/" + blob, destination + "/" + blob)
+            rename(hubFolder.blobPath(blob), destination + "/" + blob)
         }
-        rename(folder + "/trees/" + commit + ".json", destination + "/tree.json")
+        rename(hubFolder.treeListingPath(commit), destination + "/tree.json")
         unlink(unit.directory.useMarkerPath)
-        removeRefs(naming: commit, under: folder + "/refs")
+        removeRefs(naming: commit, under: hubFolder.refsPath)
         return nil
     }
 

@@ -43,8 +43,9 @@ public struct HubRepoFolder: Sendable {
     public func blobPath(_ contentID: String) -> String { blobsPath + "/" + contentID }
     /// `<repo folder>/snapshots/<commit>`.
     public func snapshotPath(_ commit: String) -> String { path + "/snapshots/" + commit }
-    /// `<repo folder>/refs/<revision>`.
-    public func refPath(_ revision: String) -> String { path + "/refs/" + revision }
+    /// `<repo folder>/refs`, and `refs/<revision>` in it.
+    public var refsPath: String { path + "/refs" }
+    public func refPath(_ revision: String) -> String { refsPath + "/" + revision }
     /// `<repo folder>/trees/<commit>.json`.
     public func treeListingPath(_ commit: String) -> String { path + "/trees/" + commit + ".json" }
     /// `<hub>/.locks/models--<org>--<name>/<content id>.lock`, huggingface_hub's lock for that blob.
@@ -120,6 +121,20 @@ public struct HubRepoFolder: Sendable {
         let folder = FileTree.canonical((absolute as NSString).deletingLastPathComponent)
         guard folder == FileTree.canonical(blobsPath) else { return nil }
         return folder + "/" + name
+    }
+
+    /// The names of the blobs a snapshot's pointers lead to: links to a regular file whose
+    /// target's folder is `blobs`, at most `maxDepth` folders deep.
+    public func blobNames(_ commit: String, maxDepth: Int) -> Set<String> {
+        var blobs = Set<String>()
+        for entry in snapshotEntries(commit, maxDepth: maxDepth) where entry.facts.isSymlink {
+            var st = stat()
+            guard stat(entry.fullPath, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG,
+                  let target = try? FileManager.default.destinationOfSymbolicLink(atPath: entry.fullPath) else { continue }
+            let url = URL(fileURLWithPath: target)
+            if url.deletingLastPathComponent().lastPathComponent == "blobs" { blobs.insert(url.lastPathComponent) }
+        }
+        return blobs
     }
 
     /// The first 4 KiB of a regular file (a ref), read without following a link; nil when
