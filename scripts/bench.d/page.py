@@ -83,6 +83,8 @@ def merge(previous, fresh):
         doc = dict(fresh) if new else dict(previous, generated=fresh["generated"])
         doc["scenarios"] = [v for _, v in sorted(dict(old, **new).items())]
         doc["more"] = dict(previous.get("more") or {}, **(fresh.get("more") or {}))
+        if previous.get("comparisons"):
+            doc["comparisons"] = previous["comparisons"]
     if not doc.get("more"):
         doc.pop("more", None)
     return doc
@@ -114,6 +116,7 @@ def render(doc):
     L.append("## Verdict")
     L.append("")
     L.extend(doc["verdict"])
+    L.extend(render_comparisons(doc.get("comparisons", [])))
     for sc in doc["scenarios"]:
         L.append("")
         L.append(f"## Scenario {sc['key']}: {sc['title']}")
@@ -310,6 +313,30 @@ def tool_rows(tools, columns, row, lead=()):
             first = [str(t[k]) for k in lead] + ["failed"]
             rows.append("| " + " | ".join([t["label"]] + first) + " |" + " |" * (columns - len(first)))
     return rows
+
+
+def render_comparisons(comparisons):
+    """The "Before and after" section: ours in two runs of the same scenarios (bench.d/compare.py)."""
+    if not comparisons:
+        return []
+    L = ["", "## Before and after", "",
+         "Ours in two runs of the same scenarios, one per build (`scripts/bench.d/compare.py`): median "
+         "(min–max) over the runs. *Within noise*: the two runs' ranges of MiB/s overlap."]
+    for c in comparisons:
+        rows = c["rows"]
+        verdict = ("every figure within noise" if all(r["within_noise"] for r in rows)
+                   else "**beyond noise**: " + ", ".join(f"scenario {r['scenario']} {r['tool']}"
+                                                        for r in rows if not r["within_noise"]))
+        L += ["", f"### {c['title']}", "",
+              f"{c['before']} against {c['after']}, {c['runs']} run(s) each, measured {c['generated']}: {verdict}. "
+              f"Command: `{c['command']}`", "",
+              "| scenario | tool | MiB/s before | MiB/s after | CPU s before | CPU s after | within noise |",
+              "|---|---|---|---|---|---|---|"]
+        for r in rows:
+            L.append(f"| {r['scenario']} | {r['tool']} | {fr(r['mib_s_before'], '{:.0f}')} | {fr(r['mib_s_after'], '{:.0f}')} | "
+                     f"{fr(r['cpu_s_before'], '{:.2f}')} | {fr(r['cpu_s_after'], '{:.2f}')} | "
+                     f"{'yes' if r['within_noise'] else '**no**'} |")
+    return L
 
 
 def transfer_row(name, t, s):
