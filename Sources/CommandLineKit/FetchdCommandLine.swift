@@ -10,8 +10,9 @@ public enum FetchdCommandLine {
         Serves the spool of one cache base: splits requested files into range jobs, keeps N worker
         processes fetching them, K ranges at once each (default K 4, N enough for
         HF_DOWNLOAD_RANGE_CONCURRENCY ranges: 4 × 4 = 16), revokes dead claims, splices parts
-        and finalizes files. Foreground; logs one line per event to stderr; SIGTERM or SIGINT
-        drains (workers give their ranges back) and exits 0.
+        and finalizes files. Foreground; logs one line per event to stderr (or --log FILE, which
+        SIGHUP reopens; without it SIGHUP is ignored); SIGTERM or SIGINT drains (workers give
+        their ranges back) and exits 0.
         """,
         options: [
             .value("cache-base", "DIR", "the cache base to serve (default: $QWEN3_CACHE_DIR or ~/.cache/qwen3-speech)"),
@@ -22,6 +23,7 @@ public enum FetchdCommandLine {
             .flag("worker", "run one worker process (the supervisor starts these)"),
             .value("max-rate", "RATE", "cap the node's download rate, all workers together: 20M, 500K (1024-based) or bytes per second"),
             .value("metrics", "ADDR:PORT", "serve Prometheus metrics at http://ADDR:PORT/metrics (a bare PORT listens on 127.0.0.1)"),
+            .value("log", "FILE", "append stdout and stderr to FILE, reopened on SIGHUP (logrotate); default: as given"),
         ],
         epilogue: """
         environment: SPEECH_FETCH_LEASE_SECONDS (30), SPEECH_FETCH_POLL_SECONDS (1, where inotify
@@ -41,6 +43,8 @@ public enum FetchdCommandLine {
         public var metrics: (host: String, port: UInt16)?
         /// `--max-rate` in bytes per second.
         public var maxRate: Int64?
+        /// `--log`: the file to append to and reopen on SIGHUP.
+        public var log: String?
     }
 
     /// `speech_fetchd_build_info`'s labels: what `--version` prints.
@@ -91,6 +95,10 @@ public enum FetchdCommandLine {
                 program.usageError("speech-fetchd: --max-rate needs bytes per second of at least 1K: a number with K, M or G (1024-based, as curl's --limit-rate), like 500K or 20M, or plain bytes like 65536; not '\(raw)'")
             }
             result.maxRate = rate
+        }
+        if let raw = parsed.value("log") {
+            guard !raw.isEmpty else { program.usageError("speech-fetchd: --log needs a file name, as /var/log/speech-fetchd.log") }
+            result.log = raw
         }
         if let raw = parsed.value("metrics") {
             guard let address = listenAddress(raw) else {

@@ -204,7 +204,9 @@ public struct Handoff: Sendable {
         let process = Process()
         let setsid = "/usr/bin/setsid"
         let nice = "/usr/bin/nice"
-        var command = [executable, "--cache-base", base.path]
+        // The daemon reopens its log on SIGHUP (logrotate); until it opens it, what it says
+        // (a usage error) goes there through the descriptor given here.
+        var command = [executable, "--cache-base", base.path, "--log", logPath]
         if discretionary && FileManager.default.isExecutableFile(atPath: nice) { command = [nice, "-n", "10"] + command }
         if FileManager.default.isExecutableFile(atPath: setsid) { command = [setsid] + command }
         process.executableURL = URL(fileURLWithPath: command[0])

@@ -25,6 +25,18 @@ public enum SupervisorError: Error, Sendable, CustomStringConvertible {
     }
 }
 
+/// SIGHUP as the supervisor's loop sees it: the signals received so far (looked at every pass;
+/// the signal's EINTR ends the loop's sleep) and what to do once a new one came.
+public struct HangupRelay: Sendable {
+    let count: @Sendable () -> Int
+    let reopened: @Sendable () -> Void
+
+    public init(count: @escaping @Sendable () -> Int, reopened: @escaping @Sendable () -> Void) {
+        self.count = count
+        self.reopened = reopened
+    }
+}
+
 public final class Supervisor: @unchecked Sendable {
     public let spool: Spool
     let settings: DownloadSettings
@@ -43,6 +55,8 @@ public final class Supervisor: @unchecked Sendable {
     private var recentDeaths: [Date] = []
     /// Counters for `--metrics` (Metrics.swift), nil when nobody asks.
     public var metrics: DaemonMetrics?
+    /// SIGHUP to pass on to the workers (`--log`), nil when the daemon has no log file.
+    public var hangups: HangupRelay?
 
     /// - Parameters:
     ///   - workers: worker processes (default: enough for `HF_DOWNLOAD_RANGE_CONCURRENCY` ranges).
@@ -94,7 +108,13 @@ public final class Supervisor: @unchecked Sendable {
         requestLog.metrics = metrics
         var lastGeneration: SpoolGeneration?? = .none
         var event = true
+        var hangupsSeen = hangups?.count() ?? 0
         while !shouldStop() {
+            if let hangups, hangups.count() != hangupsSeen {
+                hangupsSeen = hangups.count()
+                hangups.reopened()
+                for w in workers where w.isRunning { kill(w.processIdentifier, SIGHUP) }
+            }
             let workersChanged = keepWorkers()
             let now = Date()
             // One fstat of the generation through a held descriptor; the safety pass looks the

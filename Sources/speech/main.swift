@@ -40,7 +40,7 @@ if let fetchd = ProcessInfo.processInfo.environment[FetchdProcess.environmentKey
     FetchdCommandLine.serve(FetchdCommandLine.parse(Array(CommandLine.arguments.dropFirst()))) { parsed in
         try FetchdProcess.run(FetchdOptions(cacheBase: parsed.cacheBase.map { URL(fileURLWithPath: $0) }, workers: parsed.workers, slots: parsed.slots,
                                             node: parsed.node, isWorker: parsed.isWorker, ownRequestsOnly: parsed.ownRequests,
-                                            metrics: parsed.metrics, maxRate: parsed.maxRate, build: parsed.metrics == nil ? [] : FetchdCommandLine.buildLabels), executable: fetchd)
+                                            metrics: parsed.metrics, maxRate: parsed.maxRate, log: parsed.log, build: parsed.metrics == nil ? [] : FetchdCommandLine.buildLabels), executable: fetchd)
     }
 }
 

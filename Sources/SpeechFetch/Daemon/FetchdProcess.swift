@@ -27,12 +27,14 @@ public struct FetchdOptions: Sendable {
     public var metrics: (host: String, port: UInt16)?
     /// A cap on the node's download rate in bytes per second, shared by all its workers.
     public var maxRate: Int64?
+    /// The file stdout and stderr append to, reopened on SIGHUP (nil: as given, SIGHUP ignored).
+    public var log: String?
     /// `speech_fetchd_build_info`'s labels (version, commit, libcurl).
     public var build: [(String, String)]
 
     public init(cacheBase: URL? = nil, workers: Int? = nil, slots: Int = 4, node: String? = nil,
                 isWorker: Bool = false, ownRequestsOnly: Bool = false, metrics: (host: String, port: UInt16)? = nil,
-                maxRate: Int64? = nil, build: [(String, String)] = []) {
+                maxRate: Int64? = nil, log: String? = nil, build: [(String, String)] = []) {
         self.cacheBase = cacheBase
         self.workers = workers
         self.slots = slots
@@ -41,6 +43,7 @@ public struct FetchdOptions: Sendable {
         self.ownRequestsOnly = ownRequestsOnly
         self.metrics = metrics
         self.maxRate = maxRate
+        self.log = log
         self.build = build
     }
 }
@@ -65,6 +68,8 @@ public enum FetchdProcess {
         let cacheBase = options.cacheBase ?? HuggingFaceDownloader(environment: environment).defaultCacheBase
         let stop = StopSignal()
         stop.install()
+        // Before anything is logged: every line goes to the file, which SIGHUP reopens.
+        if let path = options.log { try LogFile.attach(path) } else { LogFile.ignoreHangups() }
         let role = options.isWorker ? "speech-fetchd[\(getpid())] worker" : "speech-fetchd[\(getpid())]"
         let log: @Sendable (String) -> Void = { line in
             let stamp = ISO8601DateFormatter().string(from: Date())
@@ -81,6 +86,7 @@ public enum FetchdProcess {
                 .run(shouldStop: { stop.isRaised })
         } else {
             let command = [executable, "--worker", "--cache-base", cacheBase.path] + (options.node.map { ["--node", $0] } ?? [])
+                + (options.log.map { ["--log", $0] } ?? [])
             // The node's cap: one schedule in RAM that every worker charges (RateCap).
             var schedule: String?
             if let rate = options.maxRate {
@@ -94,6 +100,14 @@ public enum FetchdProcess {
             defer { if let schedule { unlink(schedule) } }
             let supervisor = try Supervisor(cacheBase: cacheBase, workers: options.workers, slots: options.slots, workerCommand: command,
                                             ownRequestsOnly: options.ownRequestsOnly, environment: environment, log: log)
+            if let path = options.log {
+                // The workers inherited the old file: each reopens it too (they run with --log).
+                supervisor.hangups = HangupRelay(count: { LogFile.hangups }, reopened: {
+                    let failed = LogFile.lastFailure
+                    log(failed == 0 ? "reopened the log \(path) (SIGHUP); the workers reopen it too"
+                        : "cannot reopen the log \(path) (\(String(cString: strerror(failed)))); still writing to the old file")
+                })
+            }
             var server: MetricsServer?
             if let endpoint = options.metrics {
                 guard let address = MetricsAddress(host: endpoint.host, port: endpoint.port) else {
