@@ -216,6 +216,7 @@ public final class Supervisor: @unchecked Sendable {
         while workers.contains(where: \.isRunning) && Date() < deadline { usleep(20_000) }
         for w in workers where w.isRunning { kill(w.processIdentifier, SIGKILL) }
         spool.revokeExpiredClaims()
+        if let live = LiveProgress(spool: spool) { rmdir(live.directory) }  // when no other daemon's worker has a record there
         spool.retireSupervisor()
         log("stopped")
     }

@@ -28,6 +28,8 @@ public final class Worker: @unchecked Sendable {
     /// Where idle slots sleep: woken by inotify, the wake word, or a part this process published
     /// (its claim is gone, so this node's share has room again).
     private let wakeup = Wakeup()
+    /// The bytes of this process's ranges in flight, in RAM for this node's waiters (LiveProgress).
+    private let live: LiveProgress?
 
     /// - Parameter slots: ranges this process transfers at once (threads). A few slots per
     ///   process keep the pool's memory small; a dead process loses its slots' ranges.
@@ -38,6 +40,7 @@ public final class Worker: @unchecked Sendable {
         let settings = DownloadSettings.fromEnvironment(environment)
         self.settings = settings
         spool = try Spool.served(base: cacheBase, settings: settings)
+        live = LiveProgress(spool: spool)
         // Workers use the credential of the node they run on, never one from the spool.
         let client = HubClient.fromEnvironment(environment, retry: settings.retry, stallTimeout: settings.stallTimeout)
         fetchers = try (0..<max(1, slots)).map { _ in try RangeFetch(client: client, settings: settings) }
@@ -244,6 +247,10 @@ public final class Worker: @unchecked Sendable {
         var revoked = false
         let spool = self.spool
         let lease = settings.lease
+        // Until the part is published (or given up), this node's waiters see its bytes.
+        let entry = live?.begin(job: plan.jobName(claim.index))
+        var handedToPublisher = false
+        defer { if !handedToPublisher { entry?.remove() } }
         do {
             let repo = try RepoID(plan.repo)
             // A part a killed claimant of this range left behind is adopted: only its tail is fetched.
@@ -253,7 +260,8 @@ public final class Worker: @unchecked Sendable {
             // second while none do: a server's pause is a live fetch); a claim that was revoked
             // meanwhile (this worker looked dead) makes the worker give the range up.
             try fetcher.fetch(plan.file, repo: repo, commit: plan.commit, start: range.start, end: range.end, into: temp,
-                              resumeFrom: adopted, sync: false, onProgress: {
+                              resumeFrom: adopted, sync: false, onProgress: { held in
+                                  entry?.update(held)
                                   if Date().timeIntervalSince(lastRefresh) >= lease / 4 {
                                       lastRefresh = Date()
                                       revoked = !spool.refresh(claim)
@@ -268,7 +276,9 @@ public final class Worker: @unchecked Sendable {
             // queue while this worker goes back to fetching. Splicing is left to the supervisor
             // (woken by the part's arrival); any other process may splice it too.
             let log = self.log
+            handedToPublisher = true
             publisher.async {
+                defer { entry?.remove() }
                 do {
                     try SpoolFS.syncFile(temp)
                     spool.refresh(claim)
@@ -335,50 +345,6 @@ extension Worker {
         return (0..<plan.rangeCount).filter { !done.contains($0) }.reduce(Int64(0)) { sum, index in
             let range = plan.range(index)
             return sum + range.end - range.start + 1
-        }
-    }
-}
-
-/// What the slots of one worker process learned at their last looks (shared by the slots), so
-/// that a wake-up costs one listing of `jobs/ready` for the process, not one per slot.
-final class SlotLooks: @unchecked Sendable {
-    private let lock = NSLock()
-    private var listedTicket = -1
-    private var lastClaimed = false
-    private var endgameTicket = -1
-    private var endgameLooked = Date.distantPast
-    private var othersClaim = false
-
-    /// Another node held claims at the last endgame look: one may stall, so idle slots look again
-    /// after a while even without a wake-up.
-    var othersHoldClaims: Bool {
-        get { lock.withLock { othersClaim } }
-        set { lock.withLock { othersClaim = newValue } }
-    }
-
-    /// Whether a slot lists `jobs/ready` now: after a wake-up it has not listed for, after a look
-    /// that claimed (more may be there), or when the slot has just finished a range (its share
-    /// has room again).
-    func shouldList(ticket: Int, afterWork: Bool) -> Bool {
-        lock.withLock { afterWork || lastClaimed || listedTicket != ticket }
-    }
-
-    func listed(ticket: Int, claimed: Bool) {
-        lock.withLock {
-            listedTicket = ticket
-            lastClaimed = claimed
-        }
-    }
-
-    /// One endgame look per wake-up for the whole process, and while another node holds claims
-    /// one per `seconds` (a stalled claim is noticed by its bytes not growing between looks).
-    func mayLookForEndgame(ticket: Int, every seconds: Double) -> Bool {
-        lock.withLock {
-            let now = Date()
-            guard endgameTicket != ticket || (othersClaim && now.timeIntervalSince(endgameLooked) >= seconds) else { return false }
-            endgameTicket = ticket
-            endgameLooked = now
-            return true
         }
     }
 }

@@ -49,7 +49,7 @@ let commands: [String: ([String]) -> Never] = [
     "cache": { CacheCommand.run($0) },
     "models": { InfoCommands.models($0) },
     "wait": { InfoCommands.wait($0) },
-    "status": { InfoCommands.status($0) },
+    "status": { StatusCommand.run($0) },
     "cancel": { InfoCommands.cancel($0) },
     "resolve": { InfoCommands.resolve($0) },
     "env": { EnvCommand.run($0) },
@@ -58,7 +58,7 @@ let commands: [String: ([String]) -> Never] = [
 
 let helpOf: [String: String] = [
     "download": DownloadCommand.spec.help, "cache": CacheCommand.spec.help, "models": InfoCommands.modelsSpec.help,
-    "wait": InfoCommands.waitSpec.help, "cancel": InfoCommands.cancelSpec.help, "status": InfoCommands.statusSpec.help, "resolve": InfoCommands.resolveSpec.help,
+    "wait": InfoCommands.waitSpec.help, "cancel": InfoCommands.cancelSpec.help, "status": StatusCommand.spec.help, "resolve": InfoCommands.resolveSpec.help,
     "env": InfoCommands.envSpec.help, "demo": DownloadCommand.demoSpec.help,
 ]
 
