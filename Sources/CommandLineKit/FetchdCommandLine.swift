@@ -96,10 +96,7 @@ public enum FetchdCommandLine {
             }
             result.maxRate = rate
         }
-        if let raw = parsed.value("log") {
-            guard !raw.isEmpty else { program.usageError("speech-fetchd: --log needs a file name, as /var/log/speech-fetchd.log") }
-            result.log = raw
-        }
+        result.log = parsed.value("log")
         if let raw = parsed.value("metrics") {
             guard let address = listenAddress(raw) else {
                 program.usageError("speech-fetchd: --metrics needs ADDR:PORT with a numeric address, as 127.0.0.1:9464, [::1]:9464 or 0.0.0.0:9464 (every interface), or a bare port for loopback; not '\(raw)'")
