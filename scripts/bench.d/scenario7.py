@@ -108,9 +108,11 @@ def run(a, base_env, logs, settle, idle_wait):
         ok = {r["round"]: r for r in t["runs"] if r["exit"] == 0}
         base_ok = {r["round"]: r for r in by_key[t["base"]]["runs"] if r["exit"] == 0}
         paired = [ok[k]["mib_s"] / base_ok[k]["mib_s"] for k in sorted(ok) if k in base_ok]
+        paired_cpu = [ok[k]["cpu_s"] / base_ok[k]["cpu_s"] for k in sorted(ok) if k in base_ok]
         t["summary"] = None if not ok else {
             "wall_s": rng([r["wall_s"] for r in ok.values()]), "mib_s": rng([r["mib_s"] for r in ok.values()]),
             "cpu_s": rng([r["cpu_s"] for r in ok.values()]), "ratio": rng(paired) if paired else None,
+            "cpu_ratio": rng(paired_cpu) if paired_cpu else None,
             "scrapes": sum(r["scrapes"] for r in ok.values()),
         }
     return {"key": "7", "title": "what the bandwidth cap and the metrics cost when they do not limit",
@@ -125,13 +127,17 @@ def render(sc, header, fr, tool_rows):
          "GETs `/metrics` every second (a Prometheus scraping 15 times as often as its default); with "
          f"`--max-rate {sc['far_above']}` (far above the link, so every chunk is charged to the node's schedule "
          "in /dev/shm under flock but never waits); embedded; and embedded with `--max-rate "
-         f"{sc['far_above']}` (the call's schedule in memory). *× baseline* is each run's MiB/s over its "
-         "baseline's in the same round (the daemon without options, or embedded without a cap): the median "
-         "and range over the rounds. CPU is the client's plus the daemon's and its workers'. " + header(sc) + ".", "",
-         "| variant | wall s | MiB/s | CPU s | × baseline |", "|---|---|---|---|---|"]
-    L += tool_rows(sc["tools"], 4, lambda t, s: (
+         f"{sc['far_above']}` (the call's schedule in memory). *MiB/s × baseline* is each run's MiB/s over its "
+         "baseline's in the same round (the daemon without options, or embedded without a cap), *CPU × "
+         "baseline* the same for CPU seconds (the client's plus the daemon's and its workers'): the median and "
+         "range over the rounds. On loopback without a limit a download is bound by the CPU, so the CPU a "
+         "variant adds is the throughput it costs on an idle machine; the CPU ratio is the figure judged, because "
+         "wall time swings with whatever else the machine runs while CPU time barely does. " + header(sc) + ".", "",
+         "| variant | wall s | MiB/s | CPU s | MiB/s × baseline | CPU × baseline |", "|---|---|---|---|---|---|"]
+    L += tool_rows(sc["tools"], 5, lambda t, s: (
         f"| {t['label']} | {fr(s['wall_s'], '{:.2f}')} | {fr(s['mib_s'], '{:.0f}')} | {fr(s['cpu_s'], '{:.2f}')} | "
-        + (fr(s["ratio"], "{:.3f}") if t["key"] != t["base"] and s["ratio"] else "1 (baseline)") + " |"
+        + (f"{fr(s['ratio'], '{:.3f}')} | {fr(s['cpu_ratio'], '{:.3f}')}" if t["key"] != t["base"] and s["ratio"]
+           else "1 (baseline) | 1 (baseline)") + " |"
         + ("" if t.get("verified") is not False else " **wrong output**")))
     return L
 
@@ -141,12 +147,14 @@ def verdict(sc):
     parts, worst = [], None
     for key, name in (("daemon_metrics", "--metrics scraped every 1 s"), ("daemon_cap", f"speech-fetchd --max-rate {sc['far_above']}"),
                       ("embedded_cap", f"speech download --max-rate {sc['far_above']}")):
-        if s.get(key) and s[key]["ratio"]:
-            x = s[key]["ratio"]["median"]
-            worst = x if worst is None else min(worst, x)
-            parts.append(f"{name} {x:.3f}× (rounds {s[key]['ratio']['min']:.3f}–{s[key]['ratio']['max']:.3f})")
+        if s.get(key) and s[key]["cpu_ratio"]:
+            cpu, tp = s[key]["cpu_ratio"], s[key]["ratio"]
+            worst = cpu["median"] if worst is None else max(worst, cpu["median"])
+            parts.append(f"{name}: CPU {cpu['median']:.3f}× (rounds {cpu['min']:.3f}–{cpu['max']:.3f}), "
+                         f"MiB/s {tp['median']:.3f}×")
         else:
             parts.append(f"{name} failed")
-    met = worst is not None and worst >= TARGET and len(parts) == 3
-    return ["- Scenario 7 (throughput over the same round's baseline, median): " + ", ".join(parts)
-            + f"; target ≥ {TARGET} (at most 1 % lost): {'met' if met else '**missed**'}."]
+    met = worst is not None and worst <= 2 - TARGET and len(parts) == 3
+    return ["- Scenario 7 (over the same round's run without the option, median): " + "; ".join(parts)
+            + f". Target, at most 1 % more CPU at no cap (CPU × baseline ≤ {2 - TARGET:.2f}): "
+            + ("met" if met else "**missed**") + "."]
