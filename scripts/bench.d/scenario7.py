@@ -139,6 +139,10 @@ def render(sc, header, fr, tool_rows):
         + (f"{fr(s['ratio'], '{:.3f}')} | {fr(s['cpu_ratio'], '{:.3f}')}" if t["key"] != t["base"] and s["ratio"]
            else "1 (baseline) | 1 (baseline)") + " |"
         + ("" if t.get("verified") is not False else " **wrong output**")))
+    L += ["", "Commands: `BENCH_SCENARIOS=7 scripts/bench` runs this scenario alone (merged into this page); each round "
+          "runs `speech-fetchd --cache-base DIR [--metrics 127.0.0.1:PORT | --max-rate "
+          f"{sc['far_above']}]` then `speech download bench/OneGiB --cache-base DIR`, and `speech download "
+          f"bench/OneGiB --cache-base DIR [--max-rate {sc['far_above']}]` with no daemon."]
     return L
 
 
