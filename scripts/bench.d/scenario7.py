@@ -126,7 +126,7 @@ def render(sc, header, fr, tool_rows):
          "`speech-fetchd --cache-base DIR` without options; with `--metrics 127.0.0.1:PORT` while the runner "
          "GETs `/metrics` every second (a Prometheus scraping 15 times as often as its default); with "
          f"`--max-rate {sc['far_above']}` (far above the link, so every chunk is charged to the node's schedule "
-         "in /dev/shm under flock but never waits); embedded; and embedded with `--max-rate "
+         "in /dev/shm, under flock 5 ms of the cap at a time, but never waits); embedded; and embedded with `--max-rate "
          f"{sc['far_above']}` (the call's schedule in memory). *MiB/s × baseline* is each run's MiB/s over its "
          "baseline's in the same round (the daemon without options, or embedded without a cap), *CPU × "
          "baseline* the same for CPU seconds (the client's plus the daemon's and its workers'): the median and "
