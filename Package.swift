@@ -10,6 +10,8 @@ let package = Package(
         .library(name: "SpeechFetch", targets: ["SpeechFetch"]),
         .library(name: "TestHub", targets: ["TestHub"]),
         // The layers the fuzz targets (Fuzz/Package.swift) reach into; nothing else uses them.
+        .library(name: "SharedFiles", targets: ["SharedFiles"]),
+        .library(name: "HubTypes", targets: ["HubTypes"]),
         .library(name: "HubClient", targets: ["HubClient"]),
         .library(name: "ModelCache", targets: ["ModelCache"]),
         .library(name: "Transfer", targets: ["Transfer"]),
@@ -33,29 +35,36 @@ let package = Package(
                        providers: [.apt(["libinotifytools0-dev"])]),
         .systemLibrary(name: "CFileOps"),
 
+        // The filesystem below every Swift layer: three-way reads of shared state, atomic writes,
+        // trees, disk space, filesystem kind, whole reads and writes, boot identity, leases.
+        .target(name: "SharedFiles", dependencies: ["CFileOps"]),
+
         // One thin Swift wrapper per C library.
         .target(name: "Curl", dependencies: ["CCurl"]),
-        .target(name: "Digest", dependencies: ["CCrypto"]),
+        .target(name: "Digest", dependencies: ["CCrypto", "SharedFiles"]),
         .target(name: "FileEvents", dependencies: ["CInotify"]),
 
         // The layers of docs/architecture.md, lowest first.
-        .target(name: "HubClient", dependencies: ["Curl"]),
-        .target(name: "ModelCache", dependencies: ["HubClient", "Digest", "CFileOps", "FileEvents"]),
-        .target(name: "Transfer", dependencies: ["Curl", "HubClient", "ModelCache"]),
-        .target(name: "Spool", dependencies: ["CFileOps", "Digest", "HubClient", "ModelCache"]),
-        .target(name: "Daemon", dependencies: ["FileEvents", "HubClient", "ModelCache", "Spool", "Transfer"]),
-        .target(name: "CacheAdmin", dependencies: ["Digest", "HubClient", "ModelCache", "Spool", "Transfer"]),
-        .target(name: "SpeechFetch", dependencies: ["CFileOps", "Daemon", "Digest", "HubClient", "ModelCache", "Spool", "Transfer"]),
+        // The Hub's value types (repo ids, paths, files, snapshots) without the HTTP stack, so
+        // that the cache does not link it.
+        .target(name: "HubTypes"),
+        .target(name: "HubClient", dependencies: ["Curl", "HubTypes"]),
+        .target(name: "ModelCache", dependencies: ["HubTypes", "Digest", "CFileOps", "SharedFiles"]),
+        .target(name: "Transfer", dependencies: ["Curl", "HubClient", "HubTypes", "ModelCache", "SharedFiles"]),
+        .target(name: "Spool", dependencies: ["CFileOps", "Digest", "HubTypes", "ModelCache", "SharedFiles"]),
+        .target(name: "Daemon", dependencies: ["FileEvents", "HubClient", "HubTypes", "ModelCache", "SharedFiles", "Spool", "Transfer"]),
+        .target(name: "CacheAdmin", dependencies: ["Digest", "HubTypes", "ModelCache", "SharedFiles", "Spool", "Transfer"]),
+        .target(name: "SpeechFetch", dependencies: ["CacheAdmin", "CFileOps", "Daemon", "Digest", "HubClient", "HubTypes", "ModelCache", "SharedFiles", "Spool", "Transfer"]),
 
         // The local stand-in for the Hub (tests, demo, fidelity check).
         .target(name: "TestHub", dependencies: ["Digest"]),
 
         // The executables' one argument parser, help and version text, exit codes (docs/cli.md).
-        // Curl only for the libcurl version that --version prints.
-        .target(name: "CommandLineKit", dependencies: ["Curl"]),
+        // Curl for the libcurl version that --version prints and for ByteRate (--max-rate).
+        .target(name: "CommandLineKit", dependencies: ["Curl", "SharedFiles"]),
 
         // Thin executables: argument parsing and printing only.
-        .executableTarget(name: "speech", dependencies: ["CommandLineKit", "SpeechFetch", "Daemon", "CacheAdmin", "HubClient", "ModelCache", "FileEvents"]),
+        .executableTarget(name: "speech", dependencies: ["CommandLineKit", "SpeechFetch", "Daemon", "CacheAdmin", "HubClient", "HubTypes", "ModelCache", "FileEvents", "SharedFiles"]),
         .executableTarget(name: "speech-fetchd", dependencies: ["CommandLineKit", "SpeechFetch"]),
         .executableTarget(name: "speech-testhub", dependencies: ["CommandLineKit", "TestHub"]),
 
@@ -68,13 +77,13 @@ let package = Package(
         // One test target per module it tests; SpeechCLITests drives the executables.
         .testTarget(name: "DigestTests", dependencies: ["Digest"]),
         .testTarget(name: "FileEventsTests", dependencies: ["FileEvents"]),
-        .testTarget(name: "HubClientTests", dependencies: ["HubClient", "TestHub"]),
-        .testTarget(name: "ModelCacheTests", dependencies: ["CacheAdmin", "Digest", "HubClient", "ModelCache", "SpeechFetch", "TestHub", "TestSupport"]),
-        .testTarget(name: "TransferTests", dependencies: ["CacheAdmin", "Curl", "Daemon", "Digest", "HubClient", "ModelCache", "SpeechFetch", "Spool", "TestHub", "TestSupport", "Transfer"]),
-        .testTarget(name: "SpoolTests", dependencies: ["CacheAdmin", "Daemon", "Digest", "HubClient", "ModelCache", "SpeechFetch", "Spool", "TestHub", "TestSupport"]),
-        .testTarget(name: "DaemonTests", dependencies: ["Daemon", "Digest", "HubClient", "ModelCache", "SpeechFetch", "Spool", "TestHub", "TestSupport"]),
-        .testTarget(name: "CacheAdminTests", dependencies: ["CacheAdmin", "Digest", "HubClient", "ModelCache", "SpeechFetch", "Spool", "TestHub", "TestSupport"]),
-        .testTarget(name: "SpeechFetchTests", dependencies: ["Daemon", "Digest", "HubClient", "ModelCache", "SpeechFetch", "TestHub", "TestSupport"]),
+        .testTarget(name: "HubClientTests", dependencies: ["HubClient", "HubTypes", "TestHub"]),
+        .testTarget(name: "ModelCacheTests", dependencies: ["Digest", "HubTypes", "ModelCache", "SharedFiles"]),
+        .testTarget(name: "TransferTests", dependencies: ["CacheAdmin", "Curl", "Daemon", "Digest", "HubClient", "HubTypes", "ModelCache", "SpeechFetch", "Spool", "TestHub", "TestSupport", "Transfer"]),
+        .testTarget(name: "SpoolTests", dependencies: ["CacheAdmin", "Daemon", "Digest", "HubTypes", "ModelCache", "SharedFiles", "SpeechFetch", "Spool", "TestHub", "TestSupport"]),
+        .testTarget(name: "DaemonTests", dependencies: ["Daemon", "Digest", "HubTypes", "ModelCache", "SpeechFetch", "Spool", "TestHub", "TestSupport"]),
+        .testTarget(name: "CacheAdminTests", dependencies: ["CacheAdmin", "Digest", "HubTypes", "ModelCache", "SharedFiles", "SpeechFetch", "Spool", "TestHub", "TestSupport"]),
+        .testTarget(name: "SpeechFetchTests", dependencies: ["Daemon", "Digest", "HubClient", "HubTypes", "ModelCache", "SpeechFetch", "TestHub", "TestSupport"]),
         .testTarget(name: "TestHubTests", dependencies: ["Digest", "TestHub"]),
         .testTarget(name: "CommandLineKitTests", dependencies: ["CommandLineKit"]),
         .testTarget(name: "SpeechCLITests", dependencies: ["ModelCache", "SpeechFetch", "TestHub", "TestSupport"]),

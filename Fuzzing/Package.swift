@@ -14,14 +14,14 @@ let package = Package(
     targets: [
         .target(name: "CFuzzDriver"),
         .target(name: "FuzzSupport", dependencies: ["CFuzzDriver"]),
-        .executableTarget(name: "FuzzTree", dependencies: ["FuzzSupport", .product(name: "HubClient", package: root), .product(name: "ModelCache", package: root)]),
+        .executableTarget(name: "FuzzTree", dependencies: ["FuzzSupport", .product(name: "HubClient", package: root), .product(name: "HubTypes", package: root), .product(name: "ModelCache", package: root)]),
         .executableTarget(name: "FuzzLinkHeader", dependencies: ["FuzzSupport", .product(name: "HubClient", package: root)]),
         .executableTarget(name: "FuzzRangeHeaders", dependencies: ["FuzzSupport", .product(name: "HubClient", package: root), .product(name: "Transfer", package: root)]),
-        .executableTarget(name: "FuzzManifest", dependencies: ["FuzzSupport", .product(name: "HubClient", package: root), .product(name: "ModelCache", package: root)]),
+        .executableTarget(name: "FuzzManifest", dependencies: ["FuzzSupport", .product(name: "HubTypes", package: root), .product(name: "ModelCache", package: root)]),
         .executableTarget(name: "FuzzShardIndex", dependencies: ["FuzzSupport", .product(name: "ModelCache", package: root)]),
-        .executableTarget(name: "FuzzSidecar", dependencies: ["FuzzSupport", .product(name: "HubClient", package: root), .product(name: "ModelCache", package: root)]),
-        .executableTarget(name: "FuzzSpoolRecords", dependencies: ["FuzzSupport", .product(name: "HubClient", package: root), .product(name: "Spool", package: root)]),
-        .executableTarget(name: "FuzzNames", dependencies: ["FuzzSupport", .product(name: "HubClient", package: root), .product(name: "ModelCache", package: root), .product(name: "Spool", package: root)]),
+        .executableTarget(name: "FuzzSidecar", dependencies: ["FuzzSupport", .product(name: "HubTypes", package: root), .product(name: "ModelCache", package: root)]),
+        .executableTarget(name: "FuzzSpoolRecords", dependencies: ["FuzzSupport", .product(name: "HubTypes", package: root), .product(name: "Spool", package: root)]),
+        .executableTarget(name: "FuzzNames", dependencies: ["FuzzSupport", .product(name: "HubTypes", package: root), .product(name: "ModelCache", package: root), .product(name: "SharedFiles", package: root), .product(name: "Spool", package: root)]),
     ],
     swiftLanguageModes: [.v6]
 )

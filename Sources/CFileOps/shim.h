@@ -1,13 +1,15 @@
 // CFileOps - system calls Swift's Glibc module does not expose: in-kernel copies between
 // files (copy_file_range(2), which glibc only declares under _GNU_SOURCE, and the FICLONERANGE
 // reflink), extended attributes (the content id a final file carries; getxattrat), the futex of
-// the spool's wake word, and prctl(PR_SET_NAME) (variadic).
+// the spool's wake word, prctl(PR_SET_NAME) (variadic), and statfs(2) (the filesystems whose
+// inotify cannot see other machines' writes).
 #ifndef SPEECH_FETCH_CFILEOPS_SHIM_H
 #define SPEECH_FETCH_CFILEOPS_SHIM_H
 #include <sys/types.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/xattr.h>
+#include <sys/vfs.h>
 #include <linux/fs.h>
 #include <linux/futex.h>
 #include <errno.h>

@@ -3,8 +3,9 @@
 // a file whose staging lock a live process holds, or a model the spool has an active request or
 // a plan for (docs/protocol.md).
 import Foundation
-import HubClient
+import HubTypes
 import ModelCache
+import SharedFiles
 import Spool
 import Transfer
 

@@ -1,8 +1,9 @@
 // CacheCleanup - `speech cache rm` and `speech cache clean`: delete a model, or what crashed and
 // abandoned transfers left behind, never anything a live transfer still uses.
 import Foundation
-import HubClient
+import HubTypes
 import ModelCache
+import SharedFiles
 import Spool
 
 /// What `rm` deleted.

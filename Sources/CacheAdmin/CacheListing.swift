@@ -1,7 +1,8 @@
 // CacheListing - `speech cache ls`: every model of a cache base, its size on disk, state and last use.
 import Foundation
-import HubClient
+import HubTypes
 import ModelCache
+import SharedFiles
 import Spool
 
 /// Where a cached model stands.
@@ -17,7 +18,7 @@ public enum CachedModelState: String, Sendable, Equatable {
 
 /// Which timestamp "last used" is.
 public enum LastUseKind: String, Sendable, Equatable {
-    /// The newest access time of its files (read by a loader).
+    /// The newest access time of its files, or its use marker's time (a load through speech-fetch).
     case accessed
     /// The newest modification time (written by a download; newer than every access time).
     case modified
@@ -78,7 +79,8 @@ extension CacheAdmin {
         var seen = Set<[UInt64]>()
         var size: Int64 = 0
         var shared: Int64 = 0
-        var newestAccess = 0.0
+        // A load records itself in the model's use marker (ModelUse), at most once an hour.
+        var newestAccess = SharedFS.mtime(directory.useMarkerPath).value ?? 0
         var newestChange = 0.0
         for (_, f) in files {
             newestAccess = max(newestAccess, f.atime)

@@ -3,8 +3,9 @@
 // corrupt and ask the daemon for it again.
 import Digest
 import Foundation
-import HubClient
+import HubTypes
 import ModelCache
+import SharedFiles
 import Spool
 
 /// A file whose bytes are not what its manifest says.

@@ -3,6 +3,7 @@
 import Digest
 import Foundation
 import ModelCache
+import SharedFiles
 
 enum DiskScan {
     /// A model's `.incomplete/` entries grouped by the staging name they belong to
@@ -66,29 +67,11 @@ enum DiskScan {
         return open(path, flags)
     }
 
-    /// Reads the whole file behind `fd` with pread in 1 MiB pieces; false on a read error.
-    static func stream(_ fd: Int32, _ body: (UnsafeRawBufferPointer) -> Bool) -> Bool {
-        let size = 1 << 20
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: size, alignment: 16)
-        defer { buffer.deallocate() }
-        var offset: off_t = 0
-        while true {
-            let n = pread(fd, buffer.baseAddress, size, offset)
-            if n < 0 {
-                if errno == EINTR { continue }
-                return false
-            }
-            if n == 0 { return true }
-            guard body(UnsafeRawBufferPointer(rebasing: buffer[0..<n])) else { return false }
-            offset += off_t(n)
-        }
-    }
-
     /// SHA-256 (hex) and byte count of the file behind `fd`.
     static func sha256(_ fd: Int32) -> (hex: String, bytes: Int64)? {
         var hasher = SHA256()
         var bytes: Int64 = 0
-        guard stream(fd, { hasher.update($0); bytes += Int64($0.count); return true }) else { return nil }
+        guard FileIO.stream(fd, { hasher.update($0); bytes += Int64($0.count); return true }).errno == nil else { return nil }
         return (hasher.finalizeHex(), bytes)
     }
 
@@ -97,10 +80,9 @@ enum DiskScan {
         var hasher = SHA1()
         hasher.update(Data("blob \(size)\u{0}".utf8))
         var bytes: Int64 = 0
-        guard stream(fd, { hasher.update($0); bytes += Int64($0.count); return true }) else { return nil }
+        guard FileIO.stream(fd, { hasher.update($0); bytes += Int64($0.count); return true }).errno == nil else { return nil }
         return (hasher.finalizeHex(), bytes)
     }
-
 
     /// "1 file", "3 files".
     static func count(_ n: Int, _ noun: String) -> String { "\(n) \(noun)\(n == 1 ? "" : "s")" }
@@ -112,5 +94,15 @@ enum DiskScan {
         if s < 7200 { return "\(s / 60) min" }
         if s < 172_800 { return "\(s / 3600) h" }
         return "\(s / 86400) d"
+    }
+}
+
+extension DiskScan {
+    /// Allocated bytes of `files`, each inode counted once (hard links within a model).
+    static func sizeOnDisk(_ files: [(path: String, facts: FileFacts)]) -> Int64 {
+        var seen = Set<[UInt64]>()
+        return files.reduce(Int64(0)) { sum, file in
+            seen.insert([file.facts.device, file.facts.inode]).inserted ? sum + file.facts.allocated : sum
+        }
     }
 }

@@ -10,8 +10,9 @@
 // opened read-only with O_NOATIME, and linking leaves their bytes and mtime as they were.
 import Digest
 import Foundation
-import HubClient
+import HubTypes
 import ModelCache
+import SharedFiles
 import Spool
 
 /// A file `importHF` did not adopt, and why.
@@ -276,20 +277,15 @@ extension CacheAdmin {
         var sha1 = SHA1()
         sha1.update(Data("blob \(file.size)\u{0}".utf8))
         var failed = false
-        let read = DiskScan.stream(source) { chunk in
+        let read = FileIO.stream(source) { chunk in
             if file.sha256 != nil { sha256.update(chunk) } else { sha1.update(chunk) }
-            var off = 0
-            while off < chunk.count {
-                let n = write(out, chunk.baseAddress! + off, chunk.count - off)
-                if n < 0 {
-                    if errno == EINTR { continue }
-                    failed = true
-                    return false
-                }
-                off += n
+            if let code = FileIO.writeAll(out, chunk) {
+                errno = code
+                failed = true
+                return false
             }
             return true
-        }
+        }.errno == nil
         let synced = fsync(out) == 0
         let closed = close(out) == 0
         guard read, !failed, synced, closed else { return "copying into \(temp) failed: \(String(cString: strerror(errno)))" }
@@ -305,7 +301,7 @@ extension CacheAdmin {
         guard fd >= 0 else { return nil }
         defer { close(fd) }
         var data = Data()
-        _ = DiskScan.stream(fd) { data.append(contentsOf: $0); return data.count < 4096 }
+        _ = FileIO.stream(fd) { data.append(contentsOf: $0); return data.count < 4096 }
         return data
     }
 }

@@ -20,14 +20,19 @@ public enum FetchdCommandLine {
             .value("slots", "K", "ranges in flight per worker, 1 to 64 (default 4)"),
             .value("node", "NAME", "this node's name in every claim (default: SPEECH_FETCH_NODE or the host name)"),
             .flag("own-requests", "serve only requests made on this node"),
+            .value("hf-cache", "DIR", "also write requests into this huggingface_hub cache (repeatable; the cache base is always served)"),
             .flag("worker", "run one worker process (the supervisor starts these)"),
             .value("max-rate", "RATE", "cap the node's download rate, all workers together: 20M, 500K (1024-based) or bytes per second"),
+            .value("max-cache-size", "SIZE", "keep the cache base's models within SIZE (20G, 500M): evict the least recently used after each finished request and every 10 minutes"),
+            .value("cap-hf-cache", "DIR", "with --max-cache-size: count this huggingface_hub cache's revisions too, and evict them alike"),
+            .value("cache-grace", "HOURS", "with --max-cache-size: never evict a model used within HOURS, and delete evicted ones after HOURS (default 1)"),
             .value("metrics", "ADDR:PORT", "serve Prometheus metrics at http://ADDR:PORT/metrics (a bare PORT listens on 127.0.0.1)"),
             .value("log", "FILE", "append stdout and stderr to FILE, reopened on SIGHUP (logrotate); default: as given"),
         ],
         epilogue: """
         environment: SPEECH_FETCH_LEASE_SECONDS (30), SPEECH_FETCH_POLL_SECONDS (1, where inotify
-        cannot see other nodes' writes), the HF_DOWNLOAD_* and SPEECH_FETCH_RETRY_* settings.
+        cannot see other nodes' writes), SPEECH_FETCH_PRUNE_SECONDS (600, the size cap's timer),
+        the HF_DOWNLOAD_* and SPEECH_FETCH_RETRY_* settings.
         exit codes: 0 drained after SIGTERM/SIGINT, 1 cannot serve (reason logged), 64 bad usage.
         """)
 
@@ -39,12 +44,19 @@ public enum FetchdCommandLine {
         public var node: String?
         public var isWorker = false
         public var ownRequests = false
+        /// `--hf-cache`: huggingface_hub caches requests may point into, besides the cache base.
+        public var hubCaches: [String] = []
         /// `--metrics`: the address and port to serve /metrics on.
         public var metrics: (host: String, port: UInt16)?
         /// `--max-rate` in bytes per second.
         public var maxRate: Int64?
         /// `--log`: the file to append to and reopen on SIGHUP.
         public var log: String?
+        /// `--max-cache-size` in bytes, and `--cache-grace` in seconds.
+        public var maxCacheSize: Int64?
+        public var cacheGrace: Double?
+        /// `--cap-hf-cache`: a huggingface_hub cache the size cap covers too.
+        public var capHubCache: String?
     }
 
     /// `speech_fetchd_build_info`'s labels: what `--version` prints.
@@ -90,6 +102,7 @@ public enum FetchdCommandLine {
         result.node = parsed.value("node")
         result.isWorker = parsed.flag("worker")
         result.ownRequests = parsed.flag("own-requests")
+        result.hubCaches = parsed.values("hf-cache").map { URL(fileURLWithPath: $0).standardizedFileURL.path }
         if let raw = parsed.value("max-rate") {
             guard let rate = ByteRate.parse(raw), rate >= 1024 else {
                 program.usageError("speech-fetchd: --max-rate needs bytes per second of at least 1K: a number with K, M or G (1024-based, as curl's --limit-rate), like 500K or 20M, or plain bytes like 65536; not '\(raw)'")
@@ -97,6 +110,23 @@ public enum FetchdCommandLine {
             result.maxRate = rate
         }
         result.log = parsed.value("log")
+        if let raw = parsed.value("max-cache-size") {
+            guard let size = ByteRate.parse(raw) else {
+                program.usageError("speech-fetchd: --max-cache-size needs a size: a number with K, M or G (1024-based), like 500M or 20G, or plain bytes; not '\(raw)'")
+            }
+            result.maxCacheSize = size
+        }
+        if let raw = parsed.value("cache-grace") {
+            guard result.maxCacheSize != nil else { program.usageError("speech-fetchd: --cache-grace goes with --max-cache-size SIZE") }
+            guard let hours = Double(raw.trimmingCharacters(in: .whitespaces)), hours >= 0, hours.isFinite else {
+                program.usageError("speech-fetchd: --cache-grace takes a number of hours, e.g. --cache-grace 2; not '\(raw)'")
+            }
+            result.cacheGrace = hours * 3600
+        }
+        if let raw = parsed.value("cap-hf-cache") {
+            guard result.maxCacheSize != nil else { program.usageError("speech-fetchd: --cap-hf-cache goes with --max-cache-size SIZE") }
+            result.capHubCache = raw
+        }
         if let raw = parsed.value("metrics") {
             guard let address = listenAddress(raw) else {
                 program.usageError("speech-fetchd: --metrics needs ADDR:PORT with a numeric address, as 127.0.0.1:9464, [::1]:9464 or 0.0.0.0:9464 (every interface), or a bare port for loopback; not '\(raw)'")

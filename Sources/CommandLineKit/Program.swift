@@ -2,6 +2,7 @@
 // (exit 0), a usage error as one line on stderr (exit 64); the exit codes every program shares.
 import Curl
 import Foundation
+import SharedFiles
 
 /// Exit codes of every speech-fetch program (docs/cli.md, "Exit codes").
 public enum ExitCode {
@@ -66,13 +67,7 @@ public struct Program: Sendable {
 
 /// Writes all of `text` to a file descriptor, unbuffered (lines interleave with the other stream).
 public func write(_ text: String, to fd: Int32) {
-    var bytes = Array(text.utf8)[...]
-    while !bytes.isEmpty {
-        let n = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
-        if n < 0 && errno == EINTR { continue }
-        guard n > 0 else { return }
-        bytes = bytes.dropFirst(n)
-    }
+    _ = Array(text.utf8).withUnsafeBytes { FileIO.writeAll(fd, $0) }
 }
 
 /// What `--version` reports.

@@ -2,8 +2,9 @@
 // adopt what a daemon left behind, start a daemon for `--detach`.
 import FileEvents
 import Foundation
-import HubClient
+import HubTypes
 import ModelCache
+import SharedFiles
 import Spool
 import Transfer
 
@@ -18,19 +19,29 @@ public struct StartedDaemon: Sendable, Equatable {
 public struct Handoff: Sendable {
     public let spool: Spool
     let settings: DownloadSettings
+    let sharing: SpoolSharing
     let environment: [String: String]
 
     /// The hand-off for the spool of a cache base, or nil when the spool cannot be made there
     /// (callers with only a `cacheDir` use the default base's spool).
     public init?(base: URL, settings: DownloadSettings, environment: [String: String]) {
-        guard let spool = try? Spool.served(base: base, settings: settings) else { return nil }
-        self.spool = spool
+        guard let served = try? Spool.served(base: base, settings: settings) else { return nil }
+        served.spool.targets = RequestTargets.published(by: served.spool)
+        spool = served.spool
+        sharing = served.sharing
         self.settings = settings
         self.environment = environment
     }
 
+    /// True when this node's daemon writes `repo` at `commit` into `directory` (`RequestTargets`):
+    /// inside the cache base or a huggingface_hub cache it was given, or a directory whose
+    /// manifest (written before the hand-over) names them. A caller hands over nothing else.
+    public func accepts(_ directory: ModelDirectory, repo: String, commit: String) -> Bool {
+        spool.targets?.refusal(modelDir: directory.path, layout: directory.layoutName, repo: repo, commit: commit) == nil
+    }
+
     /// True while a supervisor's heartbeat is fresh in this spool.
-    public var daemonServes: Bool { !spool.liveSupervisors().isEmpty }
+    public var daemonServes: Bool { spool.anySupervisorServes() }
 
     /// Writes `request` into the spool: the daemon (now or later) fetches it.
     public func submit(_ request: SpoolRequest) throws { try spool.submit(request) }
@@ -76,11 +87,8 @@ public struct Handoff: Sendable {
         // grow with the ranges (each look lists parts/ and reads the sidecars).
         let folders: [SpoolLayout.Folder] = [.done, .failed] + (takesOver ? [.supervisors] : [])
         for folder in folders { watcher?.watch(spool.layout.path(folder)) }
-        // The full pass (orphans, supervisor liveness): every 2 s where inotify sees every writer;
-        // the cluster poll interval where other nodes write unseen, or where this process has no
-        // inotify instance and sleeps on the wake word (at least 2 s there).
-        let interval = Int(settings.pollInterval.rounded())
-        let poll = FilesystemKind.inotifySeesAllWriters(spool.root) ? (watcher != nil ? 2 : max(2, interval)) : max(1, interval)
+        // The full pass (orphans, supervisor liveness): `SpoolSharing.waiterPoll`.
+        let poll = sharing.waiterPoll(watching: watcher != nil)
         let live = progress == nil ? nil : LiveProgress(spool: spool)
         let splicer = Splicer(spool: spool)
         let deadline = timeout.map { Date().addingTimeInterval($0) }
@@ -91,13 +99,12 @@ public struct Handoff: Sendable {
         var rate = RateMeter()
         let wakeWord = watcher == nil ? spool.wakeWord() : nil  // without inotify, sleep on the word
         // Another node's marker wakes this waiter within a quarter poll interval, not a whole one.
-        let look = watcher != nil && !FilesystemKind.inotifySeesAllWriters(spool.root)
-            ? SettledLook(spool: spool, id: request.id, every: max(0.05, settings.pollInterval / 4)) : nil
+        let look = sharing.settledLookInterval(watching: watcher != nil).map { SettledLook(spool: spool, id: request.id, every: $0) }
         defer { look?.stop() }
         while true {
             // The markers first (two access(2) calls): a wake-up that finds the request settled
             // costs next to nothing, which matters when hundreds of waiters wake at once.
-            // One look at the supervisors per pass (a listing and a stat each: it grows with the nodes).
+            // One look at the supervisors per pass (this node's first: a pid check while it runs).
             var supervised: Bool?
             // The full pass (orphans, the supervisors' liveness) once per poll; a progress tick
             // or a marker's wake-up in between looks at the markers only.
@@ -106,8 +113,13 @@ public struct Handoff: Sendable {
             if full, spool.state(of: request.id) == .active {
                 // Its record was unreadable and went to corrupt/ (docs/protocol.md): this
                 // process knows the request whole, so it asks again rather than wait on nothing.
-                if !spool.hasRequest(request.id) { try spool.submit(request) }
-                supervised = !spool.liveSupervisors().isEmpty
+                // The spool itself may have been deleted (its daemon stops then): its folders are
+                // made again first.
+                if !spool.hasRequest(request.id) {
+                    try SpoolTrust.prepare(spool.layout)
+                    try spool.submit(request)
+                }
+                supervised = spool.anySupervisorServes()
                 if spool.hasOrphanParts(olderThan: 2, supervised: supervised) {
                     splicer.spliceAll()
                 } else if firstPass || supervised == false {
@@ -136,7 +148,7 @@ public struct Handoff: Sendable {
             if isCancelled() { throw CancellationError() }
             if !full {
                 // between full passes: nothing to judge
-            } else if supervised ?? !spool.liveSupervisors().isEmpty {
+            } else if supervised ?? spool.anySupervisorServes() {
                 supervisorSeen = Date()
             } else if takesOver || Date().timeIntervalSince(supervisorSeen) > settings.lease {
                 // No daemon serves the spool any more. A caller that can finish the transfer

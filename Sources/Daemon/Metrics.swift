@@ -8,6 +8,7 @@
 // few seconds costs the file server little.
 import Foundation
 import ModelCache
+import SharedFiles
 import Spool
 import Synchronization
 

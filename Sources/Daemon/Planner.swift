@@ -2,7 +2,7 @@
 // into range jobs (under each file's staging lock, from what its sidecar already holds), and
 // repairs jobs lost to a planner or splicer that died half way.
 import Foundation
-import HubClient
+import HubTypes
 import ModelCache
 import Spool
 
@@ -30,6 +30,10 @@ public struct Planner: Sendable {
     public func planRequests() {
         for request in spool.activeRequests() {
             if ownRequestsOnly && request.node != spool.owner.node { continue }
+            // The node that asked plans its request while it serves (woken by the request's
+            // arrival); the others only once it is gone.
+            if spool.servedElsewhere(request) { continue }
+            if !spool.acceptsTarget(of: request) { continue }
             let directory = request.directory
             for file in request.files where !directory.isComplete(file) {
                 let key = PlannedFile.key(modelDir: request.modelDir, path: file.path, commit: request.commit)
@@ -81,7 +85,9 @@ public struct Planner: Sendable {
         // A sidecar that was there is left as it is: the record read from it may be older than
         // the file's last writer's (a network filesystem's client), and is not written back.
         if !staging.openedFromRecord { try? staging.persist() }
-        let pending = (0..<planned.rangeCount).filter { !done.contains($0) }
+        // The first ranges it needs, up to the job window: the splicer publishes the next ones as
+        // ranges become done (JobWindow).
+        let pending = JobWindow.fitting((0..<planned.rangeCount).filter { !done.contains($0) }, inFlight: 0)
         if (try? spool.plan(planned, pending: pending)) != nil { metrics?.planned(pending.count) }
     }
 
@@ -133,8 +139,12 @@ public struct Planner: Sendable {
                 continue
             }
             // Lost only when two looks a repair interval apart both found nothing: a look can read
-            // a sidecar older than the part's removal on a network filesystem's client.
-            let lost = Set(candidates.filter { !done.contains($0) })
+            // a sidecar older than the part's removal on a network filesystem's client. A range
+            // beyond the job window was never published: only the first ones that fit beside the
+            // ranges in flight are suspects (JobWindow).
+            let waiting = Set(candidates)
+            let flying = (0..<plan.rangeCount).filter { !waiting.contains($0) && !done.contains($0) }.count
+            let lost = Set(JobWindow.fitting(candidates.filter { !done.contains($0) }, inFlight: flying))
             _ = suspects.replace(plan.key, with: lost)
             let confirmed = previous.intersection(lost)
             if !confirmed.isEmpty { spool.addJobs(plan, indices: confirmed.sorted()) }

@@ -23,12 +23,7 @@ final class SettledLook: @unchecked Sendable {
                 let generation = spool.heldGenerationLook()  // an fstat of a held descriptor
                 if generation != nil && generation == seen { continue }
                 seen = generation
-                switch spool.state(of: id) {
-                case .active: continue
-                case .done: SpoolFS.touch(spool.layout.doneMarker(id))
-                case .failed: SpoolFS.touch(spool.layout.failedMarker(id))
-                }
-                return
+                if spool.touchSettledMarker(of: id) { return }
             }
         }.start()
     }

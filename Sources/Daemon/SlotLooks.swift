@@ -10,6 +10,14 @@ final class SlotLooks: @unchecked Sendable {
     private var endgameTicket = -1
     private var endgameLooked = Date.distantPast
     private var othersClaim = false
+    private var endgameLooking = false
+    private var every = 2.0
+
+    /// Seconds between timed endgame looks (longer for a node that is not among the racers).
+    var endgameEvery: Double {
+        get { lock.withLock { every } }
+        set { lock.withLock { every = newValue } }
+    }
 
     /// Another node held claims at the last endgame look: one may stall, so idle slots look again
     /// after a while even without a wake-up.
@@ -34,13 +42,23 @@ final class SlotLooks: @unchecked Sendable {
 
     /// One endgame look per wake-up for the whole process, and while another node holds claims
     /// one per `seconds` (a stalled claim is noticed by its bytes not growing between looks).
+    /// One look at a time: on a slow filer a look can outlast the interval, and the slots must
+    /// not start theirs meanwhile (`endgameLookDone` ends it).
     func mayLookForEndgame(ticket: Int, every seconds: Double) -> Bool {
         lock.withLock {
             let now = Date()
-            guard endgameTicket != ticket || (othersClaim && now.timeIntervalSince(endgameLooked) >= seconds) else { return false }
+            guard !endgameLooking,
+                  endgameTicket != ticket || (othersClaim && now.timeIntervalSince(endgameLooked) >= seconds) else { return false }
             endgameTicket = ticket
-            endgameLooked = now
+            endgameLooking = true
             return true
+        }
+    }
+
+    func endgameLookDone() {
+        lock.withLock {
+            endgameLooking = false
+            endgameLooked = Date()
         }
     }
 }

@@ -3,6 +3,7 @@
 import FileEvents
 import Foundation
 import ModelCache
+import SharedFiles
 import Spool
 import Transfer
 
@@ -40,6 +41,7 @@ public struct HangupRelay: Sendable {
 public final class Supervisor: @unchecked Sendable {
     public let spool: Spool
     let settings: DownloadSettings
+    let sharing: SpoolSharing
     let workerCount: Int
     /// Ranges each worker process transfers at once.
     let slots: Int
@@ -57,6 +59,8 @@ public final class Supervisor: @unchecked Sendable {
     public var metrics: DaemonMetrics?
     /// SIGHUP to pass on to the workers (`--log`), nil when the daemon has no log file.
     public var hangups: HangupRelay?
+    /// `--max-cache-size`: the size cap's passes, nil without a cap.
+    public var cacheCap: CacheCap?
 
     /// - Parameters:
     ///   - workers: worker processes (default: enough for `HF_DOWNLOAD_RANGE_CONCURRENCY` ranges).
@@ -65,7 +69,8 @@ public final class Supervisor: @unchecked Sendable {
                 environment: [String: String] = ProcessInfo.processInfo.environment,
                 log: @escaping @Sendable (String) -> Void) throws {
         settings = DownloadSettings.fromEnvironment(environment)
-        spool = try Spool.served(base: cacheBase, settings: settings)
+        (spool, sharing) = try Spool.served(base: cacheBase, settings: settings)
+        spool.targets = RequestTargets.daemon(base: cacheBase, environment: environment)
         let slots = max(1, slots)
         self.slots = slots
         workerCount = max(1, workers ?? (settings.concurrency + slots - 1) / slots)
@@ -85,6 +90,9 @@ public final class Supervisor: @unchecked Sendable {
             guard pid > 0 else { throw SupervisorError.recordUnreadable(spool: spool.root, node: settings.node) }
             throw SupervisorError.alreadyServed(spool: spool.root, node: settings.node, pid: pid)
         }
+        spool.targets?.publish(in: spool)  // what callers of this node may hand over
+        let spoolGuard = SpoolGuard(spool: spool)
+        var stopped: SpoolTrustError?
         for node in spool.liveSupervisors() where node != settings.node {
             log("node \(node)'s speech-fetchd serves this spool too; both take jobs from it")
         }
@@ -96,8 +104,7 @@ public final class Supervisor: @unchecked Sendable {
         // generation per poll (docs/protocol.md, "Change-driven wake-ups").
         let watcher = DirectoryWatcher.shared
         for folder in [SpoolLayout.Folder.requests, .parts, .failures] { watcher?.watch(spool.layout.path(folder), arrivalsOnly: true) }
-        let local = FilesystemKind.inotifySeesAllWriters(spool.root)
-        let poll = local ? 1.0 : max(0.2, settings.pollInterval)
+        let poll = sharing.supervisorPoll
         let planner = Planner(spool: spool, rangeSize: settings.rangeSize, ownRequestsOnly: ownRequestsOnly, metrics: metrics)
         let splicer = Splicer(spool: spool)
         let wakeWord = spool.wakeWord()
@@ -109,6 +116,12 @@ public final class Supervisor: @unchecked Sendable {
         var lastGeneration: SpoolGeneration?? = .none
         var event = true
         var hangupsSeen = hangups?.count() ?? 0
+        // A local event that only announced parts (this node's workers published them): they
+        // are spliced by the node that asked for their file, so only a node with a request of
+        // its own in flight looks (at parts/, not a full pass); parts of a node that is gone are
+        // the busy pace's orphan splice.
+        var partsOnly = false
+        let partsFolder = spool.layout.path(.parts)
         while !shouldStop() {
             if let hangups, hangups.count() != hangupsSeen {
                 hangupsSeen = hangups.count()
@@ -124,8 +137,15 @@ public final class Supervisor: @unchecked Sendable {
             lastGeneration = .some(generation)
             // A generation that moved, or a local event (a request planted or asked again here):
             // settled requests are judged again and remembered records checked.
-            if moved || event { spool.forgetSettled() }
-            var look = pace.due(now: now, changed: moved || event || workersChanged)
+            let changed = moved || (event && !partsOnly) || workersChanged
+            if changed { spool.forgetSettled() }
+            var look = pace.due(now: now, changed: changed)
+            if event && partsOnly && !look.full && pace.ownActive { look.splice = true }
+            if let reason = spoolGuard.look(safety: look.safety) {
+                stopped = reason
+                log("\(reason)")
+                break
+            }
             owners.forget()
             // This node splices the files it asked for: other nodes' workers publish their parts
             // unseen (no inotify across clients), so it looks at parts/ every half second while
@@ -159,13 +179,16 @@ public final class Supervisor: @unchecked Sendable {
                     log("node \(node)'s speech-fetchd has not been heard from for three leases; its record is retired")
                 }
             }
+            cacheCap?.look(now: now, finished: requestLog.takeFinished())
             if pace.beatDue(now: now) { spool.refreshHeartbeat(recheckPath: look.safety) }
             // Another node's change: this node's idle worker slots and waiters look again
             // (they sleep on the wake word and cost the file server nothing meanwhile).
             if moved { wakeWord?.wakeAll() }
             event = watcher?.wait(seconds: pace.sleep(poll: poll, now: Date())) ?? { sleep(1); return false }()
+            partsOnly = event && watcher?.takeChanged() == [partsFolder]
         }
         drain()
+        if let stopped { throw stopped }
     }
 
     /// Starts workers where some died; true when any died or started (a pass looks at once:
@@ -218,23 +241,9 @@ public final class Supervisor: @unchecked Sendable {
         spool.revokeExpiredClaims()
         if let live = LiveProgress(spool: spool) { rmdir(live.directory) }  // when no other daemon's worker has a record there
         spool.retireSupervisor()
+        while cacheCap?.isRunning == true && Date() < deadline.addingTimeInterval(20) { usleep(20_000) }
+        RequestTargets.retract(in: spool)
         log("stopped")
-    }
-}
-
-extension Spool {
-    /// Seconds a client of a filesystem that caches names and attributes (NFS with
-    /// `actimeo=1`, GlusterFS's and bindfs's FUSE mounts with a 1 s entry and attribute timeout)
-    /// may still serve a renamed-over file's old content, with a margin (docs/cluster.md).
-    static let networkSettle = 2.0
-
-    /// The spool of a cache base as a node's daemon and its callers use it: on a filesystem where
-    /// inotify cannot see other clients' writes (their caches can be stale too), a splicer writes
-    /// a sidecar only `networkSettle` seconds after it took the file's lock (`Spool.settle`).
-    static func served(base: URL, settings: DownloadSettings) throws -> Spool {
-        let spool = try Spool(base: base, node: settings.node, lease: settings.lease)  // makes the folders statfs looks at
-        if FilesystemKind.inotifySeesAllWriters(spool.root) { return spool }
-        return try Spool(base: base, node: settings.node, lease: settings.lease, settle: networkSettle)
     }
 }
 
@@ -336,7 +345,14 @@ final class SpliceOwners: @unchecked Sendable {
 struct RequestLog {
     private var open: [String: (since: Date, bytes: Int64)] = [:]
     private var settled: Set<String> = []
+    /// Requests of this node that finished since `takeFinished`.
+    private var finished = 0
     var metrics: DaemonMetrics?
+
+    mutating func takeFinished() -> Int {
+        defer { finished = 0 }
+        return finished
+    }
 
     mutating func look(spool: Spool, log: (String) -> Void) {
         for request in spool.requests() where !settled.contains(request.id) {
@@ -355,7 +371,9 @@ struct RequestLog {
             let seconds = String(format: "%.1f", Date().timeIntervalSince(seen.since))
             switch state {
             case .active: continue
-            case .done: log("done \(request.repo) (request \(request.id)): \(mebibytes(seen.bytes)) in \(seconds) s")
+            case .done:
+                log("done \(request.repo) (request \(request.id)): \(mebibytes(seen.bytes)) in \(seconds) s")
+                if request.node == spool.owner.node { finished += 1 }
             case .failed(let reason): log("failed \(request.repo) (request \(request.id)) after \(seconds) s: \(reason)")
             }
             if case .failed(let reason) = state {

@@ -3,12 +3,15 @@
 import FileEvents
 import Foundation
 import HubClient
+import HubTypes
 import ModelCache
+import SharedFiles
 import Spool
 import Transfer
 
 public final class Worker: @unchecked Sendable {
     public let spool: Spool
+    let sharing: SpoolSharing
     /// One fetcher per slot: each slot transfers one range at a time on its own connection.
     let fetchers: [RangeFetch]
     let settings: DownloadSettings
@@ -39,7 +42,8 @@ public final class Worker: @unchecked Sendable {
         timedEndgameLooks = environment[Worker.endgameLookerVariable].map { $0 == "1" } ?? true
         let settings = DownloadSettings.fromEnvironment(environment)
         self.settings = settings
-        spool = try Spool.served(base: cacheBase, settings: settings)
+        (spool, sharing) = try Spool.served(base: cacheBase, settings: settings)
+        spool.targets = RequestTargets.daemon(base: cacheBase, environment: environment)
         live = LiveProgress(spool: spool)
         // Workers use the credential of the node they run on, never one from the spool.
         let client = HubClient.fromEnvironment(environment, retry: settings.retry, stallTimeout: settings.stallTimeout)
@@ -51,7 +55,7 @@ public final class Worker: @unchecked Sendable {
     public func run(shouldStop: @escaping @Sendable () -> Bool) {
         let parent = getppid()
         let done: @Sendable () -> Bool = { shouldStop() || getppid() != parent }
-        let poll = FilesystemKind.inotifySeesAllWriters(spool.root) ? 2 : max(1, Int(settings.pollInterval.rounded()))
+        let poll = sharing.workerPoll
         let wakeup = self.wakeup
         // One thread sleeps on inotify (libinotifytools allows one watcher per process) and
         // wakes the idle slots. Jobs become claimable when their plan is published (after the
@@ -66,7 +70,10 @@ public final class Worker: @unchecked Sendable {
                 // A planner publishes a file's jobs one by one (a 1 GiB file: 128 in ~0.2 s), and
                 // none is claimable before its plan follows them: the slots look once the burst
                 // has had 20 ms to land, not once per job (16 slots scanning per job slowed it).
-                usleep(20_000)
+                // Jobs alone (no plan among the arrivals) wait a quarter second: they are the
+                // first of a burst whose plan follows, or a range given back.
+                let readyOnly = watcher?.takeChanged() == [spool.layout.path(.ready)]
+                usleep(readyOnly ? 250_000 : 20_000)
                 wakeup.broadcast()
             }
             wakeup.broadcast()
@@ -133,11 +140,21 @@ public final class Worker: @unchecked Sendable {
             afterWork = false
             // Endgame: nothing is ready, and another node is far behind on a range while its link
             // is shared by more ranges than ours: fetch it too; the first part published wins.
-            if settings.endgame, looks.mayLookForEndgame(ticket: wakeup.externalTicket(), every: timedEndgameLooks ? max(2, Double(poll)) : .infinity) {
-                let endgame = spool.endgameLook()
+            // One process of a node looks (`timedEndgameLooks`), and of the nodes with no claim
+            // only one looks further than the claims' listing (`EndgameLookers`): the looks'
+            // cost does not grow with the nodes.
+            if settings.endgame, timedEndgameLooks,
+               looks.mayLookForEndgame(ticket: wakeup.externalTicket(), every: looks.endgameEvery) {
+                let nodes = liveNodeNames()
+                let endgame = spool.endgameLook(lookFurther: { holders in
+                    EndgameLookers.looks(self.settings.node, nodes: nodes, holders: holders)
+                })
+                let racing = EndgameLookers.looks(settings.node, nodes: nodes, holders: endgame.holders)
+                looks.endgameEvery = racing ? max(2, Double(poll)) : max(2, settings.lease / 4)
                 // Timed looks only while this node's own link is idle (it holds no claim): a node with
                 // ranges in flight looks again when woken or when its ranges are done.
                 looks.othersHoldClaims = endgame.othersHoldClaims && endgame.mine == 0
+                looks.endgameLookDone()
                 if let lagging = endgame.lagging, let duplicate = spool.duplicate(lagging) {
                     log("endgame: racing \(lagging.node) for \(duplicate.plan.file.path) part \(duplicate.index) (\(lagging.remaining) bytes left there)")
                     work(duplicate, fetcher: fetcher, shouldStop: done)
@@ -164,9 +181,35 @@ public final class Worker: @unchecked Sendable {
         }
     }
 
+    /// Jobs tried from one listing before listing again: when the first few were taken by
+    /// others since the listing, the rest likely were too, and a listing (three operations at
+    /// the file server) costs less than a failed try at each (a lookup of a name that is gone).
+    static let triesPerListing = 4
+
     private func claimLowest() -> ClaimedJob? {
+        for _ in 0..<3 {
+            switch claimFromOneListing() {
+            case .claimed(let claim): return claim
+            case .none: return nil
+            case .taken: continue
+            }
+        }
+        return nil
+    }
+
+    private enum ScanResult {
+        case claimed(ClaimedJob)
+        case none
+        /// The jobs tried were all taken by others since the listing.
+        case taken
+    }
+
+    private func claimFromOneListing() -> ScanResult {
         let ready = spool.readyJobs()
-        guard !ready.isEmpty, withinShare(ready: ready.count) else { return nil }
+        guard !ready.isEmpty else { return .none }
+        // The share is looked at (a listing of the claims) once a job whose plan is published
+        // is found: jobs arriving before their plan cost no look at the claims.
+        var shareChecked = false
         // A file's jobs are claimable once its plan is published, after its jobs: one look for
         // each file's plan per scan, not one per job (16 slots reading the missing plan for every
         // job they saw slowed the planner publishing a 1 GiB file's 128 jobs). Looked up afresh
@@ -174,7 +217,8 @@ public final class Worker: @unchecked Sendable {
         // (another node's request, another range size).
         var plans: [String: PlannedFile] = [:]
         var unplanned = Set<String>()
-        for name in ready {
+        var tried = 0
+        for name in Worker.scanOrder(ready, from: scanStart) {
             guard let (key, _) = PlannedFile.parseJob(name), !unplanned.contains(key) else { continue }
             guard let plan = plans[key] ?? spool.plannedFile(key) else {
                 unplanned.insert(key)
@@ -182,28 +226,58 @@ public final class Worker: @unchecked Sendable {
             }
             plans[key] = plan
             if ownRequestsOnly && plan.node != settings.node { continue }
-            if let claim = spool.claim(name) { return claim }
+            if !shareChecked {
+                guard withinShare(ready: ready.count) else { return .none }
+                shareChecked = true
+            }
+            if let claim = spool.claim(name, plan: plan) { return .claimed(claim) }
+            tried += 1
+            if tried >= Worker.triesPerListing { return .taken }
         }
-        return nil
+        return .none
     }
+
+    /// Where this process's scans start among the lowest ready jobs: every slot of every node
+    /// reading one listing and trying the lowest job first would collide on it (each loser's
+    /// try is a lookup of a name that is gone, at the file server); each process starts at its
+    /// own place (a hash of its node and pid) and goes round.
+    private lazy var scanStart = Int(EndgameLookers.rank(spool.owner.description) % 1_000_003)
+
+    /// `ready` (sorted) from a start: the lowest `window` jobs are tried first, from `start`
+    /// modulo their count and round by a stride, then the rest in order. The window is the lowest jobs the
+    /// nodes take at once (16 per node, 64 at least), so the file's prefix still fills first.
+    static func scanOrder(_ ready: [String], from start: Int, window: Int = 64) -> [String] {
+        let head = min(ready.count, window)
+        guard head > 1 else { return ready }
+        // A stride of its own too (coprime with the window: every job once), so two processes
+        // that start near each other do not then walk the same jobs in step.
+        var stride = 1 + (start / 7) % (head - 1)
+        while gcd(stride, head) != 1 { stride += 1 }
+        let first = start % head
+        return (0..<head).map { ready[(first + $0 * stride) % head] } + ready[head...]
+    }
+
+    private static func gcd(_ a: Int, _ b: Int) -> Int { b == 0 ? a : gcd(b, a % b) }
 
     /// What this process's slots found at their last looks.
     private let looks = SlotLooks()
 
     private let claimLock = NSLock()
 
-    /// Live nodes, looked up at most every few seconds (a clock probe and a listing).
+    /// The nodes with a supervisor record, listed at most every few seconds.
     private let nodesLock = NSLock()
-    private var nodesSeen: (count: Int, at: Date) = (1, .distantPast)
+    private var nodesSeen: (names: [String], at: Date) = ([], .distantPast)
 
-    private func liveNodes() -> Int {
+    private func liveNodeNames() -> [String] {
         let keep = max(3, settings.lease / 4)
-        if let cached = nodesLock.withLock({ Date().timeIntervalSince(nodesSeen.at) < keep ? nodesSeen.count : nil }) { return cached }
+        if let cached = nodesLock.withLock({ Date().timeIntervalSince(nodesSeen.at) < keep ? nodesSeen.names : nil }) { return cached }
         // A listing of the records, no look at each (that grew with the nodes, in every process).
-        let count = max(1, spool.supervisorRecordCount() ?? 1)
-        nodesLock.withLock { nodesSeen = (count, Date()) }
-        return count
+        let names = spool.supervisorRecordNames() ?? []
+        nodesLock.withLock { nodesSeen = (names, Date()) }
+        return names
     }
+
+    private func liveNodes() -> Int { max(1, liveNodeNames().count) }
 
     /// True while this node is within its share of the outstanding ranges, by count and by the
     /// bytes still to come (`Spool.mayClaim`).
@@ -280,9 +354,7 @@ public final class Worker: @unchecked Sendable {
             publisher.async {
                 defer { entry?.remove() }
                 do {
-                    try SpoolFS.syncFile(temp)
-                    spool.refresh(claim)
-                    let won = try spool.publishPart(temp, for: claim)
+                    let won = try spool.syncAndPublishPart(temp, for: claim)
                     self.wakeup.broadcast(shareOnly: true)
                     let bytes = range.end - range.start + 1
                     if claim.duplicateOf != nil {
@@ -292,17 +364,17 @@ public final class Worker: @unchecked Sendable {
                     }
                 } catch {
                     log("\(plan.file.path) part \(claim.index): \(error); the range will be fetched again")
-                    unlink(temp)
+                    spool.discardPart(temp)
                     spool.unclaim(claim)
                 }
             }
         } catch is CancellationError {
             if claim.duplicateOf != nil {
-                unlink(temp)
-                unlink(claim.path)
+                spool.discardPart(temp)
+                spool.dropClaim(claim)
                 if revoked { log("endgame: \(plan.file.path) part \(claim.index) published by its claimant first; the duplicate stopped") }
             } else if revoked {
-                unlink(temp)  // another claimant has the range now
+                spool.discardPart(temp)  // another claimant has the range now
             } else {
                 // Stopping (drained, or the supervisor is gone): the part stays for the next
                 // claimant, or a caller taking over, to adopt once this process has exited.
@@ -312,24 +384,24 @@ public final class Worker: @unchecked Sendable {
             // A full disk is not a pause: the request fails saying what is needed and what is
             // free (as the embedded engine does), the staged bytes stay, and asking again (the
             // same command, once there is room) clears the failure and resumes from the sidecar.
-            unlink(temp)
+            spool.discardPart(temp)
             let full = DiskSpace.explain(error, directory: plan.directory, needed: stillNeeded(plan), staged: [plan.file.path])
             log("\(plan.repo)/\(plan.file.path) bytes \(range.start)-\(range.end): \(full)")
             spool.recordFailure(plan.key, reason: "\(full)")
-            unlink(claim.path)
+            spool.dropClaim(claim)
             spool.dropPlan(plan)
             Splicer(spool: spool).settleRequests()
         } catch let error as CacheError {
             // A local problem (I/O): the range is not at fault. Give it back and pause.
-            unlink(temp)
+            spool.discardPart(temp)
             log("\(plan.repo)/\(plan.file.path) bytes \(range.start)-\(range.end): \(error); giving the range back")
             spool.unclaim(claim)
             Sleep.seconds(2, unless: shouldStop)
         } catch {
-            unlink(temp)
+            spool.discardPart(temp)
             log("\(plan.repo)/\(plan.file.path) bytes \(range.start)-\(range.end): \(error)")
             spool.recordFailure(plan.key, reason: "\(error)")
-            unlink(claim.path)
+            spool.dropClaim(claim)
             spool.dropPlan(plan)
             Splicer(spool: spool).settleRequests()
         }
@@ -346,6 +418,27 @@ extension Worker {
             let range = plan.range(index)
             return sum + range.end - range.start + 1
         }
+    }
+}
+
+/// Which nodes race stalled claims in the endgame: of the nodes holding no claim, the first
+/// in an order every node computes alike (a hash of the name), and any node when the nodes
+/// cannot be told. The others look at the claims' listing only, every quarter lease, until they
+/// are the first.
+enum EndgameLookers {
+    static let count = 1
+
+    static func looks(_ node: String, nodes: [String], holders: Set<String>) -> Bool {
+        guard nodes.contains(node) else { return true }
+        let idle = nodes.filter { !holders.contains($0) }.sorted { (rank($0), $0) < (rank($1), $1) }
+        return idle.prefix(count).contains(node) || !idle.contains(node)
+    }
+
+    /// A hash every process computes alike (FNV-1a): an order of nodes, a place to start.
+    static func rank(_ node: String) -> UInt64 {
+        var hash: UInt64 = 14_695_981_039_346_656_037
+        for byte in node.utf8 { hash = (hash ^ UInt64(byte)) &* 1_099_511_628_211 }
+        return hash
     }
 }
 

@@ -5,6 +5,7 @@
 // a crash. SHA-1 gives git blob ids: the test Hub's, and the check of every file git stores itself.
 import CCrypto
 import Foundation
+import SharedFiles
 
 /// libcrypto, loaded with dlopen at the first hasher (Sources/CCrypto/include/CCrypto.h).
 public enum CryptoLibrary {
@@ -186,19 +187,7 @@ func streamFile(_ path: String, from: Int64, to: Int64?, _ body: (UnsafeRawBuffe
 }
 
 func streamFile(fd: Int32, path: String, from: Int64, to: Int64?, _ body: (UnsafeRawBufferPointer) -> Void) throws {
-    let size = 1 << 20
-    let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: size, alignment: 16)
-    defer { buffer.deallocate() }
-    var offset = from
-    while to == nil || offset < to! {
-        let want = to.map { min(Int64(size), $0 - offset) } ?? Int64(size)
-        let n = pread(fd, buffer.baseAddress, Int(want), off_t(offset))
-        if n < 0 {
-            if errno == EINTR { continue }
-            throw DigestError.unreadable(path: path, errno: errno)
-        }
-        if n == 0 { break }
-        body(UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
-        offset += Int64(n)
+    if let code = FileIO.stream(fd, from: from, to: to, { body($0); return true }).errno {
+        throw DigestError.unreadable(path: path, errno: code)
     }
 }

@@ -13,6 +13,11 @@ public final class DirectoryWatcher: @unchecked Sendable {
 
     private let lock = NSLock()
     private var watched = Set<String>()
+    /// The watched directories by inotify watch descriptor, to tell where events came from.
+    private var byDescriptor: [Int32: String] = [:]
+    /// Where the events drained since the last `takeChanged` came from; nil when that cannot be
+    /// told (the queue overflowed, an unknown watch, or events consumed by libinotifytools).
+    private var changed: Set<String>? = []
     /// The inotify instance libinotifytools opened (it offers no getter: the one descriptor of
     /// the process that appeared with `inotifytools_initialize`); nil when it cannot be told, and
     /// then `wait` sleeps in libinotifytools, one queued event per wake.
@@ -57,6 +62,10 @@ public final class DirectoryWatcher: @unchecked Sendable {
                 : Int32(IN_CREATE | IN_MOVED_TO | IN_CLOSE_WRITE | IN_DELETE | IN_MOVED_FROM | IN_ATTRIB)
             guard inotifytools_watch_file(directory, events) != 0 else { return false }
             watched.insert(directory)
+            // libinotifytools keeps a directory's name with a trailing slash.
+            var wd = inotifytools_wd_from_filename(directory)
+            if wd < 0 { wd = inotifytools_wd_from_filename(directory + "/") }
+            if wd >= 0 { byDescriptor[wd] = directory }
             return true
         }
     }
@@ -72,7 +81,9 @@ public final class DirectoryWatcher: @unchecked Sendable {
         guard let fd = descriptor else {
             // libinotifytools treats a timeout of 0 as "block": at least a second, and one queued
             // event per wake.
-            return inotifytools_next_event(max(1, Int(seconds.rounded(.up)))) != nil
+            let woke = inotifytools_next_event(max(1, Int(seconds.rounded(.up)))) != nil
+            if woke { lock.withLock { changed = nil } }
+            return woke
         }
         var ready = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
         let milliseconds = Int32(max(0, min(seconds, 86_400)) * 1000)
@@ -97,32 +108,38 @@ public final class DirectoryWatcher: @unchecked Sendable {
     /// reads the descriptor: `inotifytools_next_event` is not called once it is known.
     private func drain(_ fd: Int32) {
         for _ in 0..<64 {
-            guard buffer.withUnsafeMutableBytes({ read(fd, $0.baseAddress, $0.count) }) > 0 else { return }
+            let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            guard count > 0 else { return }
+            note(buffer.prefix(count))
         }
     }
-}
 
-/// Which filesystems report other machines' writes through inotify, and which are local disks.
-public enum FilesystemKind {
-    /// False for network and FUSE filesystems (NFS, SMB/CIFS, FUSE, Ceph, Lustre, GPFS, 9p…),
-    /// where inotify sees only this machine's writes and a bounded poll is needed.
-    public static func inotifySeesAllWriters(_ path: String) -> Bool {
-        var st = statfs()
-        guard statfs(path, &st) == 0 else { return false }
-        return !isRemote(st)
+    /// Records which watched directories the events in `bytes` (whole `inotify_event` records:
+    /// wd, mask, cookie, len, then len bytes of name) came from.
+    private func note(_ bytes: ArraySlice<UInt8>) {
+        var directories = Set<String>()
+        var known = true
+        var offset = bytes.startIndex
+        let header = MemoryLayout<inotify_event>.size
+        while offset + header <= bytes.endIndex {
+            let (wd, length) = bytes.withUnsafeBytes { raw in
+                (raw.loadUnaligned(fromByteOffset: offset - bytes.startIndex, as: Int32.self),
+                 raw.loadUnaligned(fromByteOffset: offset - bytes.startIndex + 12, as: UInt32.self))
+            }
+            offset += header + Int(length)
+            if let directory = lock.withLock({ byDescriptor[wd] }) { directories.insert(directory) } else { known = false }
+        }
+        lock.withLock {
+            if known, let seen = changed { changed = seen.union(directories) } else { changed = nil }
+        }
     }
 
-    /// True when the open file lives on a network or FUSE filesystem (or its kind cannot be read):
-    /// there a copy through this process's memory beats copying in the kernel and reading back.
-    public static func isRemote(fileDescriptor fd: Int32) -> Bool {
-        var st = statfs()
-        guard fstatfs(fd, &st) == 0 else { return true }
-        return isRemote(st)
-    }
-
-    private static func isRemote(_ st: statfs) -> Bool {
-        let remote: Set<Int> = [0x6969, 0x65735546, 0xFF534D42, 0xFE534D42, 0x517B, 0x00C36400, 0x0BD00BD0,
-                                0x47504653, 0x01021997, 0x013111A8, 0x73757245]
-        return remote.contains(Int(UInt32(truncatingIfNeeded: Int(st.f_type))))
+    /// The watched directories where something arrived since the last call (then forgotten);
+    /// nil when that cannot be told (treat it as "anything may have changed").
+    public func takeChanged() -> Set<String>? {
+        lock.withLock {
+            defer { changed = [] }
+            return changed
+        }
     }
 }

@@ -1,6 +1,7 @@
 // HubClient - the Hub's API over libcurl: revision to commit, tree listing, file locations.
 import Curl
 import Foundation
+import HubTypes
 
 /// Where to fetch one file's bytes, and what the Hub says they are.
 public struct FileLocation: Sendable, Equatable {

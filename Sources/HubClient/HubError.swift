@@ -1,10 +1,9 @@
 // HubError - every way talking to the Hub can fail, typed so callers can tell an answer from silence.
 import Curl
 import Foundation
+import HubTypes
 
 public enum HubError: Error, Sendable, CustomStringConvertible {
-    case invalidRepoID(String, reason: String)
-    case unsafePath(String, repo: RepoID, reason: String)
     /// A revision that cannot name a branch, tag or commit (refused before it is sent).
     case invalidRevision(String, reason: String)
     /// A tree entry (or revision answer) field the client cannot trust: nothing is fetched for it.
@@ -42,10 +41,6 @@ public enum HubError: Error, Sendable, CustomStringConvertible {
 
     public var description: String {
         switch self {
-        case .invalidRepoID(let raw, let reason):
-            return "invalid repo id '\(raw)': \(reason)"
-        case .unsafePath(let path, let repo, let reason):
-            return "refusing file path '\(path)' listed by \(repo): \(reason); nothing was written for it"
         case .invalidRevision(let raw, let reason):
             return "invalid revision '\(raw)': \(reason); give a branch, a tag or a 40-hex commit id"
         case .badTreeEntry(let repo, let path, let field, let reason):

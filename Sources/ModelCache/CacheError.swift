@@ -1,5 +1,6 @@
 // CacheError - failures of the on-disk cache: misses, bad files, checksum mismatches.
 import Foundation
+import SharedFiles
 
 public enum CacheError: Error, Sendable, CustomStringConvertible {
     /// Offline (or Hub unreachable) and these files are not complete in `directory`.
@@ -74,5 +75,23 @@ public enum CacheError: Error, Sendable, CustomStringConvertible {
             unit += 1
         }
         return unit == 0 ? "\(n) bytes" : String(format: "%.1f", value) + " \(units[unit]) (\(n) bytes)"
+    }
+}
+
+extension CacheError {
+    /// An I/O error that says nothing about the file (ESTALE, EIO, …): try again later; never a
+    /// reason to discard the file or fail its request.
+    public var isTransient: Bool {
+        if case .io(_, _, let code) = self { return SharedFS.isTransient(code) }
+        return false
+    }
+}
+
+extension CacheError {
+    /// Runs a call of the filesystem layer, saying its failure as `CacheError.io`.
+    static func saying<T>(_ body: () throws -> T) throws -> T {
+        do { return try body() } catch let error as FileError {
+            throw CacheError.io(path: error.path, operation: error.operation, errno: error.errno)
+        }
     }
 }

@@ -1,6 +1,6 @@
 // CacheLocation - where models live on disk: the cache base and each model's directory.
 import Foundation
-import HubClient
+import HubTypes
 
 public enum CacheLocation {
     /// `QWEN3_CACHE_DIR`, else `${XDG_CACHE_HOME:-~/.cache}/qwen3-speech`.

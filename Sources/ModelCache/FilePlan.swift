@@ -1,6 +1,6 @@
 // FilePlan - from a repo's file list and a selection to the exact files a call needs.
 import Foundation
-import HubClient
+import HubTypes
 
 public enum FilePlan {
     /// Files the selection picks, and the shard indexes among them.

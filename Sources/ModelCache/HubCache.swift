@@ -8,7 +8,8 @@
 // speech-fetch adds only what huggingface_hub ignores: `.incomplete/` and `.speech-fetch.json` in
 // the repo folder (its scan looks at `snapshots/` and `refs/` only).
 import Foundation
-import HubClient
+import HubTypes
+import SharedFiles
 
 public enum HubCache {
     /// huggingface_hub's own order: `HF_HUB_CACHE`, `HUGGINGFACE_HUB_CACHE`, `HF_HOME/hub`,

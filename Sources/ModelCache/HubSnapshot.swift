@@ -7,7 +7,8 @@
 // half-written blob. docs/protocol.md, "The huggingface_hub layout".
 import Digest
 import Foundation
-import HubClient
+import HubTypes
+import SharedFiles
 
 extension ModelDirectory {
     /// `<repo folder>/blobs/<etag>`.
@@ -107,13 +108,13 @@ extension ModelDirectory {
         guard hubCommit != nil else {
             let target = finalURL(file.path)
             try ModelDirectory.makeDirectories(target.deletingLastPathComponent().path)
-            try AtomicFile.write(Data(), to: target)
+            try CacheError.saying { try AtomicFile.write(Data(), to: target) }
             return
         }
         try ModelDirectory.makeDirectories(path + "/blobs")
         let lock = HubBlobLock.acquire(blobLockPath(file), timeout: 10)
         defer { lock?.release() }
-        if !blobVerifies(file) { try AtomicFile.write(Data(), to: URL(fileURLWithPath: blobPath(file))) }
+        if !blobVerifies(file) { try CacheError.saying { try AtomicFile.write(Data(), to: URL(fileURLWithPath: blobPath(file))) } }
         try linkPointer(file)
     }
 
@@ -150,17 +151,11 @@ extension ModelDirectory {
         var sha1 = SHA1()
         let lfs = file.sha256 != nil
         if !lfs { sha1.update(Data("blob \(file.size)\u{0}".utf8)) }
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 16)
-        defer { buffer.deallocate() }
-        var offset: off_t = 0
-        while true {
-            let n = pread(fd, buffer.baseAddress, buffer.count, offset)
-            if n < 0 { if errno == EINTR { continue }; return nil }
-            if n == 0 { break }
-            let chunk = UnsafeRawBufferPointer(rebasing: buffer[0..<n])
+        let read = FileIO.stream(fd) { chunk in
             if lfs { sha256.update(chunk) } else { sha1.update(chunk) }
-            offset += off_t(n)
+            return true
         }
+        guard read.errno == nil else { return nil }
         return lfs ? sha256.finalizeHex() : sha1.finalizeHex()
     }
 
@@ -215,7 +210,7 @@ extension ModelDirectory {
         try ModelDirectory.makeDirectories(ref.deletingLastPathComponent().path)
         // The temp file is made in the repo folder, not in refs/, where a scan would read it as a ref.
         let temp = URL(fileURLWithPath: path + "/.ref.\(getpid()).\(UInt32.random(in: 0...UInt32.max)).tmp")
-        try AtomicFile.write(Data(commit.utf8), to: temp)
+        try CacheError.saying { try AtomicFile.write(Data(commit.utf8), to: temp) }
         guard rename(temp.path, ref.path) == 0 else {
             let code = errno
             unlink(temp.path)
@@ -243,7 +238,7 @@ extension ModelDirectory {
         let data = try JSONSerialization.data(withJSONObject: ["format_version": 1, "files": files],
                                               options: [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes])
         try ModelDirectory.makeDirectories(target.deletingLastPathComponent().path)
-        try AtomicFile.write(data, to: target, mode: 0o600)  // huggingface_hub's mode for it
+        try CacheError.saying { try AtomicFile.write(data, to: target, mode: 0o600) }  // huggingface_hub's mode for it
     }
 
     /// `trees/<commit>.json` as a snapshot (repo left empty: the listing does not name it).
@@ -261,6 +256,6 @@ extension ModelDirectory {
     }
 
     static func makeDirectories(_ path: String) throws {
-        try StagingFile.makeDirectory(URL(fileURLWithPath: path, isDirectory: true))
+        try CacheError.saying { try FileIO.makeDirectory(path, mode: 0o755) }
     }
 }

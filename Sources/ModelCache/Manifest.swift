@@ -1,7 +1,7 @@
 // Manifest - reading the model manifest (`.speech-fetch.json`: a RepoSnapshot as JSONEncoder
 // wrote it) on every offline call, with the quick reader first.
 import Foundation
-import HubClient
+import HubTypes
 
 extension RepoSnapshot {
     /// Reads a snapshot as `JSONEncoder` wrote it (the model manifest): with the quick reader,

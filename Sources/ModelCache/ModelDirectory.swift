@@ -1,7 +1,8 @@
 // ModelDirectory - one model's folder in the cache: final files, the manifest, completeness checks.
 import CFileOps
 import Foundation
-import HubClient
+import HubTypes
+import SharedFiles
 
 /// A model's directory. Final files sit at their repo paths; `.speech-fetch.json` records the
 /// snapshot they came from (so offline calls know the file list); `.incomplete/` holds staging.
@@ -94,10 +95,11 @@ public struct ModelDirectory: Sendable {
 
     /// Records the snapshot (atomically: temp file, fsync, rename).
     public func writeManifest(_ snapshot: RepoSnapshot) throws {
-        try StagingFile.makeDirectory(url)  // a CacheError naming the path, not Foundation's text
+        try ModelDirectory.makeDirectories(url.path)  // a CacheError naming the path, not Foundation's text
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
-        try AtomicFile.write(try encoder.encode(snapshot), to: url.appendingPathComponent(ModelLayout.manifest))
+        let data = try encoder.encode(snapshot)
+        try CacheError.saying { try AtomicFile.write(data, to: url.appendingPathComponent(ModelLayout.manifest)) }
     }
 
     /// The manifest; in a huggingface_hub folder, ours when it is of this commit, else the

@@ -3,6 +3,7 @@
 // written and parsed here only; docs/protocol.md ("Layout") lists them.
 import Digest
 import Foundation
+import SharedFiles
 
 /// The model directory's own names and their parsers (the spool's are `SpoolLayout`).
 ///
@@ -20,7 +21,7 @@ public enum ModelLayout {
     /// What a broken lock's name adds to the lock's: `.broken.<node>.<pid>.<n>`.
     static let brokenMarker = ".broken."
     /// AtomicFile's temp name of a file: `.<name>.tmp.<pid>.<n>`.
-    static let tempMarker = ".tmp."
+    static let tempMarker = AtomicFile.tempMarker
     static let removalMarker = ".removing."
 
     // MARK: Writing
@@ -86,9 +87,6 @@ public enum ModelLayout {
     static func brokenLockPath(_ lockPath: String, node: String, pid: Int32, n: UInt32) -> String {
         lockPath + brokenMarker + "\(String(decoding: node.utf8.prefix(maxNodeInName), as: UTF8.self)).\(pid).\(n)"
     }
-
-    /// `.<name>.tmp.<pid>.<n>`: a small file being written whole (AtomicFile), beside it.
-    static func tempName(of name: String, pid: Int32, n: UInt32) -> String { ".\(name)\(tempMarker)\(pid).\(n)" }
 
     /// `pointer.<pid>.<n>` in `.incomplete/`: a huggingface_hub pointer (symlink) before its rename.
     static func pointerTempName(pid: Int32, n: UInt32) -> String { "pointer.\(pid).\(n)" }

@@ -4,36 +4,7 @@
 // (`node@pid`); the holder refreshes its mtime. Anyone may break it when the holder is a dead
 // process on this node, or when its mtime is older than the lease time on the filesystem's clock.
 import Foundation
-
-public struct LockOwner: Sendable, Equatable, CustomStringConvertible {
-    public let node: String
-    public let pid: Int32
-
-    public init(node: String, pid: Int32 = getpid()) {
-        self.node = node
-        self.pid = pid
-    }
-
-    /// `node@pid`, the form every claim in the cache carries.
-    public var description: String { "\(node)@\(pid)" }
-
-    /// True when `pid` is a live process on this machine.
-    /// A zombie counts as gone (`LeaseJudge.processRunning`, the one local-process check).
-    public static func isAlive(_ pid: Int32) -> Bool { LeaseJudge.processRunning(pid) }
-
-    public init?(tag: String) {
-        guard let at = tag.lastIndex(of: "@"), let pid = Int32(tag[tag.index(after: at)...]) else { return nil }
-        node = String(tag[..<at])
-        self.pid = pid
-    }
-
-    /// This machine's name: `--node`, else the host name; only letters, digits, `-`, `_`, `.`.
-    public static func localNode(_ override: String? = nil) -> String {
-        var name = override ?? ProcessInfo.processInfo.hostName
-        name = String(name.unicodeScalars.map { CharacterSet.alphanumerics.contains($0) || "-_.".unicodeScalars.contains($0) ? Character($0) : "_" })
-        return name.isEmpty ? "node" : name
-    }
-}
+import SharedFiles
 
 public final class StagingLock: @unchecked Sendable {
     public let path: String
@@ -64,7 +35,7 @@ public final class StagingLock: @unchecked Sendable {
     /// `CacheError.io` naming the lock file: never "held elsewhere", which would be waited for.
     public static func take(_ repoPath: String, in directory: ModelDirectory, owner: LockOwner, lease: Double) throws -> StagingLock? {
         let staging = directory.stagingDirectory.path
-        try StagingFile.makeDirectory(directory.stagingDirectory)
+        try ModelDirectory.makeDirectories(directory.stagingDirectory.path)
         let path = directory.stagingPath(ModelLayout.lockName(repoPath))
         for _ in 0..<3 {
             let fd = SharedFS.retry { open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600) }

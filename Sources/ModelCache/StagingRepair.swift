@@ -10,6 +10,7 @@
 // every range was fetched again (twice for a range whose bytes changed) is deleted.
 import Digest
 import Foundation
+import SharedFiles
 
 /// The sidecar's record of a repair (`Sidecar.repair`).
 public struct RepairRecord: Codable, Sendable, Equatable {
@@ -69,14 +70,9 @@ extension StagingFile {
         guard !bytes.isEmpty else { return false }
         let staged = UnsafeMutableRawBufferPointer.allocate(byteCount: bytes.count, alignment: 16)
         defer { staged.deallocate() }
-        var done = 0
-        while done < bytes.count {
-            let n = pread(fd, staged.baseAddress! + done, bytes.count - done, off_t(offset + Int64(done)))
-            if n < 0 && errno == EINTR { continue }
-            guard n > 0 else {
-                throw CacheError.io(path: dataURL.path, operation: "read back (to compare) the staging file", errno: n < 0 ? errno : EIO)
-            }
-            done += n
+        let n = FileIO.readFull(fd, into: staged, at: offset)
+        guard n == bytes.count else {
+            throw CacheError.io(path: dataURL.path, operation: "read back (to compare) the staging file", errno: n < 0 ? errno : EIO)
         }
         if memcmp(staged.baseAddress!, bytes.baseAddress!, bytes.count) == 0 { return false }
         try noteRepairChange()

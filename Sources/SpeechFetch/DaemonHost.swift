@@ -2,7 +2,7 @@
 // The hand-over itself (requests, waiting, adoption) is the Daemon module's `Handoff`.
 import Daemon
 import Foundation
-import HubClient
+import HubTypes
 import ModelCache
 
 /// Who runs the transfer of a download call.

@@ -2,7 +2,9 @@
 import Daemon
 import Foundation
 import HubClient
+import HubTypes
 import ModelCache
+import SharedFiles
 import Spool
 import Synchronization
 import Transfer
@@ -170,7 +172,7 @@ public final class HuggingFaceDownloader: Sendable {
                                              commit: HubCache.commit(forRevision: revision, repoFolder: folder))
             if let commit = HubCache.commit(forRevision: revision, repoFolder: folder) {
                 directory = ModelDirectory(hubRepoFolder: folder, commit: commit)
-                cached = directory.offlineCheck(selection, repo: repo.description)
+                cached = directory.loadCheck(selection, repo: repo.description)
             } else {
                 directory = ModelDirectory(hubRepoFolder: folder, commit: "")
                 let wanted = selection.literalPaths.isEmpty ? ["(any file)"] : selection.literalPaths
@@ -178,7 +180,7 @@ public final class HuggingFaceDownloader: Sendable {
             }
         } else {
             directory = ModelDirectory(cacheDir ?? CacheLocation.modelDirectory(base: cacheBaseDir ?? defaultCacheBase, repo: repo))
-            cached = directory.offlineCheck(selection, repo: repo.description)
+            cached = directory.loadCheck(selection, repo: repo.description)
         }
         if forceDownload, offlineMode ?? offlineByDefault { throw DownloadError.forceDownloadOffline(repo: repo.description) }
         if offlineMode ?? offlineByDefault {
@@ -295,7 +297,11 @@ public final class HuggingFaceDownloader: Sendable {
         }
         if isCancelled() { throw CancellationError() }
         // A capped call keeps its transfer: a daemon's workers fetch at the node's rate, not this call's.
-        let handoff = force || settings.maxRate != nil ? nil : handoff(base: spoolBase)
+        // A target the daemon would refuse (docs/protocol.md, "Trust": outside its cache base and
+        // huggingface_hub caches, and not vouched for by the manifest written above) is fetched here.
+        let handoff = force || settings.maxRate != nil ? nil : handoff(base: spoolBase).flatMap {
+            $0.accepts(directory, repo: repo.description, commit: snapshot.commit) ? $0 : nil
+        }
         if !missing.isEmpty, let handoff {
             // A file larger than the free disk is refused before it is handed over too (the
             // engine checks the same before it stages anything).

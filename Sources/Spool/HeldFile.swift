@@ -6,6 +6,7 @@
 // fails, so a file that was replaced is followed.
 import Foundation
 import ModelCache
+import SharedFiles
 
 final class HeldFile: @unchecked Sendable {
     let path: String

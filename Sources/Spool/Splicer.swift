@@ -2,7 +2,6 @@
 // Any process may run it (supervisor, worker, waiter, a new caller): the staging lock makes
 // one of them the writer of a file at a time; the rest leave the parts for it.
 import Foundation
-import HubClient
 import ModelCache
 
 public enum SpliceOutcome: Sendable, Equatable {
@@ -49,6 +48,15 @@ public struct Splicer: Sendable {
     /// the embedded engine asks only for its tail (the part stays for a worker to adopt).
     @discardableResult
     public func splice(_ plan: PlannedFile, salvagingTempParts: Bool = false) -> SpliceOutcome {
+        if let refusal = spool.targets?.cachedRefusal(plan) {
+            // A plan pointing out of the cache (planted: a request that points there is never
+            // planned) is dropped when it is this node's, else left to its node.
+            if plan.node == spool.owner.node {
+                spool.recordFailure(plan.key, reason: refusal)
+                spool.dropPlan(plan)
+            }
+            return .failed(refusal)
+        }
         let directory = plan.directory
         if directory.isComplete(plan.file) {
             spool.dropPlan(plan)
@@ -68,109 +76,160 @@ public struct Splicer: Sendable {
             // lock wrote. On a network filesystem that last read sees the previous holder's write
             // only `spool.settle` seconds after the lock was taken, so a pass with ranges to
             // record writes no sooner; it goes on looking for parts meanwhile.
-            let settled = ProcessInfo.processInfo.systemUptime + spool.settle
-            let done = staging.doneRanges
-            // A part is removed only once a sidecar read back from the filesystem lists its range.
-            // No writer drops a listed range (see above), so every later record lists it too.
-            var listed: [String] = []
-            var spliced = 0
-            // A file under repair (it did not verify): a part is compared with the staged bytes
-            // instead of copied, and judged at once; its part goes after the sidecar write below
-            // (a range may be opened again later, and must then get a new part), and the ranges
-            // the judgement opens get jobs after it.
-            var judged: [String] = []
-            var reopened: [Int] = []
-            // Parts that arrive while the pass runs (behind the index it looks at) are spliced in
-            // the same pass: it looks again until a look finds nothing new, so the last part of a
-            // file does not wait for the next pass to be spliced and the file finalized.
-            // A pass ends after 16 new parts, so the next one can drop them (it reads them back).
-            var seen = Set<Int>()
-            var looking = true
-            while spliced < 16 {
-                if !looking {
-                    let wait = settled - ProcessInfo.processInfo.systemUptime
-                    guard spliced > 0, !staging.isFullyDone, wait > 0 else { break }
-                    // Half a second between looks while the write waits for `settle`: each look is a
-                    // listing of parts/ at the file server.
-                    Thread.sleep(forTimeInterval: min(wait, 0.5))
-                }
-                looking = false
-                // One listing per look: the parts of this file that are there.
-                let present = Set(spool.partsByFile()[plan.key] ?? []).subtracting(seen)
-                for index in present.sorted() where spliced < 16 && index >= 0 && index < plan.rangeCount {
-                    seen.insert(index)
-                    let part = spool.partPath(plan, index)
-                    if done.contains(index) { listed.append(part); continue }
-                    do {
-                        if staging.isRepairing {
-                            let changed = try staging.spliceComparing(partAt: part, index: index)
-                            reopened += staging.markRepaired(index, changed: changed)
-                            judged.append(part)
-                        } else {
-                            try staging.splice(partAt: part, index: index)
-                            staging.markDone(index)
-                        }
-                        spliced += 1
-                        looking = true
-                        // The hash follows the contiguous prefix part by part, while later ranges still
-                        // arrive: a pass that splices a whole file does not read it all back at its end
-                        // (slow through a network filesystem's client).
-                        try? staging.advanceHash()
-                    } catch CacheError.sizeMismatch {
-                        // A part whose size every look agrees is wrong (StagingFile.splice) is dropped
-                        // and its range fetched again.
-                        unlink(part)
-                        spool.addJobs(plan, indices: [index])
-                    } catch {
-                        // Other errors (disk full, I/O, a stale handle, a size that changed between
-                        // looks) keep the part for a later splice.
-                    }
-                }
-            }
-            var salvaged = false
+            var pass = SplicePass(plan: plan, staging: staging, settled: ProcessInfo.processInfo.systemUptime + spool.settle)
+            spliceParts(&pass)
             // Under repair a range's bytes are compared whole, never taken in as a prefix.
-            if salvagingTempParts && !staging.isRepairing {
-                let finished = staging.doneRanges
-                for index in 0..<plan.rangeCount where !finished.contains(index) && spool.hasPart(plan, index) == false {
-                    let r = staging.range(index)
-                    guard let gone = spool.goneParts(of: plan.jobName(index), rangeLength: r.end - r.start + 1),
-                          gone.size > staging.partialBytes(index),
-                          let copied = try? staging.splicePrefix(partAt: gone.path, index: index), copied > 0 else { continue }
-                    staging.recordPartial(index, bytes: copied)
-                    salvaged = true
-                }
+            let salvaged = salvagingTempParts && !staging.isRepairing && salvageTempParts(plan, staging)
+            try record(pass, salvaged: salvaged)
+            for part in pass.listed + pass.judged { unlink(part) }
+            fetchAgain(plan, pass.reopened)
+            // The ranges just recorded leave room in the job window: the next ones are published
+            // (a file the window holds whole had every range published by its plan; a repair
+            // publishes its own few ranges).
+            if plan.rangeCount > JobWindow.size, pass.spliced > 0 || !pass.listed.isEmpty, !staging.isRepairing, !staging.isFullyDone {
+                JobWindow.refill(plan, spool: spool, done: staging.doneRanges)
             }
-            // A file whose every range is here is finalized without a record of its last ranges:
-            // if finalizing fails for a moment, their parts are still there for the next pass.
-            // Under repair the judgements are recorded first (the judged parts go below).
-            if (salvaged || spliced > 0) && (!staging.isFullyDone || staging.isRepairing) {
-                let wait = settled - ProcessInfo.processInfo.systemUptime
-                if wait > 0 { Thread.sleep(forTimeInterval: wait) }
-                if spliced > 0 { try staging.advanceHash() }
-                try staging.persist()  // synced before recorded; durable before the parts go (at the next pass)
-            }
-            for part in listed + judged { unlink(part) }
-            fetchAgain(plan, reopened)
-            guard staging.isFullyDone else { return spliced == 0 && listed.isEmpty ? .nothing : .progressed }
-            do {
-                try staging.finalize()
-            } catch CacheError.repairing(_, let ranges) {
-                // It did not verify: kept, and these ranges are fetched again and compared.
-                fetchAgain(plan, ranges)
-                return .progressed
-            } catch let error as CacheError where error.isTransient {
-                // Could not look (a stale handle, EIO): the file is not bad; finish it next pass.
-                return .failed("\(error)")
-            } catch {
-                spool.recordFailure(plan.key, reason: "\(error)")
-                spool.dropPlan(plan)
-                return .failed("\(error)")
-            }
-            spool.dropPlan(plan)
-            return .finalized
+            guard staging.isFullyDone else { return pass.spliced == 0 && pass.listed.isEmpty ? .nothing : .progressed }
+            return finalize(plan, staging)
         } catch {
             return .failed("\(error)")
         }
+    }
+
+    /// What one pass over a file's parts did.
+    private struct SplicePass {
+        let plan: PlannedFile
+        let staging: StagingFile
+        /// When (system uptime) the sidecar may be written (`spool.settle` after the lock).
+        let settled: Double
+        /// The ranges the sidecar listed when the pass began.
+        let done: Set<Int>
+        /// Parts whose range a sidecar read back from the filesystem lists: removed after this
+        /// pass. No writer drops a listed range (see `splice`), so every later record lists it too.
+        var listed: [String] = []
+        var spliced = 0
+        /// A file under repair (it did not verify): a part is compared with the staged bytes
+        /// instead of copied, and judged at once; its part goes after the sidecar write (a range
+        /// may be opened again later, and must then get a new part), and the ranges the judgement
+        /// opens get jobs after it.
+        var judged: [String] = []
+        var reopened: [Int] = []
+
+        init(plan: PlannedFile, staging: StagingFile, settled: Double) {
+            self.plan = plan
+            self.staging = staging
+            self.settled = settled
+            done = staging.doneRanges
+        }
+    }
+
+    /// Splices the parts that are there. Parts that arrive while the pass runs (behind the index
+    /// it looks at) are spliced in the same pass: it looks again until a look finds nothing new,
+    /// so the last part of a file does not wait for the next pass to be spliced and the file
+    /// finalized. A pass ends after 16 new parts, so the next one can drop them (it reads them back).
+    private func spliceParts(_ pass: inout SplicePass) {
+        let plan = pass.plan
+        var seen = Set<Int>()
+        var looking = true
+        while pass.spliced < 16 {
+            if !looking {
+                let wait = pass.settled - ProcessInfo.processInfo.systemUptime
+                guard pass.spliced > 0, !pass.staging.isFullyDone, wait > 0 else { break }
+                // Half a second between looks while the write waits for `settle`: each look is a
+                // listing of parts/ at the file server.
+                Thread.sleep(forTimeInterval: min(wait, 0.5))
+            }
+            looking = false
+            // One listing per look: the parts of this file that are there.
+            let present = Set(spool.partsByFile()[plan.key] ?? []).subtracting(seen)
+            for index in present.sorted() where pass.spliced < 16 && index >= 0 && index < plan.rangeCount {
+                seen.insert(index)
+                if spliceOne(index, into: &pass) { looking = true }
+            }
+        }
+    }
+
+    /// Splices (or, under repair, judges) the part of range `index`; true when it was taken in.
+    private func spliceOne(_ index: Int, into pass: inout SplicePass) -> Bool {
+        let plan = pass.plan
+        let staging = pass.staging
+        let part = spool.partPath(plan, index)
+        if pass.done.contains(index) { pass.listed.append(part); return false }
+        do {
+            if staging.isRepairing {
+                let changed = try staging.spliceComparing(partAt: part, index: index)
+                pass.reopened += staging.markRepaired(index, changed: changed)
+                pass.judged.append(part)
+            } else {
+                try staging.splice(partAt: part, index: index)
+                staging.markDone(index)
+            }
+            pass.spliced += 1
+            // The hash follows the contiguous prefix part by part, while later ranges still
+            // arrive: a pass that splices a whole file does not read it all back at its end
+            // (slow through a network filesystem's client).
+            try? staging.advanceHash()
+            return true
+        } catch CacheError.sizeMismatch {
+            // A part whose size every look agrees is wrong (StagingFile.splice) is dropped
+            // and its range fetched again.
+            unlink(part)
+            spool.addJobs(plan, indices: [index])
+        } catch {
+            // Other errors (disk full, I/O, a stale handle, a size that changed between
+            // looks) keep the part for a later splice.
+        }
+        return false
+    }
+
+    /// Copies in the unfinished parts of ranges whose workers are gone and records each as its
+    /// range's `partial`; true when any was.
+    private func salvageTempParts(_ plan: PlannedFile, _ staging: StagingFile) -> Bool {
+        var salvaged = false
+        let finished = staging.doneRanges
+        for index in 0..<plan.rangeCount where !finished.contains(index) && spool.hasPart(plan, index) == false {
+            let r = staging.range(index)
+            guard let gone = spool.goneParts(of: plan.jobName(index), rangeLength: r.end - r.start + 1),
+                  gone.size > staging.partialBytes(index),
+                  let copied = try? staging.splicePrefix(partAt: gone.path, index: index), copied > 0 else { continue }
+            staging.recordPartial(index, bytes: copied)
+            salvaged = true
+        }
+        return salvaged
+    }
+
+    /// Records the pass in the sidecar, once `settled`. A file whose every range is here is
+    /// finalized without a record of its last ranges: if finalizing fails for a moment, their
+    /// parts are still there for the next pass. Under repair the judgements are recorded first
+    /// (the judged parts go after).
+    private func record(_ pass: SplicePass, salvaged: Bool) throws {
+        let staging = pass.staging
+        guard (salvaged || pass.spliced > 0) && (!staging.isFullyDone || staging.isRepairing) else { return }
+        let wait = pass.settled - ProcessInfo.processInfo.systemUptime
+        if wait > 0 { Thread.sleep(forTimeInterval: wait) }
+        if pass.spliced > 0 { try staging.advanceHash() }
+        try staging.persist()  // synced before recorded; durable before the parts go (at the next pass)
+    }
+
+    /// Checks a whole file and renames it into place, or hands it to its repair, or records its
+    /// failure.
+    private func finalize(_ plan: PlannedFile, _ staging: StagingFile) -> SpliceOutcome {
+        do {
+            try staging.finalize()
+        } catch CacheError.repairing(_, let ranges) {
+            // It did not verify: kept, and these ranges are fetched again and compared.
+            fetchAgain(plan, ranges)
+            return .progressed
+        } catch let error as CacheError where error.isTransient {
+            // Could not look (a stale handle, EIO): the file is not bad; finish it next pass.
+            return .failed("\(error)")
+        } catch {
+            spool.recordFailure(plan.key, reason: "\(error)")
+            spool.dropPlan(plan)
+            return .failed("\(error)")
+        }
+        spool.dropPlan(plan)
+        return .finalized
     }
 
     /// Makes ready jobs for ranges a repair took out of `done` (the sidecar saying so is
@@ -184,7 +243,10 @@ public struct Splicer: Sendable {
 
     /// Marks requests done when every file is final, failed when one of their files failed.
     public func settleRequests() {
-        for request in spool.activeRequests() {
+        // Another node's request is settled by that node while it serves (a failure recorded here
+        // bumps the generation, which wakes it).
+        for request in spool.activeRequests() where !spool.servedElsewhere(request) {
+            if spool.targets?.cachedRefusal(request) != nil { continue }  // never written to (Planner fails it)
             let directory = request.directory
             var complete = true
             for file in request.files where !directory.isComplete(file) {

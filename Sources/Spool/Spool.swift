@@ -1,8 +1,8 @@
 // Spool - the filesystem job queue one cache base shares between processes and nodes.
 // docs/protocol.md ("The spool") is the specification; every method below is one of its steps.
 import Foundation
-import HubClient
 import ModelCache
+import SharedFiles
 
 public enum RequestState: Sendable, Equatable {
     case active
@@ -58,6 +58,13 @@ public final class Spool: @unchecked Sendable {
     private let lock = NSLock()
     private var remembering = false
     private var settledIDs = Set<String>()
+    /// Plans read, with the inode they were read from (`lookPlan`).
+    private var planCache: [String: (plan: PlannedFile, identity: FileIdentity)] = [:]
+    /// The pid this node's supervisor record named at the last look (`anySupervisorServes`).
+    private var localSupervisor: Int32?
+    private var lastRetireLook = Date.distantPast
+    /// When each other node was last seen serving (`supervisorServes`).
+    private var servingSeen: [String: Date] = [:]
     /// Requests parsed once: a request's record never changes under its id (the id is a digest
     /// of its directory, commit and files). Entries whose id leaves `requests/` are dropped.
     private var parsedRequests: [String: (request: SpoolRequest, inode: UInt64)] = [:]
@@ -86,9 +93,15 @@ public final class Spool: @unchecked Sendable {
         self.lease = lease
         self.settle = settle
         judge = LeaseJudge(localNode: node, lease: lease, probe: layout.clockProbe)
-        try SpoolFS.makeDirectory(layout.root)
-        for folder in SpoolLayout.Folder.allCases { try SpoolFS.makeDirectory(layout.path(folder)) }
+        try SpoolTrust.prepare(layout)  // 0700 (0770 for a shared group); refused if others can write it
     }
+
+    /// Where this spool's records may send the Hub's bytes (a daemon's processes set it); nil: not checked.
+    public var targets: RequestTargets? {
+        get { lock.withLock { allowedTargets } }
+        set { lock.withLock { allowedTargets = newValue } }
+    }
+    private var allowedTargets: RequestTargets?
 
     /// The spool of `base` when it has one (never created here).
     public static func existing(base: URL, node: String, lease: Double) -> Spool? {
@@ -121,7 +134,7 @@ public final class Spool: @unchecked Sendable {
     public func bumpGeneration() {
         let path = layout.generation
         if SharedFS.touch(path) { return }
-        guard SpoolFS.exists(path) == false else { return }
+        guard SharedFS.exists(path) == false else { return }
         let fd = open(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
         if fd >= 0 { close(fd) }
         _ = SharedFS.touch(path)
@@ -169,7 +182,7 @@ public final class Spool: @unchecked Sendable {
             // the request becomes the newest (its mtime) for waiters choosing among a repo's.
             unlink(layout.failedMarker(request.id))
             unlink(layout.doneMarker(request.id))
-            SpoolFS.touch(target)
+            SharedFS.touch(target)
         }
         bumpGeneration()
         return fresh
@@ -191,7 +204,7 @@ public final class Spool: @unchecked Sendable {
     /// log line) instead of being skipped on every pass while its callers wait for it.
     public func requests() -> [SpoolRequest] {
         let memo = lock.withLock { passRequestIDs }
-        let ids = memo ?? SpoolFS.list(layout.path(.requests)).compactMap(SpoolLayout.recordID)
+        let ids = memo ?? (SharedFS.names(layout.path(.requests)) ?? []).compactMap(SpoolLayout.recordID)
         var (known, check) = lock.withLock {
             if inPass { passRequestIDs = ids }
             parsedRequests = parsedRequests.filter { ids.contains($0.key) }
@@ -235,6 +248,12 @@ public final class Spool: @unchecked Sendable {
         }
     }
 
+    /// True when `request` was made on another node whose supervisor serves: that node plans,
+    /// splices and settles it (a look at its heartbeat at most once per quarter lease).
+    public func servedElsewhere(_ request: SpoolRequest) -> Bool {
+        request.node != owner.node && supervisorServes(request.node, round: leaseRound())
+    }
+
     /// Forgets which requests were found settled (the generation moved: one may be asked again),
     /// and has the next look check that each remembered record is still the one parsed.
     public func forgetSettled() {
@@ -246,10 +265,10 @@ public final class Spool: @unchecked Sendable {
 
     /// True while a request's record is in `requests/` (it is gone when moved to `corrupt/`).
     /// False only when the request's file is positively absent (an unreadable one may be there).
-    public func hasRequest(_ id: String) -> Bool { SpoolFS.exists(layout.request(id)) != false }
+    public func hasRequest(_ id: String) -> Bool { SharedFS.exists(layout.request(id)) != false }
 
     /// When a request was last asked for (its file's mtime), for picking a repo's newest one.
-    public func lastAsked(_ id: String) -> Double { SpoolFS.mtime(layout.request(id)) ?? 0 }
+    public func lastAsked(_ id: String) -> Double { SharedFS.mtime(layout.request(id)).value ?? 0 }
 
     /// Done, failed (with the reason) or active. A failure marker that cannot be read now (a
     /// network filesystem's ESTALE, a rename racing us) is looked at again later: the request
@@ -258,7 +277,7 @@ public final class Spool: @unchecked Sendable {
     /// are final), never reported as failed without a reason.
     public func state(of id: String) -> RequestState {
         let failed = layout.failedMarker(id)
-        if SpoolFS.exists(failed) == true {
+        if SharedFS.exists(failed) == true {
             switch readRecord(failed, decode: Spool.decodeReason) {
             case .record(let reason): return .failed(reason)
             case .corrupt(let why):
@@ -267,7 +286,7 @@ public final class Spool: @unchecked Sendable {
                 return .active
             }
         }
-        return SpoolFS.exists(layout.doneMarker(id)) == true ? .done : .active
+        return SharedFS.exists(layout.doneMarker(id)) == true ? .done : .active
     }
 
     public func markDone(_ id: String) { publishMarker(layout.doneMarker(id), Data()) }
@@ -312,7 +331,7 @@ public final class Spool: @unchecked Sendable {
     }
 
     func readRecord<T>(_ path: String, decode: (Data) -> T?) -> RecordRead<T> {
-        guard let data = SpoolFS.read(path) else { return .unreadable }
+        guard let data = SharedFS.read(path).value else { return .unreadable }
         if let value = decode(data) { return .record(value) }
         return .corrupt(data.isEmpty ? "empty" : "\(data.count) bytes that do not parse")
     }
@@ -335,22 +354,23 @@ public final class Spool: @unchecked Sendable {
     @discardableResult
     public func quarantine(_ path: String, reason: String, stillCorrupt: (Data) -> Bool = { _ in true }) -> String? {
         let target = layout.corrupt(path, owner: owner, n: nextCount())
-        try? SpoolFS.makeDirectory(layout.path(.corrupt))
+        try? SpoolError.saying { try FileIO.makeDirectory(layout.path(.corrupt), mode: 0o700) }
         guard rename(path, target) == 0 else { return nil }  // gone already: someone else moved it
-        if let moved = SpoolFS.read(target), !stillCorrupt(moved) {
+        if let moved = SharedFS.read(target).value, !stillCorrupt(moved) {
             link(target, path)  // EEXIST: a newer record is there already, and it wins
             unlink(target)
             return nil
         }
-        SpoolFS.touch(target)  // its age in corrupt/ counts from now (`speech cache clean`)
+        SharedFS.touch(target)  // its age in corrupt/ counts from now (`speech cache clean`)
+        bumpGeneration()  // a record set aside is work for a supervisor (a file to plan again)
         Spool.report("speech-fetch: spool: moved the unreadable record \(path) (\(reason)) to \(target)")
         return target
     }
 
     /// Records moved to `corrupt/`, oldest first.
     public func corruptRecords() -> [String] {
-        SpoolFS.list(layout.path(.corrupt)).sorted {
-            (SpoolFS.mtime(layout.path(.corrupt, $0)) ?? 0) < (SpoolFS.mtime(layout.path(.corrupt, $1)) ?? 0)
+        (SharedFS.names(layout.path(.corrupt)) ?? []).sorted {
+            (SharedFS.mtime(layout.path(.corrupt, $0)).value ?? 0) < (SharedFS.mtime(layout.path(.corrupt, $1)).value ?? 0)
         }
     }
 
@@ -367,9 +387,31 @@ public final class Spool: @unchecked Sendable {
     /// again from its sidecar).
     public func lookPlan(_ key: String) -> Lookup<PlannedFile> {
         let path = layout.plan(key)
-        switch SpoolFS.look(path) {
+        // A plan is published once under its key (link(2)) and never rewritten: while the name
+        // still has the inode, size and mtime read last time, the plan is the one read (a stat,
+        // not an open, read and close: workers look at plans at every scan). A file planned anew
+        // under the same key is a new inode; a record damaged in place has a new mtime.
+        let seen = SharedFS.lstat(path)
+        switch seen {
+        case .found(let st):
+            if let cached = lock.withLock({ planCache[key] }), cached.identity == FileIdentity(st) { return .found(cached.plan) }
+        case .absent:
+            lock.withLock { planCache[key] = nil }
+            return .absent
+        case .unknown:
+            break
+        }
+        switch SharedFS.read(path) {
         case .found(let data):
-            if let plan = Spool.decodePlan(data, key: key) { return .found(plan) }
+            if let plan = Spool.decodePlan(data, key: key) {
+                if case .found(let st) = seen {
+                    lock.withLock {
+                        if planCache.count >= 256 { planCache.removeAll() }
+                        planCache[key] = (plan, FileIdentity(st))
+                    }
+                }
+                return .found(plan)
+            }
             quarantine(path, reason: data.isEmpty ? "empty" : "\(data.count) bytes that do not parse",
                        stillCorrupt: { Spool.decodePlan($0, key: key) == nil })
             return .unknown(EINVAL)
@@ -385,7 +427,7 @@ public final class Spool: @unchecked Sendable {
     }
 
     public func plannedFiles() -> [PlannedFile] {
-        SpoolFS.list(layout.path(.plans)).compactMap(SpoolLayout.recordID).compactMap { plannedFile($0) }
+        (SharedFS.names(layout.path(.plans)) ?? []).compactMap(SpoolLayout.recordID).compactMap { plannedFile($0) }
     }
 
     /// Splits a file into ready jobs for `pending` ranges, then publishes the plan. Jobs are
@@ -410,7 +452,7 @@ public final class Spool: @unchecked Sendable {
     /// may be there.
     public func addJobs(_ file: PlannedFile, indices: [Int], claimed: Set<String>? = nil) {
         var added = false
-        defer { if added && SpoolFS.exists(layout.plan(file.key)) == true { bumpGeneration() } }
+        defer { if added && SharedFS.exists(layout.plan(file.key)) == true { bumpGeneration() } }
         for index in indices {
             let name = file.jobName(index)
             let taken = claimed.map { $0.contains(name) } ?? isClaimed(name)
@@ -421,24 +463,27 @@ public final class Spool: @unchecked Sendable {
         }
     }
 
-    public func readyJobs() -> [String] { SpoolFS.list(layout.path(.ready)).sorted() }
+    public func readyJobs() -> [String] { (SharedFS.names(layout.path(.ready)) ?? []).sorted() }
 
     /// The ready jobs; nil when they cannot be listed.
-    public func lookReadyJobs() -> [String]? { SpoolFS.listing(layout.path(.ready)) }
+    public func lookReadyJobs() -> [String]? { SharedFS.names(layout.path(.ready)) }
 
     /// Claims a ready job by renaming it to `claimed/<job>@<node>@<pid>`; nil when someone else won.
-    public func claim(_ name: String) -> ClaimedJob? {
-        guard let (key, index) = PlannedFile.parseJob(name), let plan = plannedFile(key) else { return nil }
+    /// `plan` is the job's plan when the caller read it already (a scan reads each file's plan
+    /// once): it is not read again for every job tried.
+    public func claim(_ name: String, plan known: PlannedFile? = nil) -> ClaimedJob? {
+        guard let (key, index) = PlannedFile.parseJob(name), let plan = known?.key == key ? known : plannedFile(key),
+              targets?.cachedRefusal(plan) == nil else { return nil }
         let path = layout.claim(name, by: owner)
         // Fresh mtime before the rename: a claim is never seen with its planning-time age.
-        guard SpoolFS.touch(layout.ready(name)), rename(layout.ready(name), path) == 0 else { return nil }
-        SpoolFS.touch(path)
+        guard SharedFS.touch(layout.ready(name)), rename(layout.ready(name), path) == 0 else { return nil }
+        SharedFS.touch(path)
         return ClaimedJob(name: name, path: path, plan: plan, index: index)
     }
 
     /// Who holds a job's claim, if anyone (nil also when the claims cannot be listed).
     public func claimant(of job: String) -> String? {
-        SpoolFS.list(layout.path(.claimed)).first { SpoolLayout.claimedJob($0) == job }
+        (SharedFS.names(layout.path(.claimed)) ?? []).first { SpoolLayout.claimedJob($0) == job }
     }
 
     /// Is the job claimed? nil when the claims cannot be listed.
@@ -448,19 +493,19 @@ public final class Spool: @unchecked Sendable {
 
     /// The jobs claimed now (junk claim names included); nil when the claims cannot be listed.
     public func claimedJobs() -> Set<String>? {
-        SpoolFS.listing(layout.path(.claimed)).map { Set($0.compactMap(SpoolLayout.claimedJob)) }
+        SharedFS.names(layout.path(.claimed)).map { Set($0.compactMap(SpoolLayout.claimedJob)) }
     }
 
     /// The claims that name a holder (`<job>@<node>@<pid>`); nil when they cannot be listed.
     public func claims() -> [SpoolLayout.Claim]? {
-        SpoolFS.listing(layout.path(.claimed)).map { $0.compactMap(SpoolLayout.Claim.init) }
+        SharedFS.names(layout.path(.claimed)).map { $0.compactMap(SpoolLayout.Claim.init) }
     }
 
     /// Refreshes a claim's lease; false only when the claim is positively gone (revoked). A
     /// touch that fails on a stale handle is tried again at the next refresh.
     @discardableResult
     public func refresh(_ claim: ClaimedJob) -> Bool {
-        SpoolFS.touch(claim.path) || SpoolFS.exists(claim.path) != false
+        SharedFS.touch(claim.path) || SharedFS.exists(claim.path) != false
     }
 
     /// Where a worker writes a part before publishing it.
@@ -483,7 +528,7 @@ public final class Spool: @unchecked Sendable {
     public func goneParts(of job: String, rangeLength: Int64, except mine: String = "") -> (path: String, size: Int64)? {
         let round = leaseRound()
         var best: (path: String, size: Int64)?
-        for name in SpoolFS.list(layout.path(.tmp)) where name != mine {
+        for name in SharedFS.names(layout.path(.tmp)) ?? [] where name != mine {
             guard let temp = SpoolLayout.Temp(name), temp.partJob == job else { continue }
             let pid = temp.pid
             let path = layout.path(.tmp, name)
@@ -494,7 +539,7 @@ public final class Spool: @unchecked Sendable {
             if temp.node == owner.node {
                 guard round.liveness(of: path, holder: LockOwner(node: temp.node, pid: pid), localByPid: true) == .expired
                 else { continue }
-                if mtime < Spool.bootTime { unlink(path); continue }
+                if mtime < BootIdentity.startTime { unlink(path); continue }
             } else {
                 guard round.age(.found(mtime)) == .expired else { continue }
             }
@@ -508,14 +553,6 @@ public final class Spool: @unchecked Sendable {
         }
         return best
     }
-
-    /// When this machine booted (seconds since 1970), from /proc/stat; 0 when unknown.
-    static let bootTime: Double = {
-        guard let stat = try? String(contentsOfFile: "/proc/stat", encoding: .utf8),
-              let line = stat.split(separator: "\n").first(where: { $0.hasPrefix("btime ") }),
-              let value = Double(line.dropFirst(6).trimmingCharacters(in: .whitespaces)) else { return 0 }
-        return value
-    }()
 
     /// Publishes a finished, synced part and drops the claim. The first part of a range wins
     /// (link(2)): false when one was there already (an endgame duplicate, or the claimant it
@@ -540,16 +577,21 @@ public final class Spool: @unchecked Sendable {
 
     /// `laggingClaim`, and whether another node holds claims at all (while one does, an idle slot
     /// looks again after a while: a claim may stall; once none does, it sleeps until woken).
-    public func endgameLook(stalledAfter: Double = 2) -> (lagging: LaggingClaim?, othersHoldClaims: Bool, mine: Int) {
-        guard let claims = self.claims(), !claims.isEmpty else { return (nil, false, 0) }
+    /// `holders`: the nodes holding claims. With `lookFurther` false (this node is not one of the
+    /// few that race: `EndgameLookers`) the look ends at the claims' listing.
+    public func endgameLook(stalledAfter: Double = 2, lookFurther: (Set<String>) -> Bool = { _ in true })
+        -> (lagging: LaggingClaim?, othersHoldClaims: Bool, mine: Int, holders: Set<String>) {
+        guard let claims = self.claims(), !claims.isEmpty else { return (nil, false, 0, []) }
+        let holders = Set(claims.map(\.holder.node))
         let others = claims.contains { $0.holder.node != owner.node }
         let held = claims.filter { $0.holder.node == owner.node }.count
         guard others else {
             growth.forget(except: [])
-            return (nil, false, held)
+            return (nil, false, held, holders)
         }
-        guard let raced = SpoolFS.listing(layout.path(.endgame)).map(Set.init),
-              let temps = SpoolFS.listing(layout.path(.tmp)) else { return (nil, true, held) }
+        guard lookFurther(holders) else { return (nil, true, held, holders) }
+        guard let raced = SharedFS.names(layout.path(.endgame)).map(Set.init),
+              let temps = SharedFS.names(layout.path(.tmp)) else { return (nil, true, held, holders) }
         var perNode: [String: Int] = [:]
         for claim in claims { perNode[claim.holder.node, default: 0] += 1 }
         let mine = perNode[owner.node] ?? 0
@@ -590,7 +632,7 @@ public final class Spool: @unchecked Sendable {
                                 remaining: remaining)
         }
         growth.forget(except: Set(claims.map(\.name)))
-        return (best, true, held)
+        return (best, true, held, holders)
     }
 
     /// Whether a duplicate of a claim with `remaining` of its `length` bytes to come would be
@@ -627,7 +669,7 @@ public final class Spool: @unchecked Sendable {
     /// (nil: unknown, counted as a whole range).
     public func claimLoads(rangeLength: (String) -> Int64?) -> [String: [Double]]? {
         guard let claims = self.claims() else { return nil }
-        let temps = SpoolFS.list(layout.path(.tmp))
+        let temps = SharedFS.names(layout.path(.tmp)) ?? []
         var loads: [String: [Double]] = [:]
         for claim in claims {
             var left = 1.0
@@ -670,7 +712,7 @@ public final class Spool: @unchecked Sendable {
         guard (try? SpoolFS.writeNew(temp, Data(owner.description.utf8))) != nil,
               (try? SpoolFS.publishOnce(temp, as: marker)) == true else { return nil }
         // The claim may have been published between the look and the marker.
-        guard SpoolFS.exists(lagging.claimPath) == true, hasPart(plan, index) == false else {
+        guard SharedFS.exists(lagging.claimPath) == true, hasPart(plan, index) == false else {
             unlink(marker)
             return nil
         }
@@ -681,7 +723,7 @@ public final class Spool: @unchecked Sendable {
     /// the duplicate stops.
     public func duplicateIsMoot(_ claim: ClaimedJob) -> Bool {
         guard let raced = claim.duplicateOf else { return false }
-        return hasPart(claim.plan, claim.index) == true || SpoolFS.exists(raced) == false
+        return hasPart(claim.plan, claim.index) == true || SharedFS.exists(raced) == false
     }
 
     /// Gives a claim back (the job returns to ready), e.g. when a worker drains. A duplicate just
@@ -693,13 +735,13 @@ public final class Spool: @unchecked Sendable {
 
     /// Is the range's part published? nil when that cannot be read.
     public func hasPart(_ file: PlannedFile, _ index: Int) -> Bool? {
-        SpoolFS.exists(layout.part(file.jobName(index)))
+        SharedFS.exists(layout.part(file.jobName(index)))
     }
 
     /// Completed parts waiting to be spliced, by file key.
     public func partsByFile() -> [String: [Int]] {
         var result: [String: [Int]] = [:]
-        for job in SpoolFS.list(layout.path(.parts)).compactMap(SpoolLayout.partJob) {
+        for job in (SharedFS.names(layout.path(.parts)) ?? []).compactMap(SpoolLayout.partJob) {
             if let (key, index) = PlannedFile.parseJob(job) { result[key, default: []].append(index) }
         }
         return result
@@ -709,11 +751,11 @@ public final class Spool: @unchecked Sendable {
     /// a part has waited longer than `seconds` (on the filesystem's clock).
     /// `supervised`: whether a supervisor is alive, when the caller has just looked.
     public func hasOrphanParts(olderThan seconds: Double, supervised: Bool? = nil) -> Bool {
-        let parts = SpoolFS.list(layout.path(.parts)).compactMap(SpoolLayout.partJob)
+        let parts = (SharedFS.names(layout.path(.parts)) ?? []).compactMap(SpoolLayout.partJob)
         guard !parts.isEmpty else { return false }
-        if !(supervised ?? !liveSupervisors().isEmpty) { return true }
+        if !(supervised ?? anySupervisorServes()) { return true }
         guard let now = serverNow() else { return false }
-        return parts.contains { now - (SpoolFS.mtime(layout.part($0)) ?? now) > seconds }
+        return parts.contains { now - (SharedFS.mtime(layout.part($0)).value ?? now) > seconds }
     }
 
     /// The published part of a range (what the splicer copies from).
@@ -733,7 +775,7 @@ public final class Spool: @unchecked Sendable {
     @discardableResult
     public func revokeExpiredClaims() -> [String] {
         var revoked: [String] = []
-        guard let entries = SpoolFS.listing(layout.path(.claimed)) else { return [] }
+        guard let entries = SharedFS.names(layout.path(.claimed)) else { return [] }
         let round = leaseRound()
         // Another node's claims are its own supervisor's to judge while that supervisor lives
         // (it revokes a dead or silent worker of its node): one look at each node's heartbeat,
@@ -750,7 +792,7 @@ public final class Spool: @unchecked Sendable {
                 if served { continue }
             }
             guard round.liveness(of: path, holder: claim.holder) == .expired else { continue }
-            switch SpoolFS.exists(layout.part(job)) {
+            switch SharedFS.exists(layout.part(job)) {
             case true?:
                 unlink(path)
             case false?:
@@ -761,7 +803,7 @@ public final class Spool: @unchecked Sendable {
         }
         // Endgame markers of duplicates that stopped refreshing (their worker died): another
         // idle slot may race the claim then. Looked at only while claims stand (a marker races one).
-        if !entries.isEmpty, let markers = SpoolFS.listing(layout.path(.endgame)) {
+        if !entries.isEmpty, let markers = SharedFS.names(layout.path(.endgame)) {
             for marker in markers {
                 let path = layout.endgameMarker(marker)
                 if round.liveness(of: path, holder: nil) == .expired { unlink(path) }
@@ -788,7 +830,7 @@ public final class Spool: @unchecked Sendable {
         // name that is not there is still a lookup at the file server, three per range.
         let prefix = file.key + "."
         for folder in [SpoolLayout.Folder.ready, .parts, .endgame] {
-            guard let names = SpoolFS.listing(layout.path(folder)) else {
+            guard let names = SharedFS.names(layout.path(folder)) else {
                 // Unlistable now: every name the plan can have, as before.
                 for index in 0..<file.rangeCount {
                     let job = file.jobName(index)
@@ -799,9 +841,9 @@ public final class Spool: @unchecked Sendable {
             for name in names where name.hasPrefix(prefix) { unlink(layout.path(folder, name)) }
         }
         // Unfinished parts gone workers left for adoption (a live writer's stay: it removes its own).
-        for name in SpoolFS.list(layout.path(.tmp)) {
+        for name in SharedFS.names(layout.path(.tmp)) ?? [] {
             guard let temp = SpoolLayout.Temp(name), let job = temp.partJob, job.hasPrefix(file.key + "."),
-                  temp.node == owner.node, !SpoolFS.processRunning(temp.pid) else { continue }
+                  temp.node == owner.node, !LeaseJudge.processRunning(temp.pid) else { continue }
             unlink(layout.path(.tmp, name))
         }
         unlink(layout.plan(file.key))
@@ -814,7 +856,7 @@ public final class Spool: @unchecked Sendable {
         var removed = 0
         let round = leaseRound()
         let keep = 36 * 3600.0
-        for name in SpoolFS.list(layout.path(.tmp)) {
+        for name in SharedFS.names(layout.path(.tmp)) ?? [] {
             guard let temp = SpoolLayout.Temp(name) else { continue }
             let path = layout.path(.tmp, name)
             // A local writer while its pid runs, another node's for 36 hours.
@@ -823,7 +865,7 @@ public final class Spool: @unchecked Sendable {
             // A dead worker's part waits for the next claimant of its range to adopt it (36 hours
             // at most); whether the job is ready must be read, not guessed.
             if stale, let job = temp.partJob, temp.node == owner.node {
-                switch SpoolFS.exists(layout.ready(job)) {
+                switch SharedFS.exists(layout.ready(job)) {
                 case true?: stale = round.liveness(of: path, holder: nil, lease: keep) == .expired
                 case false?: break
                 case nil: stale = false
@@ -849,10 +891,10 @@ public final class Spool: @unchecked Sendable {
     /// cleaned spool), writing it again if not (the safety pass).
     public func refreshHeartbeat(recheckPath: Bool = false) {
         let held = lock.withLock { heldHeartbeat }
-        if recheckPath, held.stillNamesHeldFile() == false, SpoolFS.exists(layout.supervisor(owner.node)) == false {
+        if recheckPath, held.stillNamesHeldFile() == false, SharedFS.exists(layout.supervisor(owner.node)) == false {
             heartbeat()
         }
-        if !held.touch() && SpoolFS.exists(layout.supervisor(owner.node)) == false { heartbeat() }
+        if !held.touch() && SharedFS.exists(layout.supervisor(owner.node)) == false { heartbeat() }
     }
 
     /// Takes this node's supervisor lock, `fetchd-<node>.lock`, atomically, then writes the
@@ -874,7 +916,7 @@ public final class Spool: @unchecked Sendable {
                 return nil
             }
             let judged: Int32?
-            switch SpoolFS.look(path) {
+            switch SharedFS.read(path) {
             case .absent: continue
             case .unknown: if attempt == 19 { return -1 } else { continue }
             case .found(let data): judged = Int32(String(decoding: data, as: UTF8.self))
@@ -891,7 +933,7 @@ public final class Spool: @unchecked Sendable {
             // lock judged (another starter may have replaced it with its own meanwhile).
             let grave = tempPath("supervisor-gone")
             guard rename(path, grave) == 0 else { continue }
-            let moved = SpoolFS.read(grave).map { Int32(String(decoding: $0, as: UTF8.self)) }
+            let moved = SharedFS.read(grave).value.map { Int32(String(decoding: $0, as: UTF8.self)) }
             if let moved, moved != judged { link(grave, path) }
             unlink(grave)
         }
@@ -902,12 +944,12 @@ public final class Spool: @unchecked Sendable {
     public func retireSupervisor() {
         if supervisorPID(of: owner.node) == owner.pid { unlink(layout.supervisor(owner.node)) }
         let lock = layout.supervisorLock(owner.node)
-        if SpoolFS.read(lock).map({ Int32(String(decoding: $0, as: UTF8.self)) }) == owner.pid { unlink(lock) }
+        if SharedFS.read(lock).value.map({ Int32(String(decoding: $0, as: UTF8.self)) }) == owner.pid { unlink(lock) }
     }
 
     /// The pid a node's supervisor record names; nil when there is none or it cannot be read.
     public func supervisorPID(of node: String) -> Int32? {
-        SpoolFS.read(layout.supervisor(node)).flatMap { Int32(String(decoding: $0, as: UTF8.self)) }
+        SharedFS.read(layout.supervisor(node)).value.flatMap { Int32(String(decoding: $0, as: UTF8.self)) }
     }
 
     /// True when this node's supervisor record names a process that is gone (killed: a clean
@@ -917,28 +959,61 @@ public final class Spool: @unchecked Sendable {
         return !LeaseJudge.processRunning(pid)
     }
 
+    /// True when some supervisor serves the spool (`liveSupervisors` is not empty), with this
+    /// node's own looked at first: while the pid its record named is running, that answers
+    /// with no look at the spool (a waiter asks every poll; a look at every node's record
+    /// grew with the nodes).
+    public func anySupervisorServes() -> Bool {
+        if let pid = lock.withLock({ localSupervisor }), LeaseJudge.processRunning(pid) { return true }
+        let pid = supervisorPID(of: owner.node)
+        lock.withLock { localSupervisor = pid }
+        if let pid, LeaseJudge.processRunning(pid) { return true }
+        return !liveSupervisors().isEmpty
+    }
+
     /// True unless another node's supervisor is positively gone: its record absent, or its
     /// heartbeat older than the lease (unknown counts as serving: never acted on).
+    /// A node seen serving is taken to serve for the next quarter lease without another look
+    /// (its heartbeat is a touch every lease/4): a pass over many plans, parts and claims of
+    /// many nodes costs one look per node and quarter lease, not one per pass. Gone is never
+    /// remembered: it is what lets a caller act.
     public func supervisorServes(_ node: String, round: LeaseRound) -> Bool {
+        let now = Date()
+        if let seen = lock.withLock({ servingSeen[node] }), now.timeIntervalSince(seen) < max(0.25, lease / 4) { return true }
         let mtime = SharedFS.mtime(layout.supervisor(node))
         if mtime.isAbsent { return false }
-        return round.age(mtime) != .expired
+        let serves = round.age(mtime) != .expired
+        lock.withLock {
+            if serves { servingSeen[node] = now } else { servingSeen[node] = nil }
+        }
+        return serves
     }
 
     /// How many nodes have a supervisor record (a listing, no look at each record): what a
     /// worker splits the outstanding ranges by. A dead node's record counts until a supervisor's
     /// safety pass retires it (`retireDeadSupervisors`).
-    public func supervisorRecordCount() -> Int? {
-        SpoolFS.listing(layout.path(.supervisors)).map { names in names.filter { !$0.hasPrefix(".") }.count }
+    public func supervisorRecordCount() -> Int? { supervisorRecordNames()?.count }
+
+    /// The nodes that have a supervisor record (a listing, no look at each); nil when unlistable.
+    public func supervisorRecordNames() -> [String]? {
+        SharedFS.names(layout.path(.supervisors)).map { names in names.filter { !$0.hasPrefix(".") } }
     }
 
     /// Removes the records of other nodes whose heartbeat the lease judge calls expired three
     /// leases over (the node is gone; it writes its record again if it comes back). Returns them.
     @discardableResult
     public func retireDeadSupervisors() -> [String] {
+        // Every record is looked at (one stat each): at most once per lease, whatever asks,
+        // so a busy node's cost does not grow with the nodes.
+        let now = Date()
+        guard lock.withLock({
+            guard now.timeIntervalSince(lastRetireLook) >= lease else { return false }
+            lastRetireLook = now
+            return true
+        }) else { return [] }
         let round = leaseRound()
         var retired: [String] = []
-        for node in SpoolFS.list(layout.path(.supervisors)) where !node.hasPrefix(".") && node != owner.node {
+        for node in SharedFS.names(layout.path(.supervisors)) ?? [] where !node.hasPrefix(".") && node != owner.node {
             let path = layout.supervisor(node)
             if round.liveness(of: path, holder: nil, lease: 3 * lease) == .expired, unlink(path) == 0 { retired.append(node) }
         }
@@ -959,11 +1034,11 @@ public final class Spool: @unchecked Sendable {
     /// counts as alive: a caller never takes over from a supervisor it merely failed to see.
     public func liveSupervisors() -> [String] {
         let round = leaseRound()
-        return SpoolFS.list(layout.path(.supervisors)).filter { node in
+        return (SharedFS.names(layout.path(.supervisors)) ?? []).filter { node in
             let path = layout.supervisor(node)
             if node.hasPrefix(".") { return false }
             if node == owner.node {
-                switch SpoolFS.look(path) {
+                switch SharedFS.read(path) {
                 case .found(let data):
                     guard let pid = Int32(String(decoding: data, as: UTF8.self)) else { return false }
                     return round.liveness(of: path, holder: LockOwner(node: node, pid: pid), localByPid: true) != .expired
@@ -993,5 +1068,22 @@ final class ClaimGrowth: @unchecked Sendable {
 
     func forget(except live: Set<String>) {
         lock.withLock { seen = seen.filter { live.contains($0.key) } }
+    }
+}
+
+/// What tells one version of a file from another without reading it: inode, size and mtime.
+struct FileIdentity: Equatable {
+    let inode: UInt64
+    let size: Int64
+    let mtime: timespec
+
+    init(_ st: stat) {
+        inode = UInt64(st.st_ino)
+        size = Int64(st.st_size)
+        mtime = st.st_mtim
+    }
+
+    static func == (a: FileIdentity, b: FileIdentity) -> Bool {
+        a.inode == b.inode && a.size == b.size && a.mtime.tv_sec == b.mtime.tv_sec && a.mtime.tv_nsec == b.mtime.tv_nsec
     }
 }

@@ -3,6 +3,7 @@
 // a live transfer still uses (docs/protocol.md, "Administration").
 import Foundation
 import ModelCache
+import SharedFiles
 
 /// One thing `clean` deleted.
 public struct CleanedItem: Sendable, Equatable {
@@ -47,7 +48,7 @@ extension Spool {
         func removeIfOld(_ path: String, _ reason: String) {
             if let bytes = FileTree.removeIfOlder(path, than: cutoff) { removed.append(CleanedItem(path: path, bytes: bytes, reason: reason)) }
         }
-        func names(_ folder: SpoolLayout.Folder) -> [String] { SpoolFS.list(layout.path(folder)).sorted() }
+        func names(_ folder: SpoolLayout.Folder) -> [String] { (SharedFS.names(layout.path(folder)) ?? []).sorted() }
         func bytes(_ paths: [String]) -> Int64 { paths.reduce(Int64(0)) { $0 + (FileTree.facts($1)?.allocated ?? 0) } }
 
         // Requests that are done or failed, settled before the cutoff, and their markers.

@@ -1,7 +1,8 @@
-// SpoolFS - the filesystem primitives the spool is built on: exclusive create, publish by
-// link or rename, lease touches, and the file server's clock.
+// SpoolFS - the spool's own filesystem steps: exclusive create, publish by link, and the
+// file server's clock read through the spool's probe file.
 import Foundation
 import ModelCache
+import SharedFiles
 
 /// Errors of the spool layer.
 public enum SpoolError: Error, Sendable, CustomStringConvertible {
@@ -16,19 +17,16 @@ public enum SpoolError: Error, Sendable, CustomStringConvertible {
             return "spool: \(path) is unusable (\(reason)); it can be deleted"
         }
     }
+
+    /// Runs a call of the filesystem layer, saying its failure as `SpoolError.io`.
+    static func saying<T>(_ body: () throws -> T) throws -> T {
+        do { return try body() } catch let error as FileError {
+            throw SpoolError.io(path: error.path, operation: error.operation, errno: error.errno)
+        }
+    }
 }
 
 public enum SpoolFS {
-    /// Creates a directory (and parents) readable by the owner only.
-    public static func makeDirectory(_ path: String) throws {
-        if mkdir(path, 0o700) == 0 || errno == EEXIST { return }
-        if errno == ENOENT {
-            try makeDirectory((path as NSString).deletingLastPathComponent)
-            if mkdir(path, 0o700) == 0 || errno == EEXIST { return }
-        }
-        throw SpoolError.io(path: path, operation: "create directory", errno: errno)
-    }
-
     /// Writes `data` to a new private file (`O_EXCL`, `O_NOFOLLOW`, 0600), fsyncs and closes it.
     /// An empty file (a job or marker: its name is its content) is not synced: there is nothing
     /// to make durable before the link that publishes it.
@@ -44,18 +42,9 @@ public enum SpoolFS {
         guard fd >= 0 else { throw SpoolError.io(path: path, operation: "create", errno: errno) }
         var ok = false
         defer { if !ok { unlink(path) } }
-        try data.withUnsafeBytes { buf in
-            var off = 0
-            while off < buf.count {
-                let n = write(fd, buf.baseAddress! + off, buf.count - off)
-                if n < 0 {
-                    if errno == EINTR { continue }
-                    let code = errno
-                    close(fd)
-                    throw SpoolError.io(path: path, operation: "write", errno: code)
-                }
-                off += n
-            }
+        if let code = data.withUnsafeBytes({ FileIO.writeAll(fd, $0) }) {
+            close(fd)
+            throw SpoolError.io(path: path, operation: "write", errno: code)
         }
         guard data.isEmpty || fsync(fd) == 0 else {
             let code = errno
@@ -89,38 +78,6 @@ public enum SpoolFS {
         throw SpoolError.io(path: target, operation: "publish", errno: errno)
     }
 
-    /// Reads a small spool file without following symlinks (retrying stale handles); nil when it
-    /// is absent, unreadable or not a regular file. Decisions that must tell "absent" from
-    /// "could not be read" use `look`.
-    public static func read(_ path: String, limit: Int = 16 << 20) -> Data? { look(path, limit: limit).value }
-
-    /// Reads a small spool file: its bytes, positively absent, or unknown (docs/protocol.md,
-    /// "Reading shared state").
-    public static func look(_ path: String, limit: Int = 16 << 20) -> Lookup<Data> { SharedFS.read(path, limit: limit) }
-
-    /// Names in a directory (regular files and anything else), without `.`/`..`; empty when
-    /// absent or unreadable. Decisions that need "nothing there" for sure use `listing`.
-    public static func list(_ directory: String) -> [String] { listing(directory) ?? [] }
-
-    /// Names in a directory; nil when it could not be read (after retries).
-    public static func listing(_ directory: String) -> [String]? {
-        switch SharedFS.list(directory) {
-        case .found(let names): return names
-        case .absent: return []
-        case .unknown: return nil
-        }
-    }
-
-    /// Does the path exist? nil when that could not be read.
-    public static func exists(_ path: String) -> Bool? { SharedFS.exists(path) }
-
-    /// Sets a file's mtime to the file server's "now" (a lease refresh).
-    @discardableResult
-    public static func touch(_ path: String) -> Bool { SharedFS.touch(path) }
-
-    /// A file's mtime in seconds, or nil (absent or unreadable).
-    public static func mtime(_ path: String) -> Double? { SharedFS.mtime(path).value }
-
     /// "Now" on the filesystem's clock: touch a probe file and read its mtime back. On NFS this is
     /// the server's clock, the one every node's lease touches are stamped with. Nil when the
     /// probe cannot be touched or read: no lease may then be judged.
@@ -131,9 +88,4 @@ public enum SpoolFS {
         }
         return SharedFS.serverNow(probe: probe)
     }
-
-    /// True when `pid` runs on this machine and is not a zombie: a killed process whose parent
-    /// has not reaped it yet writes nothing more, so what it left may be taken over
-    /// (`LeaseJudge.processRunning`, the one local-process check).
-    public static func processRunning(_ pid: Int32) -> Bool { LeaseJudge.processRunning(pid) }
 }

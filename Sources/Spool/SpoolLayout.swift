@@ -3,6 +3,7 @@
 // only to watch it or to name it in a message, and tests read the format through it.
 import Foundation
 import ModelCache
+import SharedFiles
 
 /// The spool's folders, the names of its files, and their parsers.
 public struct SpoolLayout: Sendable {

@@ -1,11 +1,13 @@
 // SpoolRecords - the JSON records of the spool: requests and planned files.
 import Digest
 import Foundation
-import HubClient
+import HubTypes
 import ModelCache
 
 /// A spool record that names a model directory: `modelDir` at `commit`, in its `layout`.
 public protocol ModelDirectoryRecord {
+    /// The repo whose files go there.
+    var repo: String { get }
     var modelDir: String { get }
     var commit: String { get }
     /// `"hf"`: `modelDir` is a huggingface_hub repo folder (`models--org--name`), written in

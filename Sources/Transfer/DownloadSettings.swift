@@ -2,6 +2,7 @@
 import Foundation
 import HubClient
 import ModelCache
+import SharedFiles
 
 public struct DownloadSettings: Sendable, Equatable {
     /// Files at or above this size transfer as concurrent ranges (`HF_DOWNLOAD_RANGE_THRESHOLD`).

@@ -4,6 +4,7 @@
 // and follows the redirect per request. An expired CDN URL is located again by both.
 import Foundation
 import HubClient
+import HubTypes
 
 struct FileLocator: Sendable {
     let client: HubClient

@@ -1,6 +1,6 @@
 // ProgressMeter - byte-weighted progress of one transfer run, and its rate over the last seconds.
 import Foundation
-import HubClient
+import HubTypes
 
 /// Counts a run's bytes and files and reports them at most every 0.1 s (or at once when forced).
 /// Used on the run's thread only.

@@ -5,6 +5,7 @@
 import Curl
 import Foundation
 import HubClient
+import HubTypes
 
 /// The next step for a range after an attempt ended.
 enum RangeDecision {

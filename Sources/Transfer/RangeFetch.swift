@@ -4,6 +4,7 @@
 import Curl
 import Foundation
 import HubClient
+import HubTypes
 import ModelCache
 
 public final class RangeFetch: @unchecked Sendable {

@@ -1,6 +1,6 @@
 // RangeJob - one byte range of one file to fetch in the embedded engine, and the file task it belongs to.
 import Foundation
-import HubClient
+import HubTypes
 import ModelCache
 
 /// A file being transferred: its staging file, where its bytes come from, and what is left.

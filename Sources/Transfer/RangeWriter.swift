@@ -7,6 +7,7 @@
 import Curl
 import Foundation
 import ModelCache
+import SharedFiles
 
 /// Where a range's bytes go: an offset in the file's own numbering.
 protocol RangeSink: AnyObject {
@@ -33,13 +34,8 @@ final class PartFile: RangeSink {
     deinit { close(fd) }
 
     func write(_ bytes: UnsafeRawBufferPointer, at fileOffset: Int64) throws {
-        var rest = bytes
-        var offset = fileOffset - origin
-        while let base = rest.baseAddress, !rest.isEmpty {
-            let n = pwrite(fd, base, rest.count, off_t(offset))
-            guard n >= 0 || errno == EINTR else { throw CacheError.io(path: path, operation: "write", errno: errno) }
-            rest = UnsafeRawBufferPointer(rebasing: rest[max(0, n)...])
-            offset += Int64(max(0, n))
+        if let code = FileIO.writeAll(fd, bytes, at: fileOffset - origin) {
+            throw CacheError.io(path: path, operation: "write", errno: code)
         }
     }
 

@@ -10,7 +10,9 @@
 import Curl
 import Foundation
 import HubClient
+import HubTypes
 import ModelCache
+import SharedFiles
 
 public final class TransferEngine: @unchecked Sendable {
     public let client: HubClient

@@ -1,8 +1,9 @@
 // TransferPlan - the first step of a run: take each file's staging lock, open (or resume) its
 // staging file, locate the files that go as ranges, and queue the ranges still missing.
 import Foundation
-import HubClient
+import HubTypes
 import ModelCache
+import SharedFiles
 
 extension TransferRun {
     func plan(_ files: [RepoFile]) throws {

@@ -24,6 +24,7 @@ if access(speech, X_OK) == 0 {
 }
 FetchdCommandLine.serve(arguments) { parsed in
     try FetchdProcess.run(FetchdOptions(cacheBase: parsed.cacheBase.map { URL(fileURLWithPath: $0) }, workers: parsed.workers, slots: parsed.slots,
-                                        node: parsed.node, isWorker: parsed.isWorker, ownRequestsOnly: parsed.ownRequests,
-                                        metrics: parsed.metrics, maxRate: parsed.maxRate, log: parsed.log, build: parsed.metrics == nil ? [] : FetchdCommandLine.buildLabels), executable: me)
+                                        node: parsed.node, isWorker: parsed.isWorker, ownRequestsOnly: parsed.ownRequests, hubCaches: parsed.hubCaches,
+                                        metrics: parsed.metrics, maxRate: parsed.maxRate, maxCacheSize: parsed.maxCacheSize, cacheGrace: parsed.cacheGrace,
+                                            capHubCache: parsed.capHubCache.map { URL(fileURLWithPath: $0) }, log: parsed.log, build: parsed.metrics == nil ? [] : FetchdCommandLine.buildLabels), executable: me)
 }

@@ -1,6 +1,7 @@
 // CacheCommand - `speech cache …`: parse the subcommand, run CacheAdmin, print its report.
 import CacheAdmin
 import CommandLineKit
+import ModelCache
 import Foundation
 import SpeechFetch
 
@@ -8,7 +9,7 @@ enum CacheCommand {
     static let baseOption = Option.value("cache-base", "DIR", "the cache base (default: $QWEN3_CACHE_DIR or ~/.cache/qwen3-speech)")
 
     static let spec = CommandSpec(
-        name: "speech cache", operands: "<ls | verify | rm | clean | import-hf> [...]",
+        name: "speech cache", operands: "<ls | verify | rm | clean | prune | pin | unpin | import-hf> [...]",
         summary: """
         Manage the cache: list, re-hash, remove, clean up, adopt a huggingface_hub cache.
 
@@ -17,6 +18,9 @@ enum CacheCommand {
           verify [org/name] [--fix]   re-hash LFS files against their recorded sha256 (exit 1 when any is corrupt)
           rm <org/name>               delete a model (refused while it is in flight)
           clean [--older-than HOURS]  delete abandoned staging and orphaned spool entries older than HOURS (24)
+          prune --max-size SIZE       evict least recently used models until the cache fits in SIZE (20G, 500M);
+                                      --hf-cache [DIR] counts a huggingface_hub cache's revisions too
+          pin <org/name>              never evict this model (unpin <org/name> undoes it)
           import-hf [--hf-home DIR]   adopt models from a huggingface_hub cache (DIR/hub, else HF_HUB_CACHE, else
                                       ${HF_HOME:-~/.cache/huggingface}/hub) by hard link, after checking them
         `speech cache <command> --help` describes each.
@@ -39,6 +43,22 @@ enum CacheCommand {
         "clean": CommandSpec(name: "speech cache clean",
                              summary: "Delete abandoned staging files and orphaned spool entries older than HOURS (default 24).",
                              options: [baseOption, .value("older-than", "HOURS", "age in hours (default 24)")]),
+        "prune": CommandSpec(name: "speech cache prune",
+                             summary: """
+                             Evict whole models, least recently used first, until the models fit in SIZE. Never evicts a
+                             model in flight on any node, a pinned one, or one used within the grace period; an evicted
+                             model is moved to models/.evicted/ and deleted once the grace period has passed.
+                             """,
+                             options: [baseOption,
+                                       .value("max-size", "SIZE", "the cap: 20G, 500M, 64K (1024-based) or bytes"),
+                                       .value("grace", "HOURS", "keep models used within HOURS, and evicted folders that long (default 1)"),
+                                       .optionalValue("hf-cache", "DIR", "cap this huggingface_hub cache's revisions too (DIR, else HF_HUB_CACHE, HF_HOME/hub, ~/.cache/huggingface/hub)"),
+                                       .flag("dry-run", "print what would be evicted; change nothing")]),
+        "pin": CommandSpec(name: "speech cache pin", operands: "<org/name>",
+                           summary: "Never evict this model (prune, speech-fetchd --max-cache-size); it may be pinned before it is downloaded.",
+                           options: [baseOption], minOperands: 1, maxOperands: 1),
+        "unpin": CommandSpec(name: "speech cache unpin", operands: "<org/name>",
+                             summary: "Let the size cap evict this model again.", options: [baseOption], minOperands: 1, maxOperands: 1),
         "import-hf": CommandSpec(name: "speech cache import-hf",
                                  summary: """
                                  Adopt models from a huggingface_hub cache (DIR/hub, else HF_HUB_CACHE, else
@@ -58,12 +78,12 @@ enum CacheCommand {
         }
         guard index < words.count else {
             _ = speechProgram.parse(spec, words)  // help, version, or a usage error
-            speechProgram.usageError("speech cache: missing command (ls, verify, rm, clean, import-hf)", help: spec.name)
+            speechProgram.usageError("speech cache: missing command (ls, verify, rm, clean, prune, pin, unpin, import-hf)", help: spec.name)
         }
         let command = words[index]
         if command == "help" { emit(spec.help); exit(0) }
         guard let sub = subcommands[command] else {
-            speechProgram.usageError("speech cache: unknown command '\(command)' (ls, verify, rm, clean, import-hf)", help: spec.name)
+            speechProgram.usageError("speech cache: unknown command '\(command)' (ls, verify, rm, clean, prune, pin, unpin, import-hf)", help: spec.name)
         }
         var rest = words
         rest.remove(at: index)
@@ -104,14 +124,24 @@ enum CacheCommand {
                 emit(out + "\n")
                 exit(0)
             case "clean":
-                var hours = 24.0
-                if let raw = parsed.value("older-than") {
-                    guard let value = Double(raw.trimmingCharacters(in: .whitespaces)), value >= 0, value.isFinite else {
-                        speechProgram.usageError("speech cache clean: --older-than takes a number of hours, e.g. --older-than 48", help: sub.name)
-                    }
-                    hours = value
-                }
+                let hours = Self.hours(parsed.value("older-than"), option: "older-than", example: "48", default: 24, spec: sub)
                 emit(renderClean(admin.clean(olderThan: hours * 3600), hours: hours))
+                exit(0)
+            case "prune":
+                guard let raw = parsed.value("max-size") else {
+                    speechProgram.usageError("speech cache prune: --max-size SIZE is required, e.g. --max-size 20G", help: sub.name)
+                }
+                guard let size = ByteRate.parse(raw) else {
+                    speechProgram.usageError("speech cache prune: --max-size needs a size: a number with K, M or G (1024-based), like 500M or 20G, or plain bytes; not '\(raw)'", help: sub.name)
+                }
+                let grace = Self.hours(parsed.value("grace"), option: "grace", example: "2", default: 1, spec: sub)
+                let hub = parsed.value("hf-cache").map { $0.isEmpty ? HubCache.defaultDirectory(environment) : URL(fileURLWithPath: $0) }
+                emit(renderPrune(admin.prune(PruneOptions(maxSize: size, grace: grace * 3600, dryRun: parsed.flag("dry-run"), hubCache: hub))))
+                exit(0)
+            case "pin", "unpin":
+                let repo = parsed.operands[0]
+                let changed = command == "pin" ? try admin.pin(repo: repo) : try admin.unpin(repo: repo)
+                emit("\(repo) \(changed ? "is now" : "was already") \(command == "pin" ? "pinned" : "unpinned") (\(admin.pinsDirectory))\n")
                 exit(0)
             default:  // import-hf
                 let report = try admin.importHF(hfHome: parsed.value("hf-home").map { URL(fileURLWithPath: $0) })
@@ -121,6 +151,15 @@ enum CacheCommand {
         } catch {
             speechProgram.fail("cache \(command): \(Messages.describe(error, baseArgument: baseArgument))")
         }
+    }
+
+    /// `--NAME HOURS`: a number of hours (decimals allowed), `fallback` when absent.
+    static func hours(_ raw: String?, option: String, example: String, default fallback: Double, spec: CommandSpec) -> Double {
+        guard let raw else { return fallback }
+        guard let value = Double(raw.trimmingCharacters(in: .whitespaces)), value >= 0, value.isFinite else {
+            speechProgram.usageError("\(spec.name): --\(option) takes a number of hours, e.g. --\(option) \(example)", help: spec.name)
+        }
+        return value
     }
 
     static func json(_ model: CachedModel) -> [String: Any] {
@@ -197,6 +236,22 @@ enum CacheCommand {
         out += report.removed.isEmpty ? "nothing older than \(age) to clean\n"
             : "\(count(report.removed.count, "item")) removed, \(ByteFormat.string(report.bytesFreed)) freed\n"
         return out
+    }
+
+    static func renderPrune(_ report: PruneReport) -> String {
+        var out = ""
+        let verb = report.dryRun ? "would evict" : "evicted"
+        for model in report.evicted {
+            let used = model.lastUse.map { " (last used \(ISO8601DateFormatter().string(from: $0)))" } ?? ""
+            out += "\(verb) \(PruneReport.name(model.repo, model.revision)), \(ByteFormat.string(model.bytes))\(used)\n"
+        }
+        for model in report.kept { out += "kept \(PruneReport.name(model.repo, model.revision)), \(ByteFormat.string(model.bytes)): \(model.reason)\n" }
+        for item in report.purged { out += "\(report.dryRun ? "would delete" : "deleted") \(item.path) (\(item.reason), \(ByteFormat.string(item.bytes)))\n" }
+        out += "models: \(ByteFormat.string(report.sizeBefore)) before, \(ByteFormat.string(report.sizeAfter)) "
+            + "\(report.dryRun ? "would be left" : "after"), cap \(ByteFormat.string(report.maxSize))"
+        if report.overCap { out += "; still over the cap: the models kept above are protected" }
+        if !report.evicted.isEmpty && !report.dryRun { out += "; evicted models wait in models/.evicted/ (a revision in its repo's .speech-fetch-evicted/) and are deleted after the grace period" }
+        return out + "\n"
     }
 
     static func renderImport(_ report: ImportReport, base: URL) -> String {

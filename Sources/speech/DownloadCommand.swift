@@ -1,8 +1,10 @@
 // DownloadCommand - `speech download` and `speech demo`: parse, run the downloader, print
 // progress and the result.
 import CommandLineKit
+import Daemon
 import Foundation
 import HubClient
+import HubTypes
 import ModelCache
 import SpeechFetch
 
@@ -304,7 +306,7 @@ enum DownloadCommand {
         }
         let message = Messages.describe(error, baseArgument: request.baseArgument, offlineBy: offlineBy, catalog: catalog)
         if request.json { emitJSON(["event": "error", "message": message]) }
-        if case HubError.invalidRepoID = error { speechProgram.fail(message, code: ExitCode.usage) }
+        if case RepoError.invalidRepoID = error { speechProgram.fail(message, code: ExitCode.usage) }
         speechProgram.fail(message)
     }
 

@@ -4,6 +4,7 @@ import CommandLineKit
 import FileEvents
 import Foundation
 import HubClient
+import SharedFiles
 import SpeechFetch
 
 enum EnvCommand {

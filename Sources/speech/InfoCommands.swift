@@ -4,6 +4,7 @@ import Daemon
 import FileEvents
 import Foundation
 import HubClient
+import HubTypes
 import ModelCache
 import SpeechFetch
 

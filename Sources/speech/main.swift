@@ -1,5 +1,6 @@
 // speech - the command-line front of speech-fetch: parsing and printing only.
 import CommandLineKit
+import Daemon
 import Foundation
 import SpeechFetch
 
@@ -39,8 +40,9 @@ if let fetchd = ProcessInfo.processInfo.environment[FetchdProcess.environmentKey
     unsetenv(FetchdProcess.environmentKey)  // not inherited by anything the daemon starts
     FetchdCommandLine.serve(FetchdCommandLine.parse(Array(CommandLine.arguments.dropFirst()))) { parsed in
         try FetchdProcess.run(FetchdOptions(cacheBase: parsed.cacheBase.map { URL(fileURLWithPath: $0) }, workers: parsed.workers, slots: parsed.slots,
-                                            node: parsed.node, isWorker: parsed.isWorker, ownRequestsOnly: parsed.ownRequests,
-                                            metrics: parsed.metrics, maxRate: parsed.maxRate, log: parsed.log, build: parsed.metrics == nil ? [] : FetchdCommandLine.buildLabels), executable: fetchd)
+                                            node: parsed.node, isWorker: parsed.isWorker, ownRequestsOnly: parsed.ownRequests, hubCaches: parsed.hubCaches,
+                                            metrics: parsed.metrics, maxRate: parsed.maxRate, maxCacheSize: parsed.maxCacheSize, cacheGrace: parsed.cacheGrace,
+                                            capHubCache: parsed.capHubCache.map { URL(fileURLWithPath: $0) }, log: parsed.log, build: parsed.metrics == nil ? [] : FetchdCommandLine.buildLabels), executable: fetchd)
     }
 }
 

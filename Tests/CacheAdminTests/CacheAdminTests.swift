@@ -3,8 +3,9 @@
 import CacheAdmin
 import Digest
 import Foundation
-import HubClient
+import HubTypes
 import ModelCache
+import SharedFiles
 import SpeechFetch
 import Spool
 import TestHub

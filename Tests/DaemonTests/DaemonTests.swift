@@ -1,9 +1,9 @@
 // speech-fetchd, speech wait and the spool with real processes, real SIGKILL and real files
-// against the in-process test Hub (issue 4, "Done means").
+// against the in-process test Hub.
 @testable import Daemon
 import Digest
 import Foundation
-import HubClient
+import HubTypes
 import ModelCache
 import SpeechFetch
 import Spool
@@ -84,7 +84,7 @@ final class DaemonTests: DaemonTestCase {
                       "the supervisor replaced the dead worker")
     }
 
-    /// Zero refetch after SIGKILL (issue 14): the next claimant of a killed worker's range adopts
+    /// Zero refetch after SIGKILL: the next claimant of a killed worker's range adopts
     /// the part file it left in tmp/ and asks only for the missing tail.
     func testNextClaimantAdoptsAKilledWorkersPartAndFetchesOnlyTheTail() throws {
         let size = 2 << 20
@@ -243,7 +243,7 @@ final class DaemonTests: DaemonTestCase {
         XCTAssertLessThanOrEqual(hub.bodyBytes(for: file), size + 3 * rangeSize, "at most the ranges in flight twice")
     }
 
-    /// Zero refetch after SIGKILL (issue 14): when the daemon and its worker are killed mid-range,
+    /// Zero refetch after SIGKILL: when the daemon and its worker are killed mid-range,
     /// the caller that takes the transfer over copies the dead worker's unfinished part into its
     /// staging file (the range's recorded `partial`) and asks only for the rest of the range.
     func testCallerTakingOverFetchesOnlyTheTailOfADeadWorkersRange() throws {

@@ -1,4 +1,4 @@
-// Claiming across nodes (issue 13): a node holds at most its fair share of the outstanding ranges;
+// Claiming across nodes: a node holds at most its fair share of the outstanding ranges;
 // and in the endgame, once nothing is ready, an idle slot of another node duplicates a range a
 // node is far behind on; the first part published wins and the slower claimant gives its range up.
 import Foundation
@@ -54,8 +54,8 @@ final class EndgameTests: DaemonTestCase {
 
     /// A connection that waits for bytes longer than the lease (a CDN pausing, a TCP flow in
     /// retransmission backoff behind a full link) is a live fetch: its worker keeps refreshing
-    /// the claim, so the claim is not revoked and no byte is fetched twice. Refreshing only as
-    /// bytes arrived let the lease lapse in the pause (issue 13, scenario C on bindfs).
+    /// the claim, so the claim is not revoked and no byte is fetched twice (a refresh only as bytes
+    /// arrive would let the lease lapse in the pause).
     func testAClaimOutlivesAPauseLongerThanTheLease() throws {
         let size = 512 << 10  // two ranges of 256 KiB
         try TestHub.generateRepo(root: root, repo: repo, files: [path: size])

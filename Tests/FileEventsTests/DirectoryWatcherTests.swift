@@ -50,4 +50,22 @@ final class DirectoryWatcherTests: XCTestCase {
         writer.start()
         XCTAssertTrue(watcher.wait(seconds: 5), "a file created during the wait did not wake it")
     }
+
+    /// A wake tells which watched directories the events came from (a supervisor woken only by
+    /// parts its own workers published skips the full pass): the one written, not the quiet one.
+    func testAWakeTellsWhichDirectoriesChanged() throws {
+        let watcher = try XCTUnwrap(DirectoryWatcher.shared, "inotify is unavailable here")
+        let busy = directory + "/busy", quiet = directory + "/quiet"
+        for d in [busy, quiet] { try FileManager.default.createDirectory(atPath: d, withIntermediateDirectories: true) }
+        XCTAssertTrue(watcher.watch(busy, arrivalsOnly: true))
+        XCTAssertTrue(watcher.watch(quiet, arrivalsOnly: true))
+        while watcher.wait(seconds: 0.2) {}  // whatever earlier tests left queued
+        _ = watcher.takeChanged()
+        XCTAssertEqual(watcher.takeChanged(), [], "nothing changed since the last take")
+        _ = FileManager.default.createFile(atPath: busy + "/part", contents: Data("x".utf8))
+        XCTAssertTrue(watcher.wait(seconds: 5), "a file created in a watched directory did not wake the watcher")
+        let changed = try XCTUnwrap(watcher.takeChanged(), "the events' directories could not be told")
+        XCTAssertTrue(changed.contains(busy), "the written directory is not among \(changed)")
+        XCTAssertFalse(changed.contains(quiet), "a quiet directory was reported changed: \(changed)")
+    }
 }

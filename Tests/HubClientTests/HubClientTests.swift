@@ -2,6 +2,7 @@
 // the paginated tree, typed errors, retries, and where the token may go.
 import Foundation
 import HubClient
+import HubTypes
 import TestHub
 import XCTest
 

@@ -3,6 +3,7 @@
 // error naming repo, path and field, never a guess that fails later (or never).
 import Foundation
 import HubClient
+import HubTypes
 import TestHub
 import XCTest
 

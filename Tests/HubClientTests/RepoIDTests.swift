@@ -1,5 +1,5 @@
 // RepoIDTests - repo ids and server-supplied paths are validated before they name anything on disk.
-import HubClient
+import HubTypes
 import XCTest
 
 final class RepoIDTests: XCTestCase {
@@ -16,7 +16,7 @@ final class RepoIDTests: XCTestCase {
     func testMalformedRepoIDsAreRefusedNamingTheID() {
         for raw in ["noslash", "a/b/c", "/x", "org/..", "org/.hidden", "org/na me", "", "org/"] {
             XCTAssertThrowsError(try RepoID(raw), "'\(raw)' should be refused") { error in
-                guard case HubError.invalidRepoID(let named, _) = error else {
+                guard case RepoError.invalidRepoID(let named, _) = error else {
                     return XCTFail("expected invalidRepoID for '\(raw)', got \(error)")
                 }
                 XCTAssertEqual(named, raw)
@@ -33,7 +33,7 @@ final class RepoIDTests: XCTestCase {
                       ".incomplete/x", ".incomplete", "", "a\\..\\b"]
         for path in unsafe {
             XCTAssertThrowsError(try RepoPath.validate(path, in: repo), "'\(path.prefix(40))' should be refused") { error in
-                guard case HubError.unsafePath(let named, let inRepo, _) = error else {
+                guard case RepoError.unsafePath(let named, let inRepo, _) = error else {
                     return XCTFail("expected unsafePath, got \(error)")
                 }
                 XCTAssertEqual(named, path)

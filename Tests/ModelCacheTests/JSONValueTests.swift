@@ -1,7 +1,7 @@
 // The quick JSON reader behind manifest reads: it must agree with Foundation wherever it
 // answers, and refuse (nil) whatever is not JSON.
 import Foundation
-import HubClient
+import HubTypes
 import ModelCache
 import XCTest
 

@@ -1,10 +1,11 @@
-// What a hostile cache tree or a hostile listing cannot do to the cache layer (issue 22):
+// What a hostile cache tree or a hostile listing cannot do to the cache layer:
 // a deep path gets a staging name that fits a directory entry, a lock that cannot be created
 // is an error (not a holder to wait for), a snapshot's link loop ends its walk, an absolute
 // pointer is not a complete file, and planted folder links are refused.
 import Foundation
-import HubClient
+import HubTypes
 import ModelCache
+import SharedFiles
 import XCTest
 
 final class TrustBoundsTests: XCTestCase {

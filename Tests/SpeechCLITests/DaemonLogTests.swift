@@ -79,7 +79,8 @@ final class DaemonLogTests: DaemonTestCase {
         XCTAssertEqual(client.process.terminationStatus, 0, contents(client.stderr))
         XCTAssertTrue(daemon.process.isRunning, "SIGHUP did not end the supervisor: \(contents(daemon.log))")
         XCTAssertEqual(kill(worker, 0), 0, "nor its worker")
-        XCTAssertTrue(contents(daemon.log).contains("done \(repo) (request"), "it went on logging to its stderr: \(contents(daemon.log))")
+        XCTAssertTrue(waitUntil(timeout: 10) { self.contents(daemon.log).contains("done \(self.repo) (request") },
+                      "it went on logging to its stderr: \(contents(daemon.log))")
     }
 
     func testALogFileThatCannotBeOpenedStopsTheDaemonSayingWhich() throws {

@@ -1,4 +1,4 @@
-// `speech download` against scripts/hostile-hub, a Hub that misbehaves on purpose (issue 22):
+// `speech download` against scripts/hostile-hub, a Hub that misbehaves on purpose:
 // every case ends within its bound, with a message that names what went wrong and exit status
 // 1 (or succeeds, where the misbehaviour is one a client must survive), writes nothing outside
 // the cache and leaves no corrupt file where a loader would look.
@@ -129,12 +129,36 @@ final class HostileHubTests: DaemonTestCase {
     }
 
     func testAFileWhoseRangesAllFailStopsAfterOneRoundOfRetries() throws {
-        // 64 ranges of 1 MiB, 4 at a time, 3 attempts each: before, every range got its attempts
-        // (192 requests and counting); now the ranges in flight use theirs and the file fails.
+        // 64 ranges of 1 MiB, 4 at a time, 3 attempts each: the ranges in flight use theirs and
+        // the file fails, rather than every range getting its attempts (192 requests and counting).
         assertFails("big-short", within: 20, saying: ["big.bin"], extra: [
             "HF_DOWNLOAD_RANGE_CHUNK": "\(1 << 20)", "HF_DOWNLOAD_RANGE_CONCURRENCY": "4"])
         XCTAssertLessThanOrEqual(try requests("big-short"), 3 + 4 * 3, "one round of retries of the ranges in flight")
         XCTAssertFalse(FileManager.default.fileExists(atPath: modelDir("hostile/big-short").appendingPathComponent("big.bin").path))
+    }
+
+    /// Under the daemon, a file of 1,024 ranges whose every range comes back empty: its plan
+    /// publishes a window of jobs (8 here), never one per range, and the download fails naming it.
+    func testUnderTheDaemonAFileOfManyFailingRangesPublishesOnlyItsJobWindow() throws {
+        let extra = ["HF_DOWNLOAD_RANGE_CHUNK": "\(64 << 10)", "SPEECH_FETCH_JOB_WINDOW": "8", "SPEECH_FETCH_RETRY_ATTEMPTS": "3"]
+        try startDaemon(workers: 2, slots: 2, environment: environment(endpoint: hostileURL, extra: extra))
+        let (p, _, err) = try launch(speechBinary, ["download", "hostile/big-short", "--cache-base", cacheBase.path],
+                                     environment: environment(endpoint: hostileURL, extra: extra), hint: "big-short")
+        var most = 0
+        let ended = waitUntil(timeout: 30) {
+            // By job name: a job claimed between the two listings is in both, and counts once.
+            let claimed = self.names("jobs/claimed").map { String($0.prefix { $0 != "@" }) }
+            most = max(most, Set(self.names("jobs/ready") + claimed).count)
+            return !p.isRunning
+        }
+        XCTAssertTrue(ended, "the download ends")
+        XCTAssertEqual(p.terminationStatus, 1, contents(err))
+        XCTAssertTrue(contents(err).contains("big.bin"), contents(err))
+        XCTAssertGreaterThan(most, 0, "jobs were seen")
+        XCTAssertLessThanOrEqual(most, 8, "at most the window of jobs at once, of 1,024 ranges")
+        XCTAssertLessThanOrEqual(try requests("big-short"), 3 + 8 * 3, "the window's ranges were tried, not every range")
+        XCTAssertEqual(names("plans"), [], "the failed file's plan is gone")
+        XCTAssertEqual(names("jobs/ready"), [], "and its jobs")
     }
 
     func testAContentLengthLieIsRefusedAndNoCorruptFileIsVisible() {

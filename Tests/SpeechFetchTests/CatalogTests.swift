@@ -1,7 +1,7 @@
 // The model catalog: every supported model downloads by name from a synthetic repo with its real
 // layout, loads again offline with no request, and a partial model is reported missing.
 import Foundation
-import HubClient
+import HubTypes
 import ModelCache
 import SpeechFetch
 import TestHub

@@ -2,6 +2,7 @@
 import Digest
 import Foundation
 import HubClient
+import HubTypes
 import ModelCache
 import SpeechFetch
 import TestHub
@@ -128,83 +129,6 @@ final class OfflineTests: HubTestCase {
         XCTAssertNil(other.warning)
         XCTAssertThrowsError(try downloader().downloadBlocking(repo: "org/Gone", cacheDir: modelDir(repo))) { error in
             guard case HubError.repoNotFound = error else { return XCTFail("\(error)") }
-        }
-    }
-
-    func testSidecarOfAnotherCommitIsDiscardedNotMisread() throws {
-        // A staged file whose sidecar names another commit: its bytes must not be trusted.
-        let dir = ModelDirectory(modelDir(repo))
-        let staging = dir.stagingDirectory
-        try FileManager.default.createDirectory(at: staging, withIntermediateDirectories: true)
-        let path = "model-00001-of-00002.safetensors"
-        let bogus = Data(repeating: 0x41, count: 1_100_000)
-        try bogus.write(to: staging.appendingPathComponent(path))
-        let sha = SHA256.hex(of: try source(repo, path))
-        let sidecar = Sidecar(path: path, size: 1_100_000, rangeSize: 256 << 10, commit: String(repeating: "0", count: 40),
-                              etag: sha, sha256: sha, done: [0, 1, 2, 3, 4], hashedBytes: 0, hashState: nil)
-        try JSONEncoder().encode(sidecar).write(to: staging.appendingPathComponent(path + ".sidecar.json"))
-        try download(repo)
-        try assertSameBytes(repo, path)
-        XCTAssertEqual(hub.bodyBytes(for: "\(repo)/\(path)"), 1_100_000, "every byte fetched again")
-    }
-
-    func testResumeKeepsDoneRangesOfAMatchingSidecar() throws {
-        try download(repo)
-        let commit = try XCTUnwrap(ModelDirectory(modelDir(repo)).readManifest()?.commit)
-        let path = "model-00001-of-00002.safetensors"
-        let data = try source(repo, path)
-        // Stage the first two ranges as a crashed run would have left them, then remove the final file.
-        try FileManager.default.removeItem(at: modelDir(repo).appendingPathComponent(path))
-        let staging = ModelDirectory(modelDir(repo)).stagingDirectory
-        try FileManager.default.createDirectory(at: staging, withIntermediateDirectories: true)
-        var partial = Data(count: data.count)
-        partial.replaceSubrange(0..<(512 << 10), with: data.prefix(512 << 10))
-        try partial.write(to: staging.appendingPathComponent(path))
-        let sha = SHA256.hex(of: data)
-        let sidecar = Sidecar(path: path, size: Int64(data.count), rangeSize: 256 << 10, commit: commit,
-                              etag: sha, sha256: sha, done: [0, 1], hashedBytes: 0, hashState: nil)
-        try JSONEncoder().encode(sidecar).write(to: staging.appendingPathComponent(path + ".sidecar.json"))
-        hub.resetCounters()
-        try download(repo)
-        try assertSameBytes(repo, path)
-        XCTAssertEqual(hub.bodyBytes(for: "\(repo)/\(path)"), data.count - (512 << 10), "done ranges are not fetched again")
-    }
-
-    /// Partial-range resume (issue 14): a range's recorded `partial` bytes are kept, and asked
-    /// for no more, in the boot that recorded them unsynced or when synced (no `partialBoot`);
-    /// another boot's unsynced record is ignored (after a power loss those bytes may be garbage).
-    func testResumeKeepsPartialRangesOnlyFromThisBootOrSynced() throws {
-        try download(repo)
-        let commit = try XCTUnwrap(ModelDirectory(modelDir(repo)).readManifest()?.commit)
-        let path = "model-00001-of-00002.safetensors"
-        let data = try source(repo, path)
-        let thisBoot = try String(contentsOfFile: "/proc/sys/kernel/random/boot_id", encoding: .utf8)
-            .trimmingCharacters(in: .whitespacesAndNewlines)
-        let kept = 100_000
-        for (boot, trusted) in [(nil, true), (thisBoot, true), ("00000000-0000-0000-0000-000000000000", false)] as [(String?, Bool)] {
-            try FileManager.default.removeItem(at: modelDir(repo).appendingPathComponent(path))
-            let staging = ModelDirectory(modelDir(repo)).stagingDirectory
-            try FileManager.default.createDirectory(at: staging, withIntermediateDirectories: true)
-            // Range 0 done, range 1's first bytes there; the rest of range 1 is garbage.
-            var staged = Data(repeating: 0xA5, count: data.count)
-            staged.replaceSubrange(0..<((256 << 10) + kept), with: data.prefix((256 << 10) + kept))
-            try staged.write(to: staging.appendingPathComponent(path))
-            let sha = SHA256.hex(of: data)
-            let sidecar = Sidecar(path: path, size: Int64(data.count), rangeSize: 256 << 10, commit: commit,
-                                  etag: sha, sha256: sha, done: [0], hashedBytes: 0, hashState: nil,
-                                  partial: [PartialRange(index: 1, bytes: Int64(kept))], partialBoot: boot)
-            try JSONEncoder().encode(sidecar).write(to: staging.appendingPathComponent(path + ".sidecar.json"))
-            hub.resetCounters()
-            try download(repo)
-            try assertSameBytes(repo, path)
-            let served = hub.bodyBytes(for: "\(repo)/\(path)")
-            let bodies = hub.servedRanges(for: "\(repo)/\(path)")
-            if trusted {
-                XCTAssertEqual(served, data.count - (256 << 10) - kept, "boot \(boot ?? "none"): the recorded bytes were kept")
-                XCTAssertTrue(bodies.contains { $0.lowerBound == (256 << 10) + kept }, "range 1 resumed at its recorded byte: \(bodies)")
-            } else {
-                XCTAssertEqual(served, data.count - (256 << 10), "another boot's unsynced partial bytes were fetched again")
-            }
         }
     }
 }

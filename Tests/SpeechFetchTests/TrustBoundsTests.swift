@@ -1,4 +1,4 @@
-// The public API against what it cannot trust (issue 22): a model folder with a link loop, an
+// The public API against what it cannot trust: a model folder with a link loop, an
 // operation that ignores cancellation under the stall guard, a complete read-only cache asked
 // online, and a byte flipped once in a file of one range.
 import Foundation

@@ -1,7 +1,7 @@
-// Whether a node's slot may claim one more ready range (`Spool.mayClaim`, issue 13): within its
+// Whether a node's slot may claim one more ready range (`Spool.mayClaim`): within its
 // share by count, and, at the end of a file, by the bytes its claims still have to come.
 import Foundation
-import HubClient
+import HubTypes
 import Spool
 import XCTest
 
@@ -16,11 +16,10 @@ final class FairShareTests: XCTestCase {
         XCTAssertFalse(Spool.mayClaim(node: "a", ready: 4, loads: ["a": [1, 1, 1, 1]], liveNodes: 2))
     }
 
-    /// cluster-test D at 4fd2026: with four ranges left, node3's slots freed one after another and
-    /// it took all four (fresh, sharing its link) while node1's and node2's ranges were nearly
-    /// done; it finished 1.3 s after them. By count each take was within its share; by the bytes
-    /// still to come, a node that has just taken two fresh ranges leaves the last ones to the
-    /// nodes that are about to be idle.
+    /// With four ranges left, a node whose slots free one after another could take all four
+    /// (fresh, sharing its link) while the other nodes' ranges are nearly done, and finish well
+    /// after them. By count each take is within its share; by the bytes still to come, a node
+    /// that has just taken two fresh ranges leaves the last ones to the nodes about to be idle.
     func testAtTheEndOfAFileANodeWithFreshRangesLeavesTheLastOnesToTheOthers() {
         let loads: [String: [Double]] = ["node1": [0.1, 0.2], "node2": [0.3, 0.2, 0.1], "node3": [1, 1, 0.3]]
         XCTAssertFalse(Spool.mayClaim(node: "node3", ready: 2, loads: loads, liveNodes: 3), "node3 holds 2.3 ranges' worth")
@@ -74,11 +73,11 @@ final class EndgameChoiceTests: XCTestCase {
                                                      contents: Data(count: written)))
     }
 
-    /// cluster-test D at 4b5e567 (bindfs): node1, holding three ranges with 0.35, 0.6 and 0.75 of
-    /// their bytes to come, raced node2's range with 0.65 to come beside node2's three others; it
-    /// lost, and its own three ranges shared its link with the duplicate, so node1 finished later.
-    /// Node2's link had 2.25 ranges' worth to carry before that range was done; node1's would
-    /// have carried 2.7 (the duplicate's whole range and its own).
+    /// Node1, holding three ranges with 0.35, 0.6 and 0.75 of their bytes to come, would race
+    /// node2's range with 0.65 to come beside node2's three others, lose, and slow its own three
+    /// ranges, which share its link with the duplicate. Node2's link has 2.25 ranges' worth to
+    /// carry before that range is done; node1's would carry 2.7 (the duplicate's whole range and
+    /// its own), so node1 does not race it.
     func testANodeWithRangesInFlightDoesNotRaceARangeItWouldNotWin() throws {
         let spool = try Spool(base: base, node: "node1", lease: 30)
         let plan = try planned(spool, ranges: 8)

@@ -3,6 +3,7 @@
 // Pinned: unknown is never acted on, and a zombie holder is dead.
 import Foundation
 import ModelCache
+import SharedFiles
 import Spool
 import XCTest
 
@@ -121,11 +122,16 @@ final class LeaseJudgeTests: XCTestCase {
         make(spool.layout.supervisor("far"), age: 0, contents: "1")
         XCTAssertEqual(spool.revokeExpiredClaims(), [], "node far's supervisor lives: it judges its own worker")
         XCTAssertTrue(FileManager.default.fileExists(atPath: claim))
+        // A node seen serving counts as serving for a quarter lease, and the records are looked
+        // at for retirement once per lease: the later looks are another process's (a fresh Spool).
         make(spool.layout.supervisor("far"), age: 60, contents: "1")
-        XCTAssertEqual(spool.retireDeadSupervisors(), [], "a lease old is not yet three")
-        XCTAssertEqual(spool.revokeExpiredClaims(), [job], "node far is gone: its expired claim goes back to ready")
+        XCTAssertEqual(spool.revokeExpiredClaims(), [], "seen serving under a quarter lease ago: not looked at again yet")
+        let later = try Spool(base: base, node: "here", lease: 30)
+        XCTAssertEqual(later.retireDeadSupervisors(), [], "a lease old is not yet three")
+        XCTAssertEqual(later.revokeExpiredClaims(), [job], "node far is gone: its expired claim goes back to ready")
         make(spool.layout.supervisor("far"), age: 100, contents: "1")
-        XCTAssertEqual(spool.retireDeadSupervisors(), ["far"])
+        XCTAssertEqual(later.retireDeadSupervisors(), [], "the records were looked at less than a lease ago")
+        XCTAssertEqual(try Spool(base: base, node: "here", lease: 30).retireDeadSupervisors(), ["far"])
         XCTAssertEqual(spool.supervisorRecordCount(), 0)
     }
 

@@ -1,9 +1,9 @@
 // The splicer's record of done ranges when its own look at the sidecar is older than the last
 // writer's (a network filesystem's client serves a renamed-over file's old content for about a
-// second), and its judgement of a part's size (issue 13). Real files, in-process.
+// second), and its judgement of a part's size. Real files, in-process.
 import Digest
 import Foundation
-import HubClient
+import HubTypes
 import ModelCache
 import Spool
 import XCTest

@@ -95,8 +95,9 @@ class DaemonTestCase: HubTestCase {
     /// per worker by default, so killing a worker loses exactly its one range.
     @discardableResult
     func startDaemon(workers: Int = 3, slots: Int = 1, extra: [String: String] = [:], environment env: [String: String]? = nil,
+                     arguments: [String] = [],
                      file: StaticString = #filePath, line: UInt = #line) throws -> (process: Process, log: URL) {
-        let (p, _, err) = try launch(fetchdBinary, ["--cache-base", cacheBase.path, "--workers", "\(workers)", "--slots", "\(slots)"],
+        let (p, _, err) = try launch(fetchdBinary, ["--cache-base", cacheBase.path, "--workers", "\(workers)", "--slots", "\(slots)"] + arguments,
                                      environment: env ?? environment(extra: extra), hint: "fetchd")
         let serving = waitUntil(timeout: 15) {
             self.supervisorPid() == p.processIdentifier && self.descendants(of: p.processIdentifier).count >= workers

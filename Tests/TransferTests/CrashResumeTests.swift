@@ -1,7 +1,7 @@
 // kill -9 of a real `speech download` process mid-transfer, then a resume that refetches at
 // most the ranges that were in flight.
 import Foundation
-import HubClient
+import HubTypes
 import ModelCache
 import SpeechFetch
 import TestHub
@@ -150,7 +150,7 @@ final class CrashResumeTests: HubTestCase {
                                  "the repair went on (the file was not fetched again)")
     }
 
-    /// Zero refetch after SIGKILL (issue 14): a caller killed in the middle of its ranges leaves
+    /// Zero refetch after SIGKILL: a caller killed in the middle of its ranges leaves
     /// their durable bytes in the sidecar (`partial`), and the next call asks only for the rest.
     func testKillNineMidRangeThenResumeAsksOnlyForTheMissingTails() throws {
         let size = 4 << 20

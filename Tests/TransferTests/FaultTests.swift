@@ -6,6 +6,7 @@ import Daemon
 import Digest
 import Foundation
 import HubClient
+import HubTypes
 import ModelCache
 import SpeechFetch
 import TestHub
@@ -255,7 +256,7 @@ final class HostileServerTests: HubTestCase {
         try TestHub.writeRepo(root: root, repo: repo, files: ["config.json": Data("{}".utf8)])
         hub.forgeTreeEntry(repo, path: "../../escaped.txt")
         XCTAssertThrowsError(try download(repo)) { error in
-            guard case HubError.unsafePath(let path, _, _) = error else { return XCTFail("\(error)") }
+            guard case RepoError.unsafePath(let path, _, _) = error else { return XCTFail("\(error)") }
             XCTAssertEqual(path, "../../escaped.txt")
             XCTAssertTrue("\(error)".contains("../../escaped.txt"))
         }
@@ -271,7 +272,7 @@ final class HostileServerTests: HubTestCase {
             try TestHub.writeRepo(root: root, repo: hubRepo, files: ["ok.json": Data("{}".utf8)])
             hub.forgeTreeEntry(hubRepo, path: forged)
             XCTAssertThrowsError(try download(hubRepo), forged) { error in
-                guard case HubError.unsafePath = error else { return XCTFail("\(forged): \(error)") }
+                guard case RepoError.unsafePath = error else { return XCTFail("\(forged): \(error)") }
             }
         }
     }

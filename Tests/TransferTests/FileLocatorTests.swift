@@ -2,6 +2,7 @@
 // located once, and a location whose size is not the tree's is refused before any byte.
 import Foundation
 import HubClient
+import HubTypes
 import ModelCache
 import TestHub
 @testable import TestSupport

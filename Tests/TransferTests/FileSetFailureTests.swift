@@ -2,7 +2,6 @@
 // the other files are finalized, then the call fails naming that file, and no staging lock is
 // left behind.
 import Foundation
-import HubClient
 import ModelCache
 import SpeechFetch
 import TestHub

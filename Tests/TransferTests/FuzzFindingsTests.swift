@@ -3,6 +3,7 @@
 import CacheAdmin
 import Foundation
 import HubClient
+import HubTypes
 import ModelCache
 import Spool
 import Transfer

@@ -4,6 +4,7 @@
 import Curl
 import Foundation
 import HubClient
+import HubTypes
 @testable import Transfer
 import XCTest
 
@@ -123,6 +124,38 @@ final class RangeAttemptPolicyTests: XCTestCase {
             check(decision, i <= 10 ? .follow("http://127.0.0.1:9/next") : .fail("too many redirects"), "redirect \(i)")
         }
         XCTAssertEqual(count.attempts, 0)
+    }
+
+    /// A range of an https endpoint's file redirected to plain http is refused (a downgrade would
+    /// send the request in clear text); an http endpoint's may go to http, and any endpoint's may
+    /// go to https. Other schemes are never followed.
+    func testARedirectFromHttpsToHttpIsRefusedUnlessTheEndpointIsHttp() throws {
+        let secureCDN = "https://cdn.example/org/m/abc/model.bin?sig=x"
+        let cases: [(endpoint: String, from: String, to: String, expected: Expected)] = [
+            ("https://hub.example", secureCDN, "http://cdn.example/plain", .fail("a downgrade is followed only when HF_ENDPOINT itself is http")),
+            ("https://hub.example", secureCDN, "https://other.example/next", .follow("https://other.example/next")),
+            ("http://127.0.0.1:8", cdn, "http://127.0.0.1:9/next", .follow("http://127.0.0.1:9/next")),
+            ("http://127.0.0.1:8", secureCDN, "http://127.0.0.1:9/next", .follow("http://127.0.0.1:9/next")),
+            ("https://hub.example", secureCDN, "file:///etc/passwd", .fail("only http and https are followed")),
+        ]
+        for (endpoint, from, to, expected) in cases {
+            let policy = RangeAttemptPolicy(retry: RetryPolicy(attempts: 2, delays: [0]), endpoint: try XCTUnwrap(HubEndpoint(endpoint)),
+                                            canRestartAsOneStream: true)
+            let writer = RangeWriter(start: start, end: end, fileSize: size, into: MemorySink(), pin: EtagPin())
+            var count = RangeAttemptCount()
+            let headers = HTTPHeaders([("Location", to)])
+            writer.beginAttempt()
+            XCTAssertEqual(writer.accept(status: 302, headers: headers, url: from, ranged: true, isHubOrigin: false).isAbort, true)
+            let decision = policy.decide(.aborted(status: 302, headers: headers), writer: writer, count: &count, context: context(from))
+            check(decision, expected, "\(endpoint): \(from) -> \(to)")
+        }
+        // The Hub client's own redirects (revision, tree, resolve) follow the same rule.
+        let https = try XCTUnwrap(HubEndpoint("https://hub.example"))
+        XCTAssertThrowsError(try HubClient.checkRedirect(from: "https://hub.example/api/x", to: "http://hub.example/api/x", endpoint: https)) {
+            XCTAssertTrue("\($0)".contains("from https to plain http"), "\($0)")
+        }
+        XCTAssertNoThrow(try HubClient.checkRedirect(from: "http://127.0.0.1:8/api/x", to: "http://127.0.0.1:9/api/x",
+                                                     endpoint: HubEndpoint("http://127.0.0.1:8")))
     }
 
     func testARetryResumesAtTheFirstMissingByte() {

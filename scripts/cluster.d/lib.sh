@@ -363,12 +363,14 @@ setup_bindfs() {
 # The environment every node process gets (nothing from the caller's, so no token leaks in).
 # The Hub is at 127.0.0.1 in every node's namespace (forwarded), or in the root one (HUB_NS empty).
 # LEASE and POLL set the lease and poll interval; left empty, the daemon's defaults apply.
+# CLUSTER_JOB_WINDOW, when set, is every node's job window (ranges of one file in flight).
 node_env() {
     local i=$1
     printf '%s\n' "PATH=$BIN:/usr/sbin:/usr/bin:/sbin:/bin" "HOME=$WORK/home$i" "LANG=C.UTF-8" \
         "HF_ENDPOINT=$(hub_endpoint)" "HF_HUB_OFFLINE=0"
     [[ -z "$LEASE" ]] || printf '%s\n' "SPEECH_FETCH_LEASE_SECONDS=$LEASE"
     [[ -z "$POLL" ]] || printf '%s\n' "SPEECH_FETCH_POLL_SECONDS=$POLL"
+    [[ -z "${CLUSTER_JOB_WINDOW:-}" ]] || printf '%s\n' "SPEECH_FETCH_JOB_WINDOW=$CLUSTER_JOB_WINDOW"
 }
 hub_endpoint() {
     if [[ -z "$HUB_NS" && -s "$LOGS/hub.url" ]]; then hub_url; else printf 'http://127.0.0.1:%s\n' "$HUB_PORT"; fi

@@ -1,7 +1,7 @@
 // FuzzManifest - the model manifest (`.speech-fetch.json`) and its quick JSON reader.
 import FuzzSupport
 import Foundation
-import HubClient
+import HubTypes
 import ModelCache
 
 func same(_ a: RepoSnapshot, _ b: RepoSnapshot) -> Bool {

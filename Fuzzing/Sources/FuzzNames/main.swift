@@ -3,8 +3,9 @@
 // staging entries grouped by `speech cache ls/clean`.
 import FuzzSupport
 import Foundation
-import HubClient
+import HubTypes
 import ModelCache
+import SharedFiles
 import Spool
 
 let suffixes = [".lock", ".sidecar.json", ".lock.broken.1700000000", ".import.4242"]

@@ -4,7 +4,7 @@
 // `FUZZ_WRITE_SEEDS=<dir>` instead writes real sidecars of that file there (the seed corpus).
 import FuzzSupport
 import Foundation
-import HubClient
+import HubTypes
 import ModelCache
 
 let file = RepoFile(path: "text/model.safetensors", size: 3 * 65536 + 100,

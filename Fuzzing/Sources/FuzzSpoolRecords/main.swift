@@ -2,7 +2,7 @@
 // requests (`requests/<id>.json`), plans (`plans/<key>.json`) and failure markers.
 import FuzzSupport
 import Foundation
-import HubClient
+import HubTypes
 import Spool
 
 if let seeds = ProcessInfo.processInfo.environment["FUZZ_WRITE_SEEDS"] {

@@ -2,6 +2,7 @@
 import FuzzSupport
 import Foundation
 import HubClient
+import HubTypes
 import ModelCache
 
 let repo = try! RepoID("org/name")

@@ -2,12 +2,14 @@
 // told to stop. The executables parse the command line (CommandLineKit's FetchdCommandLine);
 // both `speech-fetchd` and `speech` (run as speech-fetchd, docs/architecture.md "Start-up")
 // call this, so every process of a node can run one executable file and share its pages.
+import CacheAdmin
 import CFileOps
 import Daemon
 import Digest
 import Foundation
 import HubClient
 import ModelCache
+import Spool
 
 /// What one daemon process is to do.
 public struct FetchdOptions: Sendable {
@@ -23,27 +25,39 @@ public struct FetchdOptions: Sendable {
     public var isWorker: Bool
     /// Serve only requests made on this node.
     public var ownRequestsOnly: Bool
+    /// huggingface_hub caches requests may point into, besides the cache base (`--hf-cache`).
+    public var hubCaches: [String]
     /// Serve Prometheus metrics at http://host:port/metrics (the supervisor only).
     public var metrics: (host: String, port: UInt16)?
     /// A cap on the node's download rate in bytes per second, shared by all its workers.
     public var maxRate: Int64?
     /// The file stdout and stderr append to, reopened on SIGHUP (nil: as given, SIGHUP ignored).
     public var log: String?
+    /// A cap on the cache base's models in bytes (`--max-cache-size`), and the grace period in
+    /// seconds (`--cache-grace`, default an hour): CacheAdmin's prune, run by the supervisor.
+    public var maxCacheSize: Int64?
+    public var cacheGrace: Double?
+    /// A huggingface_hub cache whose revisions the size cap covers too (`--cap-hf-cache`).
+    public var capHubCache: URL?
     /// `speech_fetchd_build_info`'s labels (version, commit, libcurl).
     public var build: [(String, String)]
 
     public init(cacheBase: URL? = nil, workers: Int? = nil, slots: Int = 4, node: String? = nil,
-                isWorker: Bool = false, ownRequestsOnly: Bool = false, metrics: (host: String, port: UInt16)? = nil,
-                maxRate: Int64? = nil, log: String? = nil, build: [(String, String)] = []) {
+                isWorker: Bool = false, ownRequestsOnly: Bool = false, hubCaches: [String] = [], metrics: (host: String, port: UInt16)? = nil,
+                maxRate: Int64? = nil, maxCacheSize: Int64? = nil, cacheGrace: Double? = nil, capHubCache: URL? = nil, log: String? = nil, build: [(String, String)] = []) {
         self.cacheBase = cacheBase
         self.workers = workers
         self.slots = slots
         self.node = node
         self.isWorker = isWorker
         self.ownRequestsOnly = ownRequestsOnly
+        self.hubCaches = hubCaches
         self.metrics = metrics
         self.maxRate = maxRate
         self.log = log
+        self.maxCacheSize = maxCacheSize
+        self.cacheGrace = cacheGrace
+        self.capHubCache = capHubCache
         self.build = build
     }
 }
@@ -65,6 +79,8 @@ public enum FetchdProcess {
         sf_set_process_name(name)  // run by `speech`, it would show as speech in ps and pgrep
         var environment = base
         if let node = options.node { environment["SPEECH_FETCH_NODE"] = node }
+        // The supervisor's workers are started with this environment: they judge targets alike.
+        if !options.hubCaches.isEmpty { environment[RequestTargets.hubCachesVariable] = options.hubCaches.joined(separator: ":") }
         let cacheBase = options.cacheBase ?? HuggingFaceDownloader(environment: environment).defaultCacheBase
         let stop = StopSignal()
         stop.install()
@@ -120,6 +136,10 @@ public enum FetchdProcess {
                 log("serving metrics at http://\(address)/metrics")
             }
             defer { server?.stop() }
+            if let size = options.maxCacheSize {
+                supervisor.cacheCap = CacheCap.pruning(cacheBase, maxSize: size, grace: options.cacheGrace, hubCache: options.capHubCache,
+                                                     environment: environment, log: log)
+            }
             try supervisor.run(shouldStop: { stop.isRaised })
         }
     }

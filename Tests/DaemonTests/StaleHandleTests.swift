@@ -1,5 +1,5 @@
 // Downloads while opens and stats of the spool and staging paths fail with ESTALE and EIO, as
-// a network filesystem client's do after another client renamed or unlinked a file (issue 13).
+// a network filesystem client's do after another client renamed or unlinked a file.
 // The faults come from scripts/faultfs/faultfs.c, an LD_PRELOAD shim this test builds with gcc.
 import Digest
 import Foundation
@@ -99,7 +99,7 @@ final class StaleHandleTests: DaemonTestCase {
 
     /// A part whose size a splicer reads short once (as a client that looked at the part under its
     /// temp name while its writer wrote it may report for about a second) is looked at again and
-    /// spliced, never dropped as "the wrong size" and fetched again (issue 13).
+    /// spliced, never dropped as "the wrong size" and fetched again.
     func testAPartWhoseSizeIsReadShortOnceIsSplicedNotFetchedAgain() throws {
         try TestHub.generateRepo(root: root, repo: repo, files: files)
         let shim = try buildShim()

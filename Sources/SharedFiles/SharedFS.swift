@@ -78,17 +78,8 @@ public enum SharedFS {
             guard (st.st_mode & S_IFMT) == S_IFREG else { return .unknown(EINVAL) }
             guard Int(st.st_size) <= limit else { return .unknown(EFBIG) }
             var data = Data(count: Int(st.st_size))
-            var got = 0
-            var failed: Int32 = 0
-            data.withUnsafeMutableBytes { buf in
-                while got < buf.count {
-                    let n = Glibc.read(fd, buf.baseAddress! + got, buf.count - got)
-                    if n < 0 { if errno == EINTR { continue }; failed = errno; return }
-                    if n == 0 { return }
-                    got += n
-                }
-            }
-            if failed != 0 { last = .unknown(failed); continue }
+            let got = data.withUnsafeMutableBytes { FileIO.readFull(fd, into: $0) }
+            if got < 0 { last = .unknown(errno); continue }
             // Shorter than its size: the file was replaced while we read; look again.
             guard got == data.count else { last = .unknown(EAGAIN); continue }
             return .found(data)
@@ -124,6 +115,15 @@ public enum SharedFS {
         return .unknown(EIO)
     }
 
+    /// The names in a directory, an absent one read as empty; nil when it could not be read.
+    public static func names(_ directory: String) -> [String]? {
+        switch list(directory) {
+        case .found(let names): return names
+        case .absent: return []
+        case .unknown: return nil
+        }
+    }
+
     /// Does `path` exist (lstat, with retries)? nil when that is unknown.
     public static func exists(_ path: String) -> Bool? {
         switch lstat(path) {
@@ -157,14 +157,5 @@ public enum SharedFS {
 
     private static func failure<T>(_ code: Int32) -> Lookup<T> {
         code == ENOENT || code == ENOTDIR ? .absent : .unknown(code)
-    }
-}
-
-extension CacheError {
-    /// An I/O error that says nothing about the file (ESTALE, EIO, …): try again later; never a
-    /// reason to discard the file or fail its request.
-    public var isTransient: Bool {
-        if case .io(_, _, let code) = self { return SharedFS.isTransient(code) }
-        return false
     }
 }

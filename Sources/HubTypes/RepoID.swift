@@ -11,10 +11,10 @@ public struct RepoID: Sendable, Hashable, CustomStringConvertible {
     public init(_ raw: String) throws {
         let parts = raw.split(separator: "/", omittingEmptySubsequences: false).map(String.init)
         guard parts.count == 2 else {
-            throw HubError.invalidRepoID(raw, reason: "expected the form org/name, e.g. aufklarer/Kokoro-82M-CoreML")
+            throw RepoError.invalidRepoID(raw, reason: "expected the form org/name, e.g. aufklarer/Kokoro-82M-CoreML")
         }
         for part in parts {
-            if let reason = RepoID.problem(with: part) { throw HubError.invalidRepoID(raw, reason: reason) }
+            if let reason = RepoID.problem(with: part) { throw RepoError.invalidRepoID(raw, reason: reason) }
         }
         org = parts[0]
         name = parts[1]
@@ -40,13 +40,13 @@ public enum RepoPath {
     /// (one byte and a slash each). Walks of a model directory go no deeper.
     public static let maxDepth = maxLength / 2
 
-    /// Returns the path when it is a safe relative path, else throws `HubError.unsafePath`.
+    /// Returns the path when it is a safe relative path, else throws `RepoError.unsafePath`.
     /// Judged on the UTF-8 bytes the filesystem sees, not on Swift's characters: a combining
     /// mark after a slash (`../\u{301}x`) makes `/\u{301}` one character, which hid the `..`
     /// component from a character-level split while the kernel still walks it.
     @discardableResult
     public static func validate(_ path: String, in repo: RepoID) throws -> String {
-        func refuse(_ reason: String) -> HubError { .unsafePath(path, repo: repo, reason: reason) }
+        func refuse(_ reason: String) -> RepoError { .unsafePath(path, repo: repo, reason: reason) }
         let bytes = Array(path.utf8)
         let slash = UInt8(ascii: "/"), dot = UInt8(ascii: ".")
         if bytes.isEmpty { throw refuse("it is empty") }

@@ -1,9 +1,10 @@
-// Breaking another node's expired staging lock (issue 13): cluster-test B on GlusterFS once saw
-// two nodes judge a killed node's lock expired at the same moment; the first broke it and took
-// the lock, and the second, a few milliseconds late, moved the first one's fresh lock aside.
-// Another node's lock is broken only when a second look, a pause later, finds it expired too.
+// Breaking another node's expired staging lock: two nodes may judge a killed node's lock expired
+// at the same moment; the first breaks it and takes the lock, and the second, a few milliseconds
+// late, must not move the first one's fresh lock aside. Another node's lock is broken only when a
+// second look, a pause later, finds it expired too.
 import Foundation
 import ModelCache
+import SharedFiles
 import XCTest
 
 final class LockBreakTests: XCTestCase {

@@ -11,6 +11,37 @@
 //    unknown is never acted on: nothing is revoked, broken, swept or taken over on it.
 import Foundation
 
+/// Who holds a lease: a node and a process on it.
+public struct LockOwner: Sendable, Equatable, CustomStringConvertible {
+    public let node: String
+    public let pid: Int32
+
+    public init(node: String, pid: Int32 = getpid()) {
+        self.node = node
+        self.pid = pid
+    }
+
+    /// `node@pid`, the form every claim in the cache carries.
+    public var description: String { "\(node)@\(pid)" }
+
+    /// True when `pid` is a live process on this machine.
+    /// A zombie counts as gone (`LeaseJudge.processRunning`, the one local-process check).
+    public static func isAlive(_ pid: Int32) -> Bool { LeaseJudge.processRunning(pid) }
+
+    public init?(tag: String) {
+        guard let at = tag.lastIndex(of: "@"), let pid = Int32(tag[tag.index(after: at)...]) else { return nil }
+        node = String(tag[..<at])
+        self.pid = pid
+    }
+
+    /// This machine's name: `--node`, else the host name; only letters, digits, `-`, `_`, `.`.
+    public static func localNode(_ override: String? = nil) -> String {
+        var name = override ?? ProcessInfo.processInfo.hostName
+        name = String(name.unicodeScalars.map { CharacterSet.alphanumerics.contains($0) || "-_.".unicodeScalars.contains($0) ? Character($0) : "_" })
+        return name.isEmpty ? "node" : name
+    }
+}
+
 /// What a lease judge found.
 public enum Liveness: Sendable, Equatable {
     case live

@@ -2,7 +2,7 @@
 // request failed as cancelled; the bytes already staged stay for a later call to resume.
 import Digest
 import Foundation
-import HubClient
+import HubTypes
 import ModelCache
 import Spool
 

@@ -1,23 +1,14 @@
-// DiskSpace - telling a full disk (ENOSPC, EDQUOT) from other I/O failures, and saying how
-// much room a download still needs.
+// RoomCheck - a download's room on disk: a file larger than the free space refused before any
+// byte is written, and a full disk said with what is still needed.
 import Foundation
-import HubClient
+import HubTypes
+import SharedFiles
 
-public enum DiskSpace {
-    /// True for the errnos of a full disk or an exhausted quota.
-    public static func isFull(_ code: Int32) -> Bool { code == ENOSPC || code == EDQUOT }
-
+extension DiskSpace {
     /// True when `error` is a cache write that failed because the disk is full.
     public static func isFull(_ error: Error) -> Bool {
         if case CacheError.io(_, _, let code) = error { return isFull(code) }
         return false
-    }
-
-    /// Bytes an unprivileged writer may still use on the filesystem holding `path` (0 when unknown).
-    public static func available(at path: String) -> Int64 {
-        var st = statvfs()
-        guard statvfs(path, &st) == 0 else { return 0 }
-        return Int64(st.f_bavail) * Int64(st.f_frsize)
     }
 
     /// Refuses, before anything is written, a file whose bytes still to stage are more than the
@@ -34,15 +25,6 @@ public enum DiskSpace {
                 throw CacheError.tooLargeForDisk(path: file.path, size: file.size, available: free, directory: directory.path)
             }
         }
-    }
-
-    /// `path`, or its nearest ancestor that exists (a model directory not yet made).
-    static func nearestExisting(_ path: String) -> String {
-        var current = path
-        while !current.isEmpty, current != "/", access(current, F_OK) != 0 {
-            current = (current as NSString).deletingLastPathComponent
-        }
-        return current.isEmpty ? "/" : current
     }
 
     /// `error` as `CacheError.diskFull` when it is a full disk (with what is still needed and

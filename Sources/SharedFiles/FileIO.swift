@@ -1,0 +1,86 @@
+// FileIO - whole reads and writes through a descriptor (restarted after EINTR and short
+// counts), and directory creation with its parents.
+import Foundation
+
+/// A file operation that failed: the path, what was tried, and the errno. Each layer above says
+/// it in its own error type (`CacheError.io`, `SpoolError.io`).
+public struct FileError: Error, Sendable, Equatable {
+    public let path: String
+    public let operation: String
+    public let errno: Int32
+
+    public init(path: String, operation: String, errno: Int32) {
+        self.path = path
+        self.operation = operation
+        self.errno = errno
+    }
+}
+
+public enum FileIO {
+    /// Writes all of `bytes`: at `offset` with pwrite, else at the file position. Nil when every
+    /// byte was written, else the errno of the failed write.
+    public static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, at offset: Int64? = nil) -> Int32? {
+        var done = 0
+        while done < bytes.count {
+            let n = offset.map { pwrite(fd, bytes.baseAddress! + done, bytes.count - done, off_t($0 + Int64(done))) }
+                ?? write(fd, bytes.baseAddress! + done, bytes.count - done)
+            if n < 0 {
+                if errno == EINTR { continue }
+                return errno
+            }
+            if n == 0 { return EIO }
+            done += n
+        }
+        return nil
+    }
+
+    /// Fills `buffer` from `offset` (pread; else from the file position): the bytes read, fewer
+    /// than `buffer.count` only at the end of the file; -1 with errno set when a read failed.
+    public static func readFull(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer, at offset: Int64? = nil) -> Int {
+        var done = 0
+        while done < buffer.count {
+            let n = offset.map { pread(fd, buffer.baseAddress! + done, buffer.count - done, off_t($0 + Int64(done))) }
+                ?? read(fd, buffer.baseAddress! + done, buffer.count - done)
+            if n < 0 {
+                if errno == EINTR { continue }
+                return -1
+            }
+            if n == 0 { break }
+            done += n
+        }
+        return done
+    }
+
+    /// Reads the file behind `fd` from `start` to `end` (nil: its end) with pread in 1 MiB pieces,
+    /// handing each to `body`, which returns false to stop. The bytes handed over, and the errno
+    /// of a read that failed (nil when the reads ended at `end`, the file's end, or `body`'s stop).
+    public static func stream(_ fd: Int32, from start: Int64 = 0, to end: Int64? = nil,
+                              _ body: (UnsafeRawBufferPointer) throws -> Bool) rethrows -> (bytes: Int64, errno: Int32?) {
+        let size = 1 << 20
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: size, alignment: 16)
+        defer { buffer.deallocate() }
+        var offset = start
+        while end.map({ offset < $0 }) ?? true {
+            let want = end.map { min(Int64(size), $0 - offset) } ?? Int64(size)
+            let n = pread(fd, buffer.baseAddress, Int(want), off_t(offset))
+            if n < 0 {
+                if errno == EINTR { continue }
+                return (offset - start, errno)
+            }
+            if n == 0 { break }
+            offset += Int64(n)
+            guard try body(UnsafeRawBufferPointer(rebasing: buffer[0..<n])) else { break }
+        }
+        return (offset - start, nil)
+    }
+
+    /// Creates a directory and any missing parents with `mode`; one that exists is fine.
+    public static func makeDirectory(_ path: String, mode: mode_t) throws {
+        if mkdir(path, mode) == 0 || errno == EEXIST { return }
+        if errno == ENOENT {
+            try makeDirectory((path as NSString).deletingLastPathComponent, mode: mode)
+            if mkdir(path, mode) == 0 || errno == EEXIST { return }
+        }
+        throw FileError(path: path, operation: "create directory", errno: errno)
+    }
+}

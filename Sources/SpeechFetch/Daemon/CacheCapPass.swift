@@ -1,0 +1,32 @@
+// CacheCapPass - `speech-fetchd --max-cache-size`'s pass: CacheAdmin's prune of the served cache
+// base, with the model sizes remembered between passes, one log line per eviction.
+import CacheAdmin
+import Daemon
+import Foundation
+
+extension CacheCap {
+    /// The size cap of `cacheBase`: a prune to `maxSize` bytes with `grace` seconds (default an
+    /// hour), every `SPEECH_FETCH_PRUNE_SECONDS` (600) and after each finished request.
+    public static func pruning(_ cacheBase: URL, maxSize: Int64, grace: Double?, hubCache: URL? = nil, environment: [String: String],
+                               log: @escaping @Sendable (String) -> Void) -> CacheCap {
+        let admin = CacheAdmin(cacheBase: cacheBase, environment: environment, knownSelections: ModelCatalog.fileSelections)
+        let options = PruneOptions(maxSize: maxSize, grace: grace ?? PruneOptions.defaultGrace, hubCache: hubCache)
+        let interval = environment["SPEECH_FETCH_PRUNE_SECONDS"].flatMap(Double.init).flatMap { $0 > 0 ? $0 : nil }
+            ?? CacheCap.defaultInterval
+        let sizes = ModelSizes()
+        log("keeping the cache's models within \(ByteFormat.string(maxSize)) (grace \(String(format: "%g", options.grace / 3600)) h, "
+            + "a look every \(Int(interval)) s and after each finished request)")
+        return CacheCap(interval: interval) {
+            let report = admin.prune(options, sizes: sizes)
+            for model in report.evicted {
+                log("evicted \(PruneReport.name(model.repo, model.revision)) (\(ByteFormat.string(model.bytes))) to keep the cache within \(ByteFormat.string(maxSize))")
+            }
+            for item in report.purged { log("deleted \(item.path) (\(item.reason))") }
+            if report.overCap {
+                log("the cache's models take \(ByteFormat.string(report.sizeAfter)), over the cap of \(ByteFormat.string(maxSize)): "
+                    + report.kept.map { "\($0.repo) \($0.reason)" }.joined(separator: "; "))
+            }
+        }
+    }
+}
+

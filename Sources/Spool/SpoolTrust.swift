@@ -1,0 +1,274 @@
+// SpoolTrust - who may write a spool, and where a record in it may point (docs/protocol.md,
+// "Trust"). A daemon writes the Hub's bytes wherever a request or plan names: a spool that another
+// user can write would let that user choose where, so a spool is used only when no one else can
+// write it, and a record's target must lie inside the cache base or inside a huggingface_hub
+// cache the daemon was given, reached without a symlink out of it.
+import Foundation
+import HubTypes
+import ModelCache
+import SharedFiles
+
+/// Why a spool is not used.
+public enum SpoolTrustError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// A folder of the spool that another user could write, or that is not a plain directory.
+    case untrusted(path: String, reason: String)
+    /// The spool was removed (or replaced) under a running daemon.
+    case gone(path: String)
+
+    public var description: String {
+        switch self {
+        case .untrusted(let path, let reason):
+            return "the spool folder \(path) \(reason); another user could plant requests there and choose where the daemon "
+                + "writes, so it is not used. Make it yours and private (chown $(id -u) \(path); chmod 0700 \(path)), "
+                + "or 0770 with a group only the cache's users are in (chgrp GROUP; chmod 0770), or delete the spool folder "
+                + "(its records are rebuilt from requests asked again)"
+        case .gone(let path):
+            return "the spool \(path) was deleted or replaced under this speech-fetchd; it stops (the callers waiting on it "
+                + "see no daemon and finish their transfers themselves); start it again to serve a new spool"
+        }
+    }
+}
+
+public enum SpoolTrust {
+    /// The mode of a spool folder this process creates: 0700, or 0770 under a spool root that is
+    /// group-writable for a group this process is in (a shared cache's dedicated group).
+    static func folderMode(root: String) -> mode_t {
+        var st = stat()
+        guard lstat(root, &st) == 0, (st.st_mode & S_IFMT) == S_IFDIR, st.st_mode & S_IWGRP != 0,
+              isMember(of: st.st_gid) else { return 0o700 }
+        return 0o770
+    }
+
+    /// Creates the spool's folders (0700, or 0770 under a group-shared root) and checks that no
+    /// other user can write any of them.
+    public static func prepare(_ layout: SpoolLayout) throws {
+        try SpoolError.saying { try FileIO.makeDirectory(layout.root, mode: 0o700) }
+        let mode = folderMode(root: layout.root)
+        for path in [layout.root + "/jobs"] + SpoolLayout.Folder.allCases.map({ layout.path($0) }) {
+            if mkdir(path, mode) == 0 {
+                chmod(path, mode)  // the umask may have taken the group's bits
+            } else if errno != EEXIST {
+                throw SpoolError.io(path: path, operation: "create directory", errno: errno)
+            }
+        }
+        try check(layout)
+    }
+
+    /// Checks the spool root and every folder (`SpoolLayout.Folder`, and `jobs`): each one a real
+    /// directory (no symlink), owned by this process's user or root, not writable by others
+    /// (the sticky bit does not help: it keeps others from removing our records, not from adding
+    /// theirs), and group-writable only for a group this process is in. A folder that cannot be
+    /// looked at now (a stale handle) is not judged.
+    public static func check(_ layout: SpoolLayout) throws {
+        var paths = [layout.root, layout.root + "/jobs"]
+        paths += SpoolLayout.Folder.allCases.map { layout.path($0) }
+        for path in paths {
+            if let reason = refusal(path) { throw SpoolTrustError.untrusted(path: path, reason: reason) }
+        }
+    }
+
+    /// Why no spool may be kept in the folder at `path`; nil when it may.
+    public static func refusal(_ path: String) -> String? {
+        var st = stat()
+        guard lstat(path, &st) == 0 else { return nil }
+        switch st.st_mode & S_IFMT {
+        case S_IFDIR: break
+        case S_IFLNK: return "is a symbolic link (to \((try? FileManager.default.destinationOfSymbolicLink(atPath: path)) ?? "?"))"
+        default: return "is not a directory"
+        }
+        let me = geteuid()
+        if st.st_uid != me && st.st_uid != 0 {
+            return "belongs to user \(userName(st.st_uid)), not to \(userName(me)) (who runs this process) or root"
+        }
+        if st.st_mode & S_IWOTH != 0 {
+            return String(format: "is writable by every user (mode %04o%@)", st.st_mode & 0o7777,
+                          st.st_mode & S_ISVTX != 0 ? "; the sticky bit does not stop others from adding records" : "")
+        }
+        if st.st_mode & S_IWGRP != 0 && !isMember(of: st.st_gid) {
+            return String(format: "is writable by the group %@ (mode %04o), which %@ is not in", groupName(st.st_gid),
+                          st.st_mode & 0o7777, userName(me))
+        }
+        return nil
+    }
+
+    /// One look at the spool root on a safety pass: nil while it is the directory this process
+    /// opened (`inode`) and no other user can write it; else why the daemon stops. A root that
+    /// cannot be looked at now is not judged.
+    public static func lookAtRoot(_ layout: SpoolLayout, inode: UInt64) -> SpoolTrustError? {
+        var st = stat()
+        if lstat(layout.root, &st) != 0 { return errno == ENOENT ? .gone(path: layout.root) : nil }
+        if UInt64(st.st_ino) != inode { return .gone(path: layout.root) }
+        return refusal(layout.root).map { .untrusted(path: layout.root, reason: $0) }
+    }
+
+    /// The spool root's inode now (nil when it cannot be looked at).
+    public static func rootInode(_ layout: SpoolLayout) -> UInt64? {
+        var st = stat()
+        return lstat(layout.root, &st) == 0 ? UInt64(st.st_ino) : nil
+    }
+
+    static func isMember(of gid: gid_t) -> Bool {
+        if gid == getegid() { return true }
+        let count = getgroups(0, nil)
+        guard count > 0 else { return false }
+        var groups = [gid_t](repeating: 0, count: Int(count))
+        let n = getgroups(count, &groups)
+        return n > 0 && groups.prefix(Int(n)).contains(gid)
+    }
+
+    static func userName(_ uid: uid_t) -> String {
+        guard let pw = getpwuid(uid), let name = pw.pointee.pw_name else { return "\(uid)" }
+        return "\(String(cString: name)) (\(uid))"
+    }
+
+    static func groupName(_ gid: gid_t) -> String {
+        guard let gr = getgrgid(gid), let name = gr.pointee.gr_name else { return "\(gid)" }
+        return "\(String(cString: name)) (\(gid))"
+    }
+}
+
+/// Where the records of a spool may send the Hub's bytes: below the cache base (never into the
+/// spool itself), or below a huggingface_hub cache the daemon was given (`speech-fetchd
+/// --hf-cache`). A target is judged by its real path: the part of it that exists is resolved
+/// (symlinks followed), so a folder planted as a link out of the cache is refused, and the rest
+/// may hold no `.` or `..`. A target elsewhere (a caller's own --cache-dir) is served when its
+/// owner asked for that repo and commit there (`vouched`).
+public struct RequestTargets: Sendable {
+    /// The cache base, resolved.
+    public let base: String
+    /// The huggingface_hub caches, resolved.
+    public let hubCaches: [String]
+    /// `<base>/spool`, resolved: never a target.
+    let spool: String
+    /// Verdicts by model directory for `cachedRefusal`.
+    private let memo = TargetVerdicts()
+
+    public init(base: String, hubCaches: [String] = []) {
+        self.base = RequestTargets.resolve(base) ?? base
+        self.hubCaches = hubCaches.map { RequestTargets.resolve($0) ?? $0 }
+        spool = self.base + "/spool"
+    }
+
+    /// The environment variable a daemon's processes read the huggingface_hub caches from
+    /// (`speech-fetchd --hf-cache`, set for the supervisor and its workers): paths separated by `:`.
+    public static let hubCachesVariable = "SPEECH_FETCH_DAEMON_HF_CACHES"
+
+    /// The targets of a daemon serving `base` with the environment it runs in.
+    public static func daemon(base: URL, environment: [String: String]) -> RequestTargets {
+        let caches = (environment[hubCachesVariable] ?? "").split(separator: ":").map(String.init).filter { !$0.isEmpty }
+        return RequestTargets(base: base.standardizedFileURL.path, hubCaches: caches)
+    }
+
+    /// Why a record pointing at `modelDir` (in `layout`) for `repo` at `commit` is not served;
+    /// nil when it is: below the cache base (not in the spool) or, in the huggingface_hub layout,
+    /// below a cache the daemon was given; anywhere else only when the target's owner asked for
+    /// exactly this there (`vouched`).
+    public func refusal(modelDir: String, layout: String?, repo: String, commit: String) -> String? {
+        guard let resolved = RequestTargets.resolve(modelDir) else {
+            return "its target \(modelDir) is not an absolute path of plain folder names"
+        }
+        let inSpool = resolved == spool || resolved.hasPrefix(spool + "/")
+        let roots = layout == "hf" ? hubCaches + [base] : [base]
+        if !inSpool && roots.contains(where: { resolved.hasPrefix($0 + "/") }) { return nil }
+        if !inSpool && RequestTargets.vouched(resolved, repo: repo, commit: commit) { return nil }
+        let shown = resolved == modelDir ? modelDir : "\(modelDir) (really \(resolved))"
+        let caches = hubCaches.isEmpty ? "no huggingface_hub cache (speech-fetchd --hf-cache DIR gives one)"
+            : "the huggingface_hub caches " + hubCaches.joined(separator: ", ")
+        return "its target \(shown) lies outside the cache base \(base) and \(caches) that speech-fetchd writes into, "
+            + "and holds no \(ModelLayout.manifest) of \(repo) at \(commit.prefix(12)) written by its owner, so nothing was "
+            + "fetched for it: ask for it again with `speech download` (which writes that manifest before it hands over), "
+            + "use a --cache-dir inside the cache base, or start speech-fetchd with --hf-cache for that huggingface_hub cache"
+    }
+
+    /// True when the directory `dir` (a resolved path) says its owner asked for `repo` at
+    /// `commit` there: its manifest (`.speech-fetch.json`, which a caller writes before it hands a
+    /// request over) is a regular file of the directory's owner naming them, and its staging
+    /// folder, if there, is a real folder of the same owner (no link out of it). Whoever can plant
+    /// that manifest can write the directory already.
+    static func vouched(_ dir: String, repo: String, commit: String) -> Bool {
+        var folder = stat(), manifest = stat(), staging = stat()
+        let manifestPath = dir + "/" + ModelLayout.manifest
+        guard lstat(dir, &folder) == 0, (folder.st_mode & S_IFMT) == S_IFDIR,
+              lstat(manifestPath, &manifest) == 0, (manifest.st_mode & S_IFMT) == S_IFREG, manifest.st_uid == folder.st_uid
+        else { return false }
+        if lstat(dir + "/" + ModelLayout.staging, &staging) == 0 {
+            guard (staging.st_mode & S_IFMT) == S_IFDIR, staging.st_uid == folder.st_uid else { return false }
+        }
+        guard let data = SharedFS.read(manifestPath, limit: 256 << 20).value, let snapshot = RepoSnapshot.decode(data) else { return false }
+        return snapshot.repo == repo && snapshot.commit == commit
+    }
+
+    public func refusal(_ record: ModelDirectoryRecord) -> String? {
+        refusal(modelDir: record.modelDir, layout: record.layout, repo: record.repo, commit: record.commit)
+    }
+
+    /// `refusal`, judged once per target by this process: what a worker asks of every job it
+    /// claims (the splicer, which writes into the target, judges it afresh).
+    public func cachedRefusal(_ record: ModelDirectoryRecord) -> String? {
+        let key = [record.layout ?? "", record.modelDir, record.repo, record.commit].joined(separator: "\n")
+        if let known = memo.verdict(key) { return known }
+        let verdict = refusal(record)
+        memo.remember(key, verdict)
+        return verdict
+    }
+
+    /// The real path of `path`: its longest existing prefix resolved (symlinks followed), then the
+    /// rest; nil when it is not absolute or a component of the rest is `.`, `..` or empty.
+    static func resolve(_ path: String) -> String? {
+        guard path.hasPrefix("/") else { return nil }
+        let parts = path.split(separator: "/", omittingEmptySubsequences: true).map(String.init)
+        guard !parts.contains(where: { $0 == "." || $0 == ".." }) else { return nil }
+        var existing = parts.count
+        while existing > 0 {
+            let prefix = "/" + parts.prefix(existing).joined(separator: "/")
+            if let real = realpath(prefix, nil) {
+                defer { free(real) }
+                let head = String(cString: real)
+                let rest = parts.dropFirst(existing)
+                return rest.isEmpty ? head : (head == "/" ? "" : head) + "/" + rest.joined(separator: "/")
+            }
+            existing -= 1
+        }
+        return "/" + parts.joined(separator: "/")
+    }
+
+    // MARK: Published for callers
+
+    /// `fetchd-<node>.hf-caches`: the huggingface_hub caches the node's daemon writes into, one
+    /// per line, so that a caller hands over only what that daemon will fetch.
+    public static func publishedPath(_ layout: SpoolLayout, node: String) -> String { layout.root + "/fetchd-\(node).hf-caches" }
+
+    /// Writes the list a caller reads (`published`).
+    public func publish(in spool: Spool) {
+        let temp = spool.tempPath("hf-caches")
+        guard (try? SpoolFS.writeNew(temp, Data(hubCaches.map { $0 + "\n" }.joined().utf8))) != nil else { return }
+        if rename(temp, RequestTargets.publishedPath(spool.layout, node: spool.owner.node)) != 0 { unlink(temp) }
+    }
+
+    /// Removes the list when the daemon stops.
+    public static func retract(in spool: Spool) { unlink(publishedPath(spool.layout, node: spool.owner.node)) }
+
+    /// The targets the daemon of this node serves, as it published them (only the cache base
+    /// when none is published).
+    public static func published(by spool: Spool) -> RequestTargets {
+        let text = SharedFS.read(publishedPath(spool.layout, node: spool.owner.node), limit: 1 << 20).value
+            .map { String(decoding: $0, as: UTF8.self) } ?? ""
+        let base = (spool.root as NSString).deletingLastPathComponent
+        return RequestTargets(base: base, hubCaches: text.split(separator: "\n").map(String.init).filter { $0.hasPrefix("/") })
+    }
+}
+
+/// Verdicts of `RequestTargets.cachedRefusal` (a few hundred at most: one per model directory).
+final class TargetVerdicts: @unchecked Sendable {
+    private let lock = NSLock()
+    private var verdicts: [String: String?] = [:]
+
+    func verdict(_ key: String) -> String?? { lock.withLock { verdicts[key] } }
+
+    func remember(_ key: String, _ verdict: String?) {
+        lock.withLock {
+            if verdicts.count > 4096 { verdicts.removeAll() }
+            verdicts[key] = .some(verdict)
+        }
+    }
+}
