@@ -277,7 +277,7 @@ public final class Worker: @unchecked Sendable {
     private func liveNodes() -> Int { max(1, liveNodeNames().count) }
 
     /// True while this node is within its share of the outstanding ranges, by count and by the
-    /// bytes still to come (`Spool.mayClaim`).
+    /// bytes still to come (`ClaimPolicy.mayClaim`).
     private func withinShare(ready: Int) -> Bool {
         let nodes = liveNodes()
         // While more ranges are ready than there are nodes, every claim counts as a whole range
@@ -285,7 +285,7 @@ public final class Worker: @unchecked Sendable {
         // and a look at each part) matter only at the end of a file.
         let loads = ready >= nodes ? spool.claimCounts() : spool.claimLoads(rangeLength: rangeLength)
         guard let loads else { return true }
-        return Spool.mayClaim(node: settings.node, ready: ready, loads: loads, liveNodes: nodes)
+        return ClaimPolicy.mayClaim(node: settings.node, ready: ready, loads: loads, liveNodes: nodes)
     }
 
     /// Range lengths by job, from the plans read so far: for the share estimate only (a file
