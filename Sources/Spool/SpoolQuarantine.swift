@@ -1,6 +1,6 @@
 // SpoolQuarantine - a spool record read whole that does not parse, moved to `corrupt/` with a
 // line in the daemon's log, kept apart from one that merely could not be read now
-// (docs/protocol.md, "Reading shared state").
+// (docs/protocol.md, "Corrupt records").
 import Foundation
 import SharedFiles
 
