@@ -1,4 +1,6 @@
-// SlotLooks - what the slots of one worker process share about their last looks at the spool.
+// SlotLooks - what the slots of one worker process share between their looks at the spool:
+// `SlotLooks` (the last listing and endgame look), `EndgameLookers` (which nodes race stalled
+// claims), and `Wakeup` (where idle slots sleep until the spool changes).
 import Foundation
 
 /// What the slots of one worker process learned at their last looks (shared by the slots), so
@@ -60,5 +62,64 @@ final class SlotLooks: @unchecked Sendable {
             endgameLooking = false
             endgameLooked = Date()
         }
+    }
+}
+
+/// Which nodes race stalled claims in the endgame: of the nodes holding no claim, the first
+/// in an order every node computes alike (a hash of the name), and any node when the nodes
+/// cannot be told. The others look at the claims' listing only, every quarter lease, until they
+/// are the first.
+enum EndgameLookers {
+    static let count = 1
+
+    static func looks(_ node: String, nodes: [String], holders: Set<String>) -> Bool {
+        guard nodes.contains(node) else { return true }
+        let idle = nodes.filter { !holders.contains($0) }.sorted { (rank($0), $0) < (rank($1), $1) }
+        return idle.prefix(count).contains(node) || !idle.contains(node)
+    }
+
+    /// A hash every process computes alike (FNV-1a): an order of nodes, a place to start.
+    static func rank(_ node: String) -> UInt64 {
+        var hash: UInt64 = 14_695_981_039_346_656_037
+        for byte in node.utf8 { hash = (hash ^ UInt64(byte)) &* 1_099_511_628_211 }
+        return hash
+    }
+}
+
+/// Idle slots sleep here until the watcher thread sees the spool change (or the poll passes).
+final class Wakeup: @unchecked Sendable {
+    private let condition = NSCondition()
+    private var generation = 0
+    /// Wake-ups from outside this process (inotify, the wake word): an endgame look is for those,
+    /// not for a part this process published (that only frees room in the node's share).
+    private var external = 0
+
+    func broadcast(shareOnly: Bool = false) {
+        condition.lock()
+        generation += 1
+        if !shareOnly { external += 1 }
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    /// The count of broadcasts so far: taken before a slot looks for work, so a broadcast
+    /// during its look ends the `wait` that follows at once instead of being missed.
+    func externalTicket() -> Int {
+        condition.lock()
+        defer { condition.unlock() }
+        return external
+    }
+
+    func ticket() -> Int {
+        condition.lock()
+        defer { condition.unlock() }
+        return generation
+    }
+
+    func wait(after seen: Int, seconds: Double) {
+        condition.lock()
+        let deadline = Date().addingTimeInterval(seconds)
+        while generation == seen && condition.wait(until: deadline) {}
+        condition.unlock()
     }
 }
