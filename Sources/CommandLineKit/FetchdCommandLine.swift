@@ -10,8 +10,9 @@ public enum FetchdCommandLine {
         Serves the spool of one cache base: splits requested files into range jobs, keeps N worker
         processes fetching them, K ranges at once each (default K 4, N enough for
         HF_DOWNLOAD_RANGE_CONCURRENCY ranges: 4 × 4 = 16), revokes dead claims, splices parts
-        and finalizes files. Foreground; logs one line per event to stderr; SIGTERM or SIGINT
-        drains (workers give their ranges back) and exits 0.
+        and finalizes files. Foreground; logs one line per event to stderr (or --log FILE, which
+        SIGHUP reopens; without it SIGHUP is ignored); SIGTERM or SIGINT drains (workers give
+        their ranges back) and exits 0.
         """,
         options: [
             .value("cache-base", "DIR", "the cache base to serve (default: $QWEN3_CACHE_DIR or ~/.cache/qwen3-speech)"),
@@ -26,6 +27,7 @@ public enum FetchdCommandLine {
             .value("cap-hf-cache", "DIR", "with --max-cache-size: count this huggingface_hub cache's revisions too, and evict them alike"),
             .value("cache-grace", "HOURS", "with --max-cache-size: never evict a model used within HOURS, and delete evicted ones after HOURS (default 1)"),
             .value("metrics", "ADDR:PORT", "serve Prometheus metrics at http://ADDR:PORT/metrics (a bare PORT listens on 127.0.0.1)"),
+            .value("log", "FILE", "append stdout and stderr to FILE, reopened on SIGHUP (logrotate); default: as given"),
         ],
         epilogue: """
         environment: SPEECH_FETCH_LEASE_SECONDS (30), SPEECH_FETCH_POLL_SECONDS (1, where inotify
@@ -48,6 +50,8 @@ public enum FetchdCommandLine {
         public var metrics: (host: String, port: UInt16)?
         /// `--max-rate` in bytes per second.
         public var maxRate: Int64?
+        /// `--log`: the file to append to and reopen on SIGHUP.
+        public var log: String?
         /// `--max-cache-size` in bytes, and `--cache-grace` in seconds.
         public var maxCacheSize: Int64?
         public var cacheGrace: Double?
@@ -105,6 +109,7 @@ public enum FetchdCommandLine {
             }
             result.maxRate = rate
         }
+        result.log = parsed.value("log")
         if let raw = parsed.value("max-cache-size") {
             guard let size = ByteRate.parse(raw) else {
                 program.usageError("speech-fetchd: --max-cache-size needs a size: a number with K, M or G (1024-based), like 500M or 20G, or plain bytes; not '\(raw)'")

@@ -89,7 +89,7 @@ public struct Handoff: Sendable {
         for folder in folders { watcher?.watch(spool.layout.path(folder)) }
         // The full pass (orphans, supervisor liveness): `SpoolSharing.waiterPoll`.
         let poll = sharing.waiterPoll(watching: watcher != nil)
-        let directory = request.directory
+        let live = progress == nil ? nil : LiveProgress(spool: spool)
         let splicer = Splicer(spool: spool)
         let deadline = timeout.map { Date().addingTimeInterval($0) }
         let total = request.files.reduce(Int64(0)) { $0 + $1.size }
@@ -139,7 +139,9 @@ public struct Handoff: Sendable {
             }
             // Plain waiters (`speech wait`) show no progress: they skip reading the sidecars.
             if let progress {
-                var report = handedOverProgress(request, directory: directory, total: total)
+                // One listing of parts/ and the sidecars of the files not final (the filer),
+                // and this node's ranges in flight (RAM: LiveProgress).
+                var report = RequestProgress.of(request, parts: spool.partsByFile(), live: live?.read() ?? [:])
                 report.bytesPerSecond = rate.add(report.completedBytes)
                 progress(report)
             }
@@ -183,29 +185,8 @@ public struct Handoff: Sendable {
         }
     }
 
-    private func handedOverProgress(_ request: SpoolRequest, directory: ModelDirectory, total: Int64) -> TransferProgress {
-        var bytes: Int64 = 0
-        var done = 0
-        let parts = spool.partsByFile()
-        for file in request.files {
-            if directory.isComplete(file) {
-                bytes += file.size
-                done += 1
-                continue
-            }
-            let key = PlannedFile.key(modelDir: request.modelDir, path: file.path, commit: request.commit)
-            if case .found(let found) = Sidecar.look(file.path, in: directory), let record = found {
-                let ranges = Set(record.done).union(parts[key] ?? [])
-                bytes += ranges.reduce(Int64(0)) { sum, i in
-                    sum + max(0, min(record.size, Int64(i + 1) * record.rangeSize) - Int64(i) * record.rangeSize)
-                }
-            }
-        }
-        return TransferProgress(completedBytes: min(bytes, total), totalBytes: total, filesDone: done,
-                                filesTotal: request.files.count)
-    }
-
-    /// Starts `speech-fetchd` for a cache base in its own session, logging to the spool.
+    /// Starts `speech-fetchd` for a cache base in its own session, logging to the spool
+    /// (`--log`: SIGHUP reopens the file).
     /// `discretionary` starts it (and so its workers) at nice 10.
     /// - Returns: the daemon's pid and its log file.
     @discardableResult
@@ -216,7 +197,9 @@ public struct Handoff: Sendable {
         let process = Process()
         let setsid = "/usr/bin/setsid"
         let nice = "/usr/bin/nice"
-        var command = [executable, "--cache-base", base.path]
+        // The daemon reopens its log on SIGHUP (logrotate); until it opens it, what it says
+        // (a usage error) goes there through the descriptor given here.
+        var command = [executable, "--cache-base", base.path, "--log", logPath]
         if discretionary && FileManager.default.isExecutableFile(atPath: nice) { command = [nice, "-n", "10"] + command }
         if FileManager.default.isExecutableFile(atPath: setsid) { command = [setsid] + command }
         process.executableURL = URL(fileURLWithPath: command[0])

@@ -7,12 +7,17 @@ import Transfer
 /// A cache base's spool at one instant.
 public struct SpoolStatus: Sendable {
     public struct Request: Sendable {
+        public let id: String
         public let repo: String
         public let commit: String
         public let modelDir: String
         /// "in flight", "done", or "failed: <reason>".
         public let state: String
         public let files: [FileJobs]
+        /// Bytes of final files, of ranges done or published, and of this node's ranges in
+        /// flight (RequestProgress); ranges other nodes have in flight count once published.
+        public let completedBytes: Int64
+        public let totalBytes: Int64
     }
 
     /// Jobs of one file that is not final yet.
@@ -43,6 +48,7 @@ public struct SpoolStatus: Sendable {
         for claim in claims { workersByNode[claim.holder.node, default: []].insert(claim.holder.pid) }
         let ready = spool.readyJobs()
         let parts = spool.partsByFile()
+        let live = LiveProgress(spool: spool)?.read() ?? [:]
         let requests = spool.requests().sorted { $0.createdAt < $1.createdAt }.map { request -> Request in
             let state: String
             switch spool.state(of: request.id) {
@@ -56,7 +62,9 @@ public struct SpoolStatus: Sendable {
                 return FileJobs(path: file.path, ready: ready.filter { $0.hasPrefix(key + ".") }.count,
                                 claimed: claims.filter { $0.range?.key == key }.count, partsWaiting: parts[key]?.count ?? 0)
             }
-            return Request(repo: request.repo, commit: request.commit, modelDir: request.modelDir, state: state, files: files)
+            let progress = RequestProgress.of(request, parts: parts, live: live)
+            return Request(id: request.id, repo: request.repo, commit: request.commit, modelDir: request.modelDir, state: state,
+                           files: files, completedBytes: progress.completedBytes, totalBytes: progress.totalBytes)
         }
         return SpoolStatus(spool: spool.root, supervisors: spool.liveSupervisors(), busyWorkers: workersByNode.mapValues(\.count),
                            requests: requests, corruptRecords: spool.corruptRecords(), corruptDir: spool.layout.path(.corrupt))

@@ -26,6 +26,18 @@ public enum SupervisorError: Error, Sendable, CustomStringConvertible {
     }
 }
 
+/// SIGHUP as the supervisor's loop sees it: the signals received so far (looked at every pass;
+/// the signal's EINTR ends the loop's sleep) and what to do once a new one came.
+public struct HangupRelay: Sendable {
+    let count: @Sendable () -> Int
+    let reopened: @Sendable () -> Void
+
+    public init(count: @escaping @Sendable () -> Int, reopened: @escaping @Sendable () -> Void) {
+        self.count = count
+        self.reopened = reopened
+    }
+}
+
 public final class Supervisor: @unchecked Sendable {
     public let spool: Spool
     let settings: DownloadSettings
@@ -45,6 +57,8 @@ public final class Supervisor: @unchecked Sendable {
     private var recentDeaths: [Date] = []
     /// Counters for `--metrics` (Metrics.swift), nil when nobody asks.
     public var metrics: DaemonMetrics?
+    /// SIGHUP to pass on to the workers (`--log`), nil when the daemon has no log file.
+    public var hangups: HangupRelay?
     /// `--max-cache-size`: the size cap's passes, nil without a cap.
     public var cacheCap: CacheCap?
 
@@ -101,6 +115,7 @@ public final class Supervisor: @unchecked Sendable {
         requestLog.metrics = metrics
         var lastGeneration: SpoolGeneration?? = .none
         var event = true
+        var hangupsSeen = hangups?.count() ?? 0
         // A local event that only announced parts (this node's workers published them): they
         // are spliced by the node that asked for their file, so only a node with a request of
         // its own in flight looks (at parts/, not a full pass); parts of a node that is gone are
@@ -108,6 +123,11 @@ public final class Supervisor: @unchecked Sendable {
         var partsOnly = false
         let partsFolder = spool.layout.path(.parts)
         while !shouldStop() {
+            if let hangups, hangups.count() != hangupsSeen {
+                hangupsSeen = hangups.count()
+                hangups.reopened()
+                for w in workers where w.isRunning { kill(w.processIdentifier, SIGHUP) }
+            }
             let workersChanged = keepWorkers()
             let now = Date()
             // One fstat of the generation through a held descriptor; the safety pass looks the
@@ -219,6 +239,7 @@ public final class Supervisor: @unchecked Sendable {
         while workers.contains(where: \.isRunning) && Date() < deadline { usleep(20_000) }
         for w in workers where w.isRunning { kill(w.processIdentifier, SIGKILL) }
         spool.revokeExpiredClaims()
+        if let live = LiveProgress(spool: spool) { rmdir(live.directory) }  // when no other daemon's worker has a record there
         spool.retireSupervisor()
         while cacheCap?.isRunning == true && Date() < deadline.addingTimeInterval(20) { usleep(20_000) }
         RequestTargets.retract(in: spool)

@@ -31,6 +31,8 @@ public final class Worker: @unchecked Sendable {
     /// Where idle slots sleep: woken by inotify, the wake word, or a part this process published
     /// (its claim is gone, so this node's share has room again).
     private let wakeup = Wakeup()
+    /// The bytes of this process's ranges in flight, in RAM for this node's waiters (LiveProgress).
+    private let live: LiveProgress?
 
     /// - Parameter slots: ranges this process transfers at once (threads). A few slots per
     ///   process keep the pool's memory small; a dead process loses its slots' ranges.
@@ -42,6 +44,7 @@ public final class Worker: @unchecked Sendable {
         self.settings = settings
         (spool, sharing) = try Spool.served(base: cacheBase, settings: settings)
         spool.targets = RequestTargets.daemon(base: cacheBase, environment: environment)
+        live = LiveProgress(spool: spool)
         // Workers use the credential of the node they run on, never one from the spool.
         let client = HubClient.fromEnvironment(environment, retry: settings.retry, stallTimeout: settings.stallTimeout)
         fetchers = try (0..<max(1, slots)).map { _ in try RangeFetch(client: client, settings: settings) }
@@ -163,151 +166,28 @@ public final class Worker: @unchecked Sendable {
         }
     }
 
-    /// The lowest ready range this node may take now, claimed; nil when there is none. Lowest
-    /// first: the file's contiguous prefix grows steadily, so the splicer's hash keeps up and
-    /// little is left to hash when the last range lands. Fair share: a node holds at most its
-    /// share of the outstanding ranges (ready and claimed, over the live nodes), so the first
-    /// node to wake does not take them all. The slots of this process decide one at a time; the
-    /// slots woken by one wake-up list `jobs/ready` once between them, unless a look claimed.
-    private func claimNext(ticket: Int, afterWork: Bool) -> ClaimedJob? {
-        claimLock.withLock {
-            guard looks.shouldList(ticket: ticket, afterWork: afterWork) else { return nil }
-            let claim = claimLowest()
-            looks.listed(ticket: ticket, claimed: claim != nil)
-            return claim
-        }
-    }
-
-    /// Jobs tried from one listing before listing again: when the first few were taken by
-    /// others since the listing, the rest likely were too, and a listing (three operations at
-    /// the file server) costs less than a failed try at each (a lookup of a name that is gone).
-    static let triesPerListing = 4
-
-    private func claimLowest() -> ClaimedJob? {
-        for _ in 0..<3 {
-            switch claimFromOneListing() {
-            case .claimed(let claim): return claim
-            case .none: return nil
-            case .taken: continue
-            }
-        }
-        return nil
-    }
-
-    private enum ScanResult {
-        case claimed(ClaimedJob)
-        case none
-        /// The jobs tried were all taken by others since the listing.
-        case taken
-    }
-
-    private func claimFromOneListing() -> ScanResult {
-        let ready = spool.readyJobs()
-        guard !ready.isEmpty else { return .none }
-        // The share is looked at (a listing of the claims) once a job whose plan is published
-        // is found: jobs arriving before their plan cost no look at the claims.
-        var shareChecked = false
-        // A file's jobs are claimable once its plan is published, after its jobs: one look for
-        // each file's plan per scan, not one per job (16 slots reading the missing plan for every
-        // job they saw slowed the planner publishing a 1 GiB file's 128 jobs). Looked up afresh
-        // each scan: a file dropped and asked for again keeps its key but may be planned anew
-        // (another node's request, another range size).
-        var plans: [String: PlannedFile] = [:]
-        var unplanned = Set<String>()
-        var tried = 0
-        for name in Worker.scanOrder(ready, from: scanStart) {
-            guard let (key, _) = PlannedFile.parseJob(name), !unplanned.contains(key) else { continue }
-            guard let plan = plans[key] ?? spool.plannedFile(key) else {
-                unplanned.insert(key)
-                continue
-            }
-            plans[key] = plan
-            if ownRequestsOnly && plan.node != settings.node { continue }
-            if !shareChecked {
-                guard withinShare(ready: ready.count) else { return .none }
-                shareChecked = true
-            }
-            if let claim = spool.claim(name, plan: plan) { return .claimed(claim) }
-            tried += 1
-            if tried >= Worker.triesPerListing { return .taken }
-        }
-        return .none
-    }
+    // The claim scan's memory (WorkerClaims).
 
     /// Where this process's scans start among the lowest ready jobs: every slot of every node
     /// reading one listing and trying the lowest job first would collide on it (each loser's
     /// try is a lookup of a name that is gone, at the file server); each process starts at its
     /// own place (a hash of its node and pid) and goes round.
-    private lazy var scanStart = Int(EndgameLookers.rank(spool.owner.description) % 1_000_003)
-
-    /// `ready` (sorted) from a start: the lowest `window` jobs are tried first, from `start`
-    /// modulo their count and round by a stride, then the rest in order. The window is the lowest jobs the
-    /// nodes take at once (16 per node, 64 at least), so the file's prefix still fills first.
-    static func scanOrder(_ ready: [String], from start: Int, window: Int = 64) -> [String] {
-        let head = min(ready.count, window)
-        guard head > 1 else { return ready }
-        // A stride of its own too (coprime with the window: every job once), so two processes
-        // that start near each other do not then walk the same jobs in step.
-        var stride = 1 + (start / 7) % (head - 1)
-        while gcd(stride, head) != 1 { stride += 1 }
-        let first = start % head
-        return (0..<head).map { ready[(first + $0 * stride) % head] } + ready[head...]
-    }
-
-    private static func gcd(_ a: Int, _ b: Int) -> Int { b == 0 ? a : gcd(b, a % b) }
+    lazy var scanStart = Int(EndgameLookers.rank(spool.owner.description) % 1_000_003)
 
     /// What this process's slots found at their last looks.
-    private let looks = SlotLooks()
+    let looks = SlotLooks()
 
-    private let claimLock = NSLock()
+    let claimLock = NSLock()
 
     /// The nodes with a supervisor record, listed at most every few seconds.
-    private let nodesLock = NSLock()
-    private var nodesSeen: (names: [String], at: Date) = ([], .distantPast)
-
-    private func liveNodeNames() -> [String] {
-        let keep = max(3, settings.lease / 4)
-        if let cached = nodesLock.withLock({ Date().timeIntervalSince(nodesSeen.at) < keep ? nodesSeen.names : nil }) { return cached }
-        // A listing of the records, no look at each (that grew with the nodes, in every process).
-        let names = spool.supervisorRecordNames() ?? []
-        nodesLock.withLock { nodesSeen = (names, Date()) }
-        return names
-    }
-
-    private func liveNodes() -> Int { max(1, liveNodeNames().count) }
-
-    /// True while this node is within its share of the outstanding ranges, by count and by the
-    /// bytes still to come (`Spool.mayClaim`).
-    private func withinShare(ready: Int) -> Bool {
-        let nodes = liveNodes()
-        // While more ranges are ready than there are nodes, every claim counts as a whole range
-        // (a listing of the claims); the bytes each claim still has to come (a listing of tmp/
-        // and a look at each part) matter only at the end of a file.
-        let loads = ready >= nodes ? spool.claimCounts() : spool.claimLoads(rangeLength: rangeLength)
-        guard let loads else { return true }
-        return Spool.mayClaim(node: settings.node, ready: ready, loads: loads, liveNodes: nodes)
-    }
+    let nodesLock = NSLock()
+    var nodesSeen: (names: [String], at: Date) = ([], .distantPast)
 
     /// Range lengths by job, from the plans read so far: for the share estimate only (a file
     /// planned anew under the same key may have another range size; the fetch itself uses the
     /// plan `Spool.claim` reads).
-    private let plansLock = NSLock()
-    private var plans: [String: PlannedFile] = [:]
-
-    private func rangeLength(_ job: String) -> Int64? {
-        guard let (key, index) = PlannedFile.parseJob(job) else { return nil }
-        var plan = plansLock.withLock { plans[key] }
-        if plan == nil, let read = spool.plannedFile(key) {
-            plan = read
-            plansLock.withLock {
-                if plans.count >= 1024 { plans.removeAll() }  // a long-lived worker sees many files
-                plans[key] = read
-            }
-        }
-        guard let plan, index < plan.rangeCount else { return nil }
-        let r = plan.range(index)
-        return r.end - r.start + 1
-    }
+    let plansLock = NSLock()
+    var plans: [String: PlannedFile] = [:]
 
     private func work(_ claim: ClaimedJob, fetcher: RangeFetch, shouldStop: @escaping @Sendable () -> Bool) {
         let plan = claim.plan
@@ -318,6 +198,10 @@ public final class Worker: @unchecked Sendable {
         var revoked = false
         let spool = self.spool
         let lease = settings.lease
+        // Until the part is published (or given up), this node's waiters see its bytes.
+        let entry = live?.begin(job: plan.jobName(claim.index))
+        var handedToPublisher = false
+        defer { if !handedToPublisher { entry?.remove() } }
         do {
             let repo = try RepoID(plan.repo)
             // A part a killed claimant of this range left behind is adopted: only its tail is fetched.
@@ -327,7 +211,8 @@ public final class Worker: @unchecked Sendable {
             // second while none do: a server's pause is a live fetch); a claim that was revoked
             // meanwhile (this worker looked dead) makes the worker give the range up.
             try fetcher.fetch(plan.file, repo: repo, commit: plan.commit, start: range.start, end: range.end, into: temp,
-                              resumeFrom: adopted, sync: false, onProgress: {
+                              resumeFrom: adopted, sync: false, onProgress: { held in
+                                  entry?.update(held)
                                   if Date().timeIntervalSince(lastRefresh) >= lease / 4 {
                                       lastRefresh = Date()
                                       revoked = !spool.refresh(claim)
@@ -342,7 +227,9 @@ public final class Worker: @unchecked Sendable {
             // queue while this worker goes back to fetching. Splicing is left to the supervisor
             // (woken by the part's arrival); any other process may splice it too.
             let log = self.log
+            handedToPublisher = true
             publisher.async {
+                defer { entry?.remove() }
                 do {
                     let won = try spool.syncAndPublishPart(temp, for: claim)
                     self.wakeup.broadcast(shareOnly: true)
@@ -408,126 +295,5 @@ extension Worker {
             let range = plan.range(index)
             return sum + range.end - range.start + 1
         }
-    }
-}
-
-/// What the slots of one worker process learned at their last looks (shared by the slots), so
-/// that a wake-up costs one listing of `jobs/ready` for the process, not one per slot.
-final class SlotLooks: @unchecked Sendable {
-    private let lock = NSLock()
-    private var listedTicket = -1
-    private var lastClaimed = false
-    private var endgameTicket = -1
-    private var endgameLooked = Date.distantPast
-    private var othersClaim = false
-    private var endgameLooking = false
-    private var every = 2.0
-
-    /// Seconds between timed endgame looks (longer for a node that is not among the racers).
-    var endgameEvery: Double {
-        get { lock.withLock { every } }
-        set { lock.withLock { every = newValue } }
-    }
-
-    /// Another node held claims at the last endgame look: one may stall, so idle slots look again
-    /// after a while even without a wake-up.
-    var othersHoldClaims: Bool {
-        get { lock.withLock { othersClaim } }
-        set { lock.withLock { othersClaim = newValue } }
-    }
-
-    /// Whether a slot lists `jobs/ready` now: after a wake-up it has not listed for, after a look
-    /// that claimed (more may be there), or when the slot has just finished a range (its share
-    /// has room again).
-    func shouldList(ticket: Int, afterWork: Bool) -> Bool {
-        lock.withLock { afterWork || lastClaimed || listedTicket != ticket }
-    }
-
-    func listed(ticket: Int, claimed: Bool) {
-        lock.withLock {
-            listedTicket = ticket
-            lastClaimed = claimed
-        }
-    }
-
-    /// One endgame look per wake-up for the whole process, and while another node holds claims
-    /// one per `seconds` (a stalled claim is noticed by its bytes not growing between looks).
-    /// One look at a time: on a slow filer a look can outlast the interval, and the slots must
-    /// not start theirs meanwhile (`endgameLookDone` ends it).
-    func mayLookForEndgame(ticket: Int, every seconds: Double) -> Bool {
-        lock.withLock {
-            let now = Date()
-            guard !endgameLooking,
-                  endgameTicket != ticket || (othersClaim && now.timeIntervalSince(endgameLooked) >= seconds) else { return false }
-            endgameTicket = ticket
-            endgameLooking = true
-            return true
-        }
-    }
-
-    func endgameLookDone() {
-        lock.withLock {
-            endgameLooking = false
-            endgameLooked = Date()
-        }
-    }
-}
-
-/// Which nodes race stalled claims in the endgame: of the nodes holding no claim, the first
-/// in an order every node computes alike (a hash of the name), and any node when the nodes
-/// cannot be told. The others look at the claims' listing only, every quarter lease, until they
-/// are the first.
-enum EndgameLookers {
-    static let count = 1
-
-    static func looks(_ node: String, nodes: [String], holders: Set<String>) -> Bool {
-        guard nodes.contains(node) else { return true }
-        let idle = nodes.filter { !holders.contains($0) }.sorted { (rank($0), $0) < (rank($1), $1) }
-        return idle.prefix(count).contains(node) || !idle.contains(node)
-    }
-
-    /// A hash every process computes alike (FNV-1a): an order of nodes, a place to start.
-    static func rank(_ node: String) -> UInt64 {
-        var hash: UInt64 = 14_695_981_039_346_656_037
-        for byte in node.utf8 { hash = (hash ^ UInt64(byte)) &* 1_099_511_628_211 }
-        return hash
-    }
-}
-
-/// Idle slots sleep here until the watcher thread sees the spool change (or the poll passes).
-final class Wakeup: @unchecked Sendable {
-    private let condition = NSCondition()
-    private var generation = 0
-    /// Wake-ups from outside this process (inotify, the wake word): an endgame look is for those,
-    /// not for a part this process published (that only frees room in the node's share).
-    private var external = 0
-
-    func broadcast(shareOnly: Bool = false) {
-        condition.lock()
-        generation += 1
-        if !shareOnly { external += 1 }
-        condition.broadcast()
-        condition.unlock()
-    }
-
-    /// The count of broadcasts so far: taken before a slot looks for work, so a broadcast
-    /// during its look ends the `wait` that follows at once instead of being missed.
-    func externalTicket() -> Int {
-        condition.lock()
-        defer { condition.unlock() }
-        return external
-    }
-
-    func ticket() -> Int {
-        condition.lock()
-        defer { condition.unlock() }
-        return generation
-    }
-
-    func wait(after seen: Int, seconds: Double) {
-        condition.lock()
-        let deadline = Date().addingTimeInterval(seconds)
-        while generation == seen && condition.wait(until: deadline) {}
-        condition.unlock()
     }
 }

@@ -124,21 +124,3 @@ public struct PlannedFile: Codable, Sendable, Equatable, ModelDirectoryRecord {
         return (String(key), index)
     }
 }
-
-/// One look at `spool/generation` (a `stat`): its identity and times. Any publisher's touch
-/// changes its ctime and mtime, so two looks that differ mean "something changed; look".
-public struct SpoolGeneration: Sendable, Equatable {
-    let inode: UInt64
-    let mtime: Int64
-    let mtimeNanoseconds: Int
-    let ctime: Int64
-    let ctimeNanoseconds: Int
-
-    init(_ st: stat) {
-        inode = UInt64(st.st_ino)
-        mtime = Int64(st.st_mtim.tv_sec)
-        mtimeNanoseconds = st.st_mtim.tv_nsec
-        ctime = Int64(st.st_ctim.tv_sec)
-        ctimeNanoseconds = st.st_ctim.tv_nsec
-    }
-}

@@ -36,14 +36,15 @@ public final class RangeFetch: @unchecked Sendable {
 
     /// Fetches bytes `start...end` of `file` into a new file at `partPath`; fsyncs it when `sync`
     /// (a caller that publishes the part later may sync it on its own time).
-    /// `onProgress` is called as bytes arrive, and at least once a second while the fetch runs
+    /// `onProgress` is called with the bytes the part holds as they arrive, and at least once a
+    /// second while the fetch runs
     /// (a lease refresh: a connection waiting for bytes, within its stall timeout, or a retry's
     /// wait is a live fetch too); `isCancelled` stops the fetch, also while no byte arrives.
     /// - Throws: `HubError` when the range cannot be had (non-retryable answer, retries exhausted).
     /// `resumeFrom`: bytes of the range an adopted part at `partPath` already holds; only the
     /// rest is asked for.
     public func fetch(_ file: RepoFile, repo: RepoID, commit: String, start: Int64, end: Int64, into partPath: String,
-                      resumeFrom: Int64 = 0, sync: Bool = true, onProgress: @escaping () -> Void = {},
+                      resumeFrom: Int64 = 0, sync: Bool = true, onProgress: @escaping (Int64) -> Void = { _ in },
                       isCancelled: @escaping () -> Bool = { false }) throws {
         let part = try PartFile(path: partPath, origin: start, keep: resumeFrom > 0)
         let writer = RangeWriter(start: start, end: end, fileSize: file.size, into: part, pin: EtagPin(),
@@ -52,7 +53,7 @@ public final class RangeFetch: @unchecked Sendable {
             if sync { try part.sync() }
             return
         }
-        writer.onWritten = { _ in onProgress() }
+        writer.onWritten = { [weak writer] _ in onProgress((writer?.next ?? start) - start) }
         let key = "\(repo)@\(commit)/\(file.path)"
         var url = try locations[key] ?? locator.source(of: file, repo: repo, commit: commit)
         locations[key] = url
@@ -73,8 +74,8 @@ public final class RangeFetch: @unchecked Sendable {
             }, onBody: { [weak writer] bytes in
                 cap?.take(bytes.count)  // the node's cap: this thread waits its turn (RateCap)
                 return (writer?.write(bytes) ?? false) && !isCancelled()
-            }, onTick: {
-                onProgress()
+            }, onTick: { [weak writer] in
+                onProgress((writer?.next ?? start) - start)
                 return !isCancelled()
             })
             let decision = policy.decide(session.performBlocking(), writer: writer, count: &count,
@@ -90,8 +91,8 @@ public final class RangeFetch: @unchecked Sendable {
             case .retry(let delay, let cause):
                 RetryEvents.report(RetryEvent(subject: file.path, error: cause, attempt: count.attempts + 1,
                                               attempts: policy.retry.attempts, wait: delay))
-                Sleep.seconds(delay) {
-                    onProgress()
+                Sleep.seconds(delay) { [weak writer] in
+                    onProgress((writer?.next ?? start) - start)
                     return isCancelled()
                 }
             case .follow(let target):

@@ -12,10 +12,10 @@
 // Reads are kept small (`readSize`) so that no sleep holds the embedded engine's loop for long.
 //
 // `speech-fetchd --max-rate` shares one schedule between every worker process of the node: its
-// 8 bytes live in a file on /dev/shm (RAM, this machine only) that each worker opens, and each
-// charge reads and advances them under flock. The lock is only ever local (the file is on
-// tmpfs, never on the shared cache), and CLOCK_MONOTONIC is one clock for every process of a
-// machine, so the processes agree on what "paid until" means.
+// 8 bytes live in a file on /dev/shm (RAM, this machine only) that each worker opens, and a
+// charge reads and advances them under flock, at least 5 ms of the cap at once (`grant`). The
+// lock is only ever local (the file is on tmpfs, never on the shared cache), and CLOCK_MONOTONIC
+// is one clock for every process of a machine, so the processes agree on "paid until".
 import Foundation
 import Synchronization
 
@@ -25,12 +25,21 @@ public final class RateCap: Sendable {
     public let bytesPerSecond: Int64
     /// When the bytes charged so far are paid for, in CLOCK_MONOTONIC nanoseconds; with a
     /// `shared` file, its copy there is the one that counts (this one only orders the threads).
-    private let paidUntil = Mutex<UInt64>(0)
+    /// `prepaid`: with a shared file, the nanoseconds of the cap this process charged to the
+    /// node's schedule ahead of its bytes (`grant`), which its next chunks use up first.
+    private let paidUntil = Mutex<(paid: UInt64, prepaid: UInt64)>((0, 0))
     /// The node's schedule, shared with the other processes (`speech-fetchd --max-rate`).
     private let shared: Int32?
 
     /// Credit the schedule keeps for time in which nobody read: 0.2 s of the cap.
     static let slack: UInt64 = 200_000_000
+
+    /// The least a process charges the node's schedule at once: 5 ms of the cap. A chunk within
+    /// what the process charged before takes no lock and no system call, so a cap far above the
+    /// link costs the workers next to nothing (a lock per chunk cost them about a tenth more CPU
+    /// at 100G: docs/benchmarks.md, scenario 7), and a process is at most 5 ms of the cap ahead
+    /// of its bytes.
+    static let grant: UInt64 = 5_000_000
 
     /// The smallest cap: below it one chunk would take seconds and ranges would look stalled.
     public static let minimum: Int64 = 1 << 10
@@ -76,20 +85,26 @@ public final class RateCap: Sendable {
     public func take(_ bytes: Int) {
         guard bytes > 0 else { return }
         let cost = UInt64((Double(bytes) / Double(bytesPerSecond) * 1e9).rounded())
-        let until = paidUntil.withLock { paid -> UInt64 in
+        let until = paidUntil.withLock { state -> UInt64 in
             let now = RateCap.now()
             guard let fd = shared else {
-                paid = RateCap.advance(paid, now: now, cost: cost)
-                return paid
+                state.paid = RateCap.advance(state.paid, now: now, cost: cost)
+                return state.paid
+            }
+            // Charged already (the last grant): wait until that grant is paid for.
+            if state.prepaid >= cost {
+                state.prepaid -= cost
+                return state.paid
             }
             // Across processes: read, advance and write the node's schedule under its lock.
+            let charge = max(cost, RateCap.grant)
             while flock(fd, LOCK_EX) != 0 && errno == EINTR {}
             defer { flock(fd, LOCK_UN) }
             var stored: UInt64 = 0
             let n = withUnsafeMutableBytes(of: &stored) { pread(fd, $0.baseAddress, 8, 0) }
-            var next = RateCap.advance(n == 8 ? stored : 0, now: now, cost: cost)
+            var next = RateCap.advance(n == 8 ? stored : 0, now: now, cost: charge)
             _ = withUnsafeBytes(of: &next) { pwrite(fd, $0.baseAddress, 8, 0) }
-            paid = next
+            state = (next, charge - cost)
             return next
         }
         RateCap.sleep(until: until)

@@ -1,4 +1,4 @@
-// InfoCommands - `speech models`, `wait`, `status`, `resolve` and `env`: parse, ask, print.
+// InfoCommands - `speech models`, `wait`, `resolve` and `env`: parse, ask, print (`status`: StatusCommand).
 import CommandLineKit
 import Daemon
 import FileEvents
@@ -26,9 +26,6 @@ enum InfoCommands {
         """,
         options: [CacheCommand.baseOption], minOperands: 1, maxOperands: 1,
         epilogue: "exit codes: 0 withdrawn, 1 nothing was requested for the repo, 64 bad usage.")
-    static let statusSpec = CommandSpec(
-        name: "speech status", summary: "The spool of a cache base: daemons, busy workers, requests and the jobs of each file.",
-        options: [CacheCommand.baseOption, .flag("json", "one JSON object")])
     static let resolveSpec = CommandSpec(
         name: "speech resolve", operands: "<org/name>",
         summary: "Print the commit a revision names and the file tree the Hub lists (no file bodies).",
@@ -119,43 +116,6 @@ enum InfoCommands {
         } catch {
             speechProgram.fail(Messages.describe(error))
         }
-    }
-
-    static func status(_ words: [String]) -> Never {
-        let parsed = speechProgram.parse(statusSpec, words)
-        let base = parsed.value("cache-base").map { URL(fileURLWithPath: $0) } ?? HuggingFaceDownloader().defaultCacheBase
-        let status: SpoolStatus
-        do {
-            status = try SpoolStatus.read(cacheBase: base)
-        } catch {
-            speechProgram.fail(Messages.describe(error))
-        }
-        if parsed.flag("json") {
-            emitJSON(["spool": status.spool, "supervisors": status.supervisors, "busyWorkers": status.busyWorkers,
-                      "corruptRecords": status.corruptRecords,
-                      "requests": status.requests.map { request -> [String: Any] in
-                          ["repo": request.repo, "commit": request.commit, "modelDir": request.modelDir, "state": request.state,
-                           "files": request.files.map { ["path": $0.path, "ready": $0.ready, "claimed": $0.claimed,
-                                                         "partsWaiting": $0.partsWaiting] as [String: Any] }]
-                      }] as [String: Any])
-            exit(0)
-        }
-        var out = "spool \(status.spool)\n"
-        out += "supervisors: \(status.supervisors.isEmpty ? "none" : status.supervisors.joined(separator: ", "))\n"
-        out += "busy workers: " + (status.busyWorkers.isEmpty ? "none" : status.busyWorkers.sorted { $0.key < $1.key }
-            .map { "\($0.key) \($0.value)" }.joined(separator: ", ")) + "\n"
-        out += "requests: \(status.requests.count)\n"
-        if let newest = status.corruptRecords.last {
-            out += "corrupt records: \(status.corruptRecords.count) in \(status.corruptDir) (unreadable, set aside; safe to delete), newest \(newest)\n"
-        }
-        for request in status.requests {
-            out += "  \(request.repo) @ \(request.commit.prefix(10)) → \(request.modelDir) [\(request.state)]\n"
-            for file in request.files {
-                out += "    \(file.path): \(file.ready) ready, \(file.claimed) claimed, \(file.partsWaiting) parts waiting\n"
-            }
-        }
-        emit(out)
-        exit(0)
     }
 
     static func resolve(_ words: [String], environment: [String: String] = ProcessInfo.processInfo.environment) -> Never {

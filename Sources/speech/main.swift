@@ -44,7 +44,7 @@ if let fetchd = ProcessInfo.processInfo.environment[FetchdProcess.environmentKey
         try FetchdProcess.run(FetchdOptions(cacheBase: parsed.cacheBase.map { URL(fileURLWithPath: $0) }, workers: parsed.workers, slots: parsed.slots,
                                             node: parsed.node, isWorker: parsed.isWorker, ownRequestsOnly: parsed.ownRequests, hubCaches: parsed.hubCaches,
                                             metrics: parsed.metrics, maxRate: parsed.maxRate, maxCacheSize: parsed.maxCacheSize, cacheGrace: parsed.cacheGrace,
-                                            capHubCache: parsed.capHubCache.map { URL(fileURLWithPath: $0) }, build: parsed.metrics == nil ? [] : FetchdCommandLine.buildLabels(fetchdProgram)), executable: fetchd)
+                                            capHubCache: parsed.capHubCache.map { URL(fileURLWithPath: $0) }, log: parsed.log, build: parsed.metrics == nil ? [] : FetchdCommandLine.buildLabels(fetchdProgram)), executable: fetchd)
     }
 }
 
@@ -53,7 +53,7 @@ let commands: [String: ([String]) -> Never] = [
     "cache": { CacheCommand.run($0) },
     "models": { InfoCommands.models($0) },
     "wait": { InfoCommands.wait($0) },
-    "status": { InfoCommands.status($0) },
+    "status": { StatusCommand.run($0) },
     "cancel": { InfoCommands.cancel($0) },
     "resolve": { InfoCommands.resolve($0) },
     "env": { EnvCommand.run($0) },
@@ -62,7 +62,7 @@ let commands: [String: ([String]) -> Never] = [
 
 let helpOf: [String: String] = [
     "download": DownloadCommand.spec.help, "cache": CacheCommand.spec.help, "models": InfoCommands.modelsSpec.help,
-    "wait": InfoCommands.waitSpec.help, "cancel": InfoCommands.cancelSpec.help, "status": InfoCommands.statusSpec.help, "resolve": InfoCommands.resolveSpec.help,
+    "wait": InfoCommands.waitSpec.help, "cancel": InfoCommands.cancelSpec.help, "status": StatusCommand.spec.help, "resolve": InfoCommands.resolveSpec.help,
     "env": InfoCommands.envSpec.help, "demo": DownloadCommand.demoSpec.help,
 ]
 

@@ -1,5 +1,5 @@
 // `speech-fetchd --metrics`: the Prometheus page of a real daemon after a real daemon-served
-// download, linted by Debian's promtool; what else the endpoint answers; the addresses it refuses.
+// download, linted by Debian's promtool and scraped by its Prometheus server; what else the endpoint answers; the addresses it refuses.
 import Foundation
 import TestHub
 @testable import TestSupport
@@ -110,6 +110,56 @@ final class MetricsTests: DaemonTestCase {
         XCTAssertEqual(lint.terminationStatus, 0, "promtool check metrics: \(contents(out)) \(contents(err))")
         XCTAssertEqual((contents(out) + contents(err)).trimmingCharacters(in: .whitespacesAndNewlines), "",
                        "promtool has nothing to say about the page")
+    }
+
+    /// Debian's Prometheus server scrapes the daemon every second; the values come back through
+    /// its query API (`/api/v1/query`), as a dashboard or an alert would read them.
+    func testAPrometheusServerScrapesTheDaemon() throws {
+        let prometheus = URL(fileURLWithPath: "/usr/bin/prometheus")
+        guard FileManager.default.isExecutableFile(atPath: prometheus.path) else {
+            throw XCTSkip("prometheus is not installed (apt-get install prometheus; scripts/test installs it): nothing scraped the page")
+        }
+        try TestHub.generateRepo(root: root, repo: repo, files: ["model.safetensors": 2 << 20])
+        let port = try freePort()
+        let log = try startMetricsDaemon(port: port, workers: 1)
+        let (client, _, clientErr) = try speech(["download", repo, "--cache-base", cacheBase.path], hint: "client")
+        XCTAssertTrue(waitForExit(client, timeout: 60))
+        XCTAssertEqual(client.terminationStatus, 0, contents(clientErr))
+
+        // The server, its configuration and its data under the test's temp folder (removed in
+        // tearDown, which also kills the server).
+        let config = temp.appendingPathComponent("prometheus.yml")
+        try Data("""
+            global:
+              scrape_interval: 1s
+            scrape_configs:
+              - job_name: speech-fetchd
+                static_configs:
+                  - targets: ['127.0.0.1:\(port)']
+
+            """.utf8).write(to: config)
+        let web = try freePort()
+        let (server, _, serverErr) = try launch(prometheus, ["--config.file=\(config.path)",
+                                                             "--storage.tsdb.path=\(temp.appendingPathComponent("tsdb").path)",
+                                                             "--web.listen-address=127.0.0.1:\(web)"],
+                                                environment: ["HOME": temp.path], hint: "prometheus")
+        // One instant query; the value of its first sample ("" until the server has one).
+        func query(_ expression: String) -> String {
+            let answer = body(exchange("GET /api/v1/query?query=\(expression) HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", port: web))
+            guard let json = try? JSONSerialization.jsonObject(with: Data(answer.utf8)) as? [String: Any],
+                  let data = json["data"] as? [String: Any], let result = data["result"] as? [[String: Any]],
+                  let value = result.first?["value"] as? [Any], value.count == 2 else { return "" }
+            return "\(value[1])"
+        }
+        var bytes = ""
+        XCTAssertTrue(waitUntil(timeout: 20, interval: 0.25) {
+            bytes = query("speech_fetchd_bytes_fetched_total")
+            return bytes == "\(2 << 20)"
+        }, "Prometheus scraped the bytes the daemon fetched (got '\(bytes)'); prometheus:\n\(contents(serverErr))\ndaemon:\n\(contents(log))")
+        XCTAssertTrue(server.isRunning)
+        XCTAssertEqual(query("up%7Bjob%3D%22speech-fetchd%22%7D"), "1", "the target is up")
+        XCTAssertEqual(query("speech_fetchd_build_info"), "1", "the build info is scraped")
+        XCTAssertEqual(query("speech_fetchd_requests%7Bstate%3D%22done%22%7D"), "1")
     }
 
     func testAClaimRevokedAfterAWorkerIsKilledIsCounted() throws {

@@ -292,10 +292,10 @@ class Daemon:
     """A speech-fetchd serving base, up once its supervisor has registered; stop() sends SIGTERM
     (True: it exited within 15 s, else its process group is killed)."""
 
-    def __init__(self, fetchd, base, env, log_path):
+    def __init__(self, fetchd, base, env, log_path, extra=()):
         os.makedirs(base, exist_ok=True)
         self.base = base
-        self.pid = spawn([fetchd, "--cache-base", base], env, log_path)
+        self.pid = spawn([fetchd, "--cache-base", base] + list(extra), env, log_path)
         deadline = time.monotonic() + 30
         while not glob.glob(os.path.join(base, "spool", "supervisors", "*")):
             if time.monotonic() > deadline or os.waitpid(self.pid, os.WNOHANG)[0]:

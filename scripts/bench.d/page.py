@@ -15,6 +15,7 @@ import statistics
 
 from measure import MIB, NOISE_SHARE, SAMPLE_SECONDS
 from scenario6 import N_WAITERS
+import scenario7
 
 
 def f1(x, fmt="{:.1f}"):
@@ -438,6 +439,8 @@ def render_more(more):
                      f"{f1(r['wake_ms']['median'])} | {f1(r['wake_ms']['p99'])} | "
                      f"{f1(r['wake_ms']['min'])}–{f1(r['wake_ms']['max'])} | {cpu} | "
                      f"{f1(r['cpu_per_waiter_total_ms']['median'])} |")
+    if more.get("7"):
+        L += scenario7.render(more["7"], header, fr, tool_rows)
     return L
 
 
@@ -506,4 +509,6 @@ def verdict_more(more):
                       + " ms per waiter per second)" if wcs else "not measured")
                    + "; whole-life CPU per waiter (start-up and exit) "
                    + ", ".join(f1(r["cpu_per_waiter_total_ms"]["median"]) for r in rs) + " ms (median).")
+    if more.get("7"):
+        out += scenario7.verdict(more["7"])
     return out

@@ -31,6 +31,8 @@ public struct FetchdOptions: Sendable {
     public var metrics: (host: String, port: UInt16)?
     /// A cap on the node's download rate in bytes per second, shared by all its workers.
     public var maxRate: Int64?
+    /// The file stdout and stderr append to, reopened on SIGHUP (nil: as given, SIGHUP ignored).
+    public var log: String?
     /// A cap on the cache base's models in bytes (`--max-cache-size`), and the grace period in
     /// seconds (`--cache-grace`, default an hour): CacheAdmin's prune, run by the supervisor.
     public var maxCacheSize: Int64?
@@ -42,7 +44,7 @@ public struct FetchdOptions: Sendable {
 
     public init(cacheBase: URL? = nil, workers: Int? = nil, slots: Int = 4, node: String? = nil,
                 isWorker: Bool = false, ownRequestsOnly: Bool = false, hubCaches: [String] = [], metrics: (host: String, port: UInt16)? = nil,
-                maxRate: Int64? = nil, maxCacheSize: Int64? = nil, cacheGrace: Double? = nil, capHubCache: URL? = nil, build: [(String, String)] = []) {
+                maxRate: Int64? = nil, maxCacheSize: Int64? = nil, cacheGrace: Double? = nil, capHubCache: URL? = nil, log: String? = nil, build: [(String, String)] = []) {
         self.cacheBase = cacheBase
         self.workers = workers
         self.slots = slots
@@ -52,6 +54,7 @@ public struct FetchdOptions: Sendable {
         self.hubCaches = hubCaches
         self.metrics = metrics
         self.maxRate = maxRate
+        self.log = log
         self.maxCacheSize = maxCacheSize
         self.cacheGrace = cacheGrace
         self.capHubCache = capHubCache
@@ -81,6 +84,8 @@ public enum FetchdProcess {
         let cacheBase = options.cacheBase ?? HuggingFaceDownloader(environment: environment).defaultCacheBase
         let stop = StopSignal()
         stop.install()
+        // Before anything is logged: every line goes to the file, which SIGHUP reopens.
+        if let path = options.log { try LogFile.attach(path) } else { LogFile.ignoreHangups() }
         let role = options.isWorker ? "speech-fetchd[\(getpid())] worker" : "speech-fetchd[\(getpid())]"
         let log: @Sendable (String) -> Void = { line in
             let stamp = ISO8601DateFormatter().string(from: Date())
@@ -97,6 +102,7 @@ public enum FetchdProcess {
                 .run(shouldStop: { stop.isRaised })
         } else {
             let command = [executable, "--worker", "--cache-base", cacheBase.path] + (options.node.map { ["--node", $0] } ?? [])
+                + (options.log.map { ["--log", $0] } ?? [])
             // The node's cap: one schedule in RAM that every worker charges (RateCap).
             var schedule: String?
             if let rate = options.maxRate {
@@ -110,6 +116,14 @@ public enum FetchdProcess {
             defer { if let schedule { unlink(schedule) } }
             let supervisor = try Supervisor(cacheBase: cacheBase, workers: options.workers, slots: options.slots, workerCommand: command,
                                             ownRequestsOnly: options.ownRequestsOnly, environment: environment, log: log)
+            if let path = options.log {
+                // The workers inherited the old file: each reopens it too (they run with --log).
+                supervisor.hangups = HangupRelay(count: { LogFile.hangups }, reopened: {
+                    let failed = LogFile.lastFailure
+                    log(failed == 0 ? "reopened the log \(path) (SIGHUP); the workers reopen it too"
+                        : "cannot reopen the log \(path) (\(String(cString: strerror(failed)))); still writing to the old file")
+                })
+            }
             var server: MetricsServer?
             if let endpoint = options.metrics {
                 guard let address = MetricsAddress(host: endpoint.host, port: endpoint.port) else {

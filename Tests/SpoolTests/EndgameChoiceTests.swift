@@ -1,43 +1,9 @@
-// Whether a node's slot may claim one more ready range (`Spool.mayClaim`): within its
-// share by count, and, at the end of a file, by the bytes its claims still have to come.
+// Which claim an idle slot duplicates in the endgame, on real spool files; the rules alone are
+// ClaimPolicyTests' tables.
 import Foundation
 import HubTypes
 import Spool
 import XCTest
-
-final class FairShareTests: XCTestCase {
-    func testASingleNodeTakesWhatItsSlotsAllow() {
-        XCTAssertTrue(Spool.mayClaim(node: "a", ready: 8, loads: ["a": [1, 1, 1, 1, 1, 1]], liveNodes: 1))
-    }
-
-    func testTwoLiveNodesSplitTheRangesByCount() {
-        // The other node is alive but has claimed nothing yet: node a holds half of the eight ranges.
-        XCTAssertTrue(Spool.mayClaim(node: "a", ready: 5, loads: ["a": [1, 1, 1]], liveNodes: 2))
-        XCTAssertFalse(Spool.mayClaim(node: "a", ready: 4, loads: ["a": [1, 1, 1, 1]], liveNodes: 2))
-    }
-
-    /// With four ranges left, a node whose slots free one after another could take all four
-    /// (fresh, sharing its link) while the other nodes' ranges are nearly done, and finish well
-    /// after them. By count each take is within its share; by the bytes still to come, a node
-    /// that has just taken two fresh ranges leaves the last ones to the nodes about to be idle.
-    func testAtTheEndOfAFileANodeWithFreshRangesLeavesTheLastOnesToTheOthers() {
-        let loads: [String: [Double]] = ["node1": [0.1, 0.2], "node2": [0.3, 0.2, 0.1], "node3": [1, 1, 0.3]]
-        XCTAssertFalse(Spool.mayClaim(node: "node3", ready: 2, loads: loads, liveNodes: 3), "node3 holds 2.3 ranges' worth")
-        XCTAssertTrue(Spool.mayClaim(node: "node1", ready: 2, loads: loads, liveNodes: 3), "node1 holds 0.3")
-        XCTAssertTrue(Spool.mayClaim(node: "node2", ready: 2, loads: loads, liveNodes: 3), "node2 holds 0.6")
-    }
-
-    /// The least loaded live node may always claim, so a ready range never waits for the loads to
-    /// even out.
-    func testTheLeastLoadedNodeMayAlwaysClaim() {
-        let loads: [String: [Double]] = ["a": [1, 1, 1], "b": [1, 1, 1], "c": [1, 1, 0.9]]
-        XCTAssertTrue(Spool.mayClaim(node: "c", ready: 1, loads: loads, liveNodes: 3))
-        XCTAssertFalse(Spool.mayClaim(node: "a", ready: 1, loads: loads, liveNodes: 3))
-        // A live node that holds nothing is the least loaded.
-        XCTAssertFalse(Spool.mayClaim(node: "c", ready: 1, loads: loads, liveNodes: 4))
-        XCTAssertTrue(Spool.mayClaim(node: "d", ready: 1, loads: loads, liveNodes: 4))
-    }
-}
 
 /// Which claim an idle slot duplicates in the endgame (`Spool.laggingClaim`): only one whose
 /// duplicate would be published first, by the bytes still to cross each node's link, or one that
@@ -84,7 +50,7 @@ final class EndgameChoiceTests: XCTestCase {
         for (i, left) in [0.6, 0.5, 0.5, 0.65].enumerated() { try claim(spool, plan, i, node: "node2", pid: 100 + i, left: left) }
         for (i, left) in [0.35, 0.6, 0.75].enumerated() { try claim(spool, plan, 4 + i, node: "node1", pid: 200 + i, left: left) }
         XCTAssertNil(spool.laggingClaim(), "a duplicate would end after node2's own part")
-        XCTAssertFalse(Spool.duplicateWouldWin(remaining: 65, length: 100, holder: [60, 50, 50, 65], mine: [35, 60, 75]))
+        XCTAssertFalse(ClaimPolicy.duplicateWouldWin(remaining: 65, length: 100, holder: [60, 50, 50, 65], mine: [35, 60, 75]))
     }
 
     /// A node with nothing in flight races the range with the most bytes to come.

@@ -1,0 +1,135 @@
+// WorkerClaims - how a worker's slot picks its next range: one listing of `jobs/ready` per
+// wake-up for the process, each file's plan read once per scan, every process starting its scan
+// at its own place, and the node's fair share (`ClaimPolicy.mayClaim`) looked at once a claimable
+// job is found.
+import Foundation
+import ModelCache
+import Spool
+
+extension Worker {
+    /// The lowest ready range this node may take now, claimed; nil when there is none. Lowest
+    /// first: the file's contiguous prefix grows steadily, so the splicer's hash keeps up and
+    /// little is left to hash when the last range lands. Fair share: a node holds at most its
+    /// share of the outstanding ranges (ready and claimed, over the live nodes), so the first
+    /// node to wake does not take them all. The slots of this process decide one at a time; the
+    /// slots woken by one wake-up list `jobs/ready` once between them, unless a look claimed.
+    func claimNext(ticket: Int, afterWork: Bool) -> ClaimedJob? {
+        claimLock.withLock {
+            guard looks.shouldList(ticket: ticket, afterWork: afterWork) else { return nil }
+            let claim = claimLowest()
+            looks.listed(ticket: ticket, claimed: claim != nil)
+            return claim
+        }
+    }
+
+    /// Jobs tried from one listing before listing again: when the first few were taken by
+    /// others since the listing, the rest likely were too, and a listing (three operations at
+    /// the file server) costs less than a failed try at each (a lookup of a name that is gone).
+    static let triesPerListing = 4
+
+    private func claimLowest() -> ClaimedJob? {
+        for _ in 0..<3 {
+            switch claimFromOneListing() {
+            case .claimed(let claim): return claim
+            case .none: return nil
+            case .taken: continue
+            }
+        }
+        return nil
+    }
+
+    private enum ScanResult {
+        case claimed(ClaimedJob)
+        case none
+        /// The jobs tried were all taken by others since the listing.
+        case taken
+    }
+
+    private func claimFromOneListing() -> ScanResult {
+        let ready = spool.readyJobs()
+        guard !ready.isEmpty else { return .none }
+        // The share is looked at (a listing of the claims) once a job whose plan is published
+        // is found: jobs arriving before their plan cost no look at the claims.
+        var shareChecked = false
+        // A file's jobs are claimable once its plan is published, after its jobs: one look for
+        // each file's plan per scan, not one per job (16 slots reading the missing plan for every
+        // job they saw slowed the planner publishing a 1 GiB file's 128 jobs). Looked up afresh
+        // each scan: a file dropped and asked for again keeps its key but may be planned anew
+        // (another node's request, another range size).
+        var plans: [String: PlannedFile] = [:]
+        var unplanned = Set<String>()
+        var tried = 0
+        for name in Worker.scanOrder(ready, from: scanStart) {
+            guard let (key, _) = PlannedFile.parseJob(name), !unplanned.contains(key) else { continue }
+            guard let plan = plans[key] ?? spool.plannedFile(key) else {
+                unplanned.insert(key)
+                continue
+            }
+            plans[key] = plan
+            if ownRequestsOnly && plan.node != settings.node { continue }
+            if !shareChecked {
+                guard withinShare(ready: ready.count) else { return .none }
+                shareChecked = true
+            }
+            if let claim = spool.claim(name, plan: plan) { return .claimed(claim) }
+            tried += 1
+            if tried >= Worker.triesPerListing { return .taken }
+        }
+        return .none
+    }
+
+
+    /// `ready` (sorted) from a start: the lowest `window` jobs are tried first, from `start`
+    /// modulo their count and round by a stride, then the rest in order. The window is the lowest jobs the
+    /// nodes take at once (16 per node, 64 at least), so the file's prefix still fills first.
+    static func scanOrder(_ ready: [String], from start: Int, window: Int = 64) -> [String] {
+        let head = min(ready.count, window)
+        guard head > 1 else { return ready }
+        // A stride of its own too (coprime with the window: every job once), so two processes
+        // that start near each other do not then walk the same jobs in step.
+        var stride = 1 + (start / 7) % (head - 1)
+        while gcd(stride, head) != 1 { stride += 1 }
+        let first = start % head
+        return (0..<head).map { ready[(first + $0 * stride) % head] } + ready[head...]
+    }
+
+    private static func gcd(_ a: Int, _ b: Int) -> Int { b == 0 ? a : gcd(b, a % b) }
+
+    func liveNodeNames() -> [String] {
+        let keep = max(3, settings.lease / 4)
+        if let cached = nodesLock.withLock({ Date().timeIntervalSince(nodesSeen.at) < keep ? nodesSeen.names : nil }) { return cached }
+        // A listing of the records, no look at each (that grew with the nodes, in every process).
+        let names = spool.supervisorRecordNames() ?? []
+        nodesLock.withLock { nodesSeen = (names, Date()) }
+        return names
+    }
+
+    private func liveNodes() -> Int { max(1, liveNodeNames().count) }
+
+    /// True while this node is within its share of the outstanding ranges, by count and by the
+    /// bytes still to come (`ClaimPolicy.mayClaim`).
+    private func withinShare(ready: Int) -> Bool {
+        let nodes = liveNodes()
+        // While more ranges are ready than there are nodes, every claim counts as a whole range
+        // (a listing of the claims); the bytes each claim still has to come (a listing of tmp/
+        // and a look at each part) matter only at the end of a file.
+        let loads = ready >= nodes ? spool.claimCounts() : spool.claimLoads(rangeLength: rangeLength)
+        guard let loads else { return true }
+        return ClaimPolicy.mayClaim(node: settings.node, ready: ready, loads: loads, liveNodes: nodes)
+    }
+
+    private func rangeLength(_ job: String) -> Int64? {
+        guard let (key, index) = PlannedFile.parseJob(job) else { return nil }
+        var plan = plansLock.withLock { plans[key] }
+        if plan == nil, let read = spool.plannedFile(key) {
+            plan = read
+            plansLock.withLock {
+                if plans.count >= 1024 { plans.removeAll() }  // a long-lived worker sees many files
+                plans[key] = read
+            }
+        }
+        guard let plan, index < plan.rangeCount else { return nil }
+        let r = plan.range(index)
+        return r.end - r.start + 1
+    }
+}

@@ -1,0 +1,185 @@
+// SpoolJobs - a file's plan and its range jobs: planned once under its key, made ready, claimed
+// by rename, refreshed, given back, and dropped once the file is final or failed
+// (docs/protocol.md, "The spool").
+import Foundation
+import ModelCache
+import SharedFiles
+
+extension Spool {
+    public func plannedFile(_ key: String) -> PlannedFile? { lookPlan(key).value }
+
+    /// A file's plan: found, positively absent, or unknown (a read that failed; or a record read
+    /// whole that is not a plan, which goes to `corrupt/` so the next planner pass plans the file
+    /// again from its sidecar).
+    public func lookPlan(_ key: String) -> Lookup<PlannedFile> {
+        let path = layout.plan(key)
+        // A plan is published once under its key (link(2)) and never rewritten: while the name
+        // still has the inode, size and mtime read last time, the plan is the one read (a stat,
+        // not an open, read and close: workers look at plans at every scan). A file planned anew
+        // under the same key is a new inode; a record damaged in place has a new mtime.
+        let seen = SharedFS.lstat(path)
+        switch seen {
+        case .found(let st):
+            if let cached = lock.withLock({ planCache[key] }), cached.identity == FileIdentity(st) { return .found(cached.plan) }
+        case .absent:
+            lock.withLock { planCache[key] = nil }
+            return .absent
+        case .unknown:
+            break
+        }
+        switch SharedFS.read(path) {
+        case .found(let data):
+            if let plan = Spool.decodePlan(data, key: key) {
+                if case .found(let st) = seen {
+                    lock.withLock {
+                        if planCache.count >= 256 { planCache.removeAll() }
+                        planCache[key] = (plan, FileIdentity(st))
+                    }
+                }
+                return .found(plan)
+            }
+            quarantine(path, reason: data.isEmpty ? "empty" : "\(data.count) bytes that do not parse",
+                       stillCorrupt: { Spool.decodePlan($0, key: key) == nil })
+            return .unknown(EINVAL)
+        case .absent: return .absent
+        case .unknown(let code): return .unknown(code)
+        }
+    }
+
+    static func decodePlan(_ data: Data, key: String) -> PlannedFile? {
+        guard let plan = try? JSONDecoder().decode(PlannedFile.self, from: data), plan.key == key, plan.isConsistent
+        else { return nil }
+        return plan
+    }
+
+    public func plannedFiles() -> [PlannedFile] {
+        (SharedFS.names(layout.path(.plans)) ?? []).compactMap(SpoolLayout.recordID).compactMap { plannedFile($0) }
+    }
+
+    /// Splits a file into ready jobs for `pending` ranges, then publishes the plan. Jobs are
+    /// created with link(2) under deterministic names, so two planners create each job once;
+    /// the plan is published last, so a planner that dies half way leaves a file others re-plan.
+    public func plan(_ file: PlannedFile, pending: [Int]) throws {
+        // One look at the claims for every job: none of this key can be taken while its plan is
+        // unpublished (a worker claims only jobs whose plan it read), so a claim of it is one
+        // left from an earlier plan, and is there already (one readdir, not one per job: 48
+        // through a GlusterFS client were a third of a second of planning). Unlistable: each
+        // job looks on its own.
+        addJobs(file, indices: pending, claimed: claimedJobs())
+        let temp = tempPath("plan")
+        try SpoolFS.writeNew(temp, try JSONEncoder().encode(file))
+        try SpoolFS.publishOnce(temp, as: layout.plan(file.key))
+        bumpGeneration()
+    }
+
+    /// Makes ranges ready again unless they are claimed or have a part (looked at in the order
+    /// a job moves), and only while the file's plan stands (or is about to be published). A
+    /// range is made ready only when both are positively absent: an unreadable claim or part
+    /// may be there.
+    public func addJobs(_ file: PlannedFile, indices: [Int], claimed: Set<String>? = nil) {
+        var added = false
+        defer { if added && SharedFS.exists(layout.plan(file.key)) == true { bumpGeneration() } }
+        for index in indices {
+            let name = file.jobName(index)
+            let taken = claimed.map { $0.contains(name) } ?? isClaimed(name)
+            guard taken == false, hasPart(file, index) == false else { continue }
+            let temp = tempPath("job")
+            guard (try? SpoolFS.writeNew(temp, Data())) != nil else { continue }
+            if (try? SpoolFS.publishOnce(temp, as: layout.ready(name))) == true { added = true }
+        }
+    }
+
+    public func readyJobs() -> [String] { (SharedFS.names(layout.path(.ready)) ?? []).sorted() }
+
+    /// The ready jobs; nil when they cannot be listed.
+    public func lookReadyJobs() -> [String]? { SharedFS.names(layout.path(.ready)) }
+
+    /// Claims a ready job by renaming it to `claimed/<job>@<node>@<pid>`; nil when someone else won.
+    /// `plan` is the job's plan when the caller read it already (a scan reads each file's plan
+    /// once): it is not read again for every job tried.
+    public func claim(_ name: String, plan known: PlannedFile? = nil) -> ClaimedJob? {
+        guard let (key, index) = PlannedFile.parseJob(name), let plan = known?.key == key ? known : plannedFile(key),
+              targets?.cachedRefusal(plan) == nil else { return nil }
+        let path = layout.claim(name, by: owner)
+        // Fresh mtime before the rename: a claim is never seen with its planning-time age.
+        guard SharedFS.touch(layout.ready(name)), rename(layout.ready(name), path) == 0 else { return nil }
+        SharedFS.touch(path)
+        return ClaimedJob(name: name, path: path, plan: plan, index: index)
+    }
+
+    /// Who holds a job's claim, if anyone (nil also when the claims cannot be listed).
+    public func claimant(of job: String) -> String? {
+        (SharedFS.names(layout.path(.claimed)) ?? []).first { SpoolLayout.claimedJob($0) == job }
+    }
+
+    /// Is the job claimed? nil when the claims cannot be listed.
+    public func isClaimed(_ job: String) -> Bool? {
+        claimedJobs().map { $0.contains(job) }
+    }
+
+    /// The jobs claimed now (junk claim names included); nil when the claims cannot be listed.
+    public func claimedJobs() -> Set<String>? {
+        SharedFS.names(layout.path(.claimed)).map { Set($0.compactMap(SpoolLayout.claimedJob)) }
+    }
+
+    /// The claims that name a holder (`<job>@<node>@<pid>`); nil when they cannot be listed.
+    public func claims() -> [SpoolLayout.Claim]? {
+        SharedFS.names(layout.path(.claimed)).map { $0.compactMap(SpoolLayout.Claim.init) }
+    }
+
+    /// Refreshes a claim's lease; false only when the claim is positively gone (revoked). A
+    /// touch that fails on a stale handle is tried again at the next refresh.
+    @discardableResult
+    public func refresh(_ claim: ClaimedJob) -> Bool {
+        SharedFS.touch(claim.path) || SharedFS.exists(claim.path) != false
+    }
+
+    /// Gives a claim back (the job returns to ready), e.g. when a worker drains. A duplicate just
+    /// drops its marker (the claim it raced stands).
+    public func unclaim(_ claim: ClaimedJob) {
+        if claim.duplicateOf != nil { unlink(claim.path); return }
+        if rename(claim.path, layout.ready(claim.name)) == 0 { bumpGeneration() }
+    }
+
+    /// Forgets a file once it is final or failed: its ready jobs, its leftover parts, its plan.
+    public func dropPlan(_ file: PlannedFile) {
+        // What is there is listed (three listings), not looked up range by range: an unlink of a
+        // name that is not there is still a lookup at the file server, three per range.
+        let prefix = file.key + "."
+        for folder in [SpoolLayout.Folder.ready, .parts, .endgame] {
+            guard let names = SharedFS.names(layout.path(folder)) else {
+                // Unlistable now: every name the plan can have, as before.
+                for index in 0..<file.rangeCount {
+                    let job = file.jobName(index)
+                    unlink(folder == .parts ? layout.part(job) : layout.path(folder, job))
+                }
+                continue
+            }
+            for name in names where name.hasPrefix(prefix) { unlink(layout.path(folder, name)) }
+        }
+        // Unfinished parts gone workers left for adoption (a live writer's stay: it removes its own).
+        for name in SharedFS.names(layout.path(.tmp)) ?? [] {
+            guard let temp = SpoolLayout.Temp(name), let job = temp.partJob, job.hasPrefix(file.key + "."),
+                  temp.node == owner.node, !LeaseJudge.processRunning(temp.pid) else { continue }
+            unlink(layout.path(.tmp, name))
+        }
+        unlink(layout.plan(file.key))
+    }
+}
+
+/// What tells one version of a file from another without reading it: inode, size and mtime.
+struct FileIdentity: Equatable {
+    let inode: UInt64
+    let size: Int64
+    let mtime: timespec
+
+    init(_ st: stat) {
+        inode = UInt64(st.st_ino)
+        size = Int64(st.st_size)
+        mtime = st.st_mtim
+    }
+
+    static func == (a: FileIdentity, b: FileIdentity) -> Bool {
+        a.inode == b.inode && a.size == b.size && a.mtime.tv_sec == b.mtime.tv_sec && a.mtime.tv_nsec == b.mtime.tv_nsec
+    }
+}

@@ -1,0 +1,177 @@
+// SpoolRequests - a caller's request in the spool: submitted, listed (parsed once per record),
+// settled by a done or failed marker that wakes the local waiters, and a file's recorded
+// failure (docs/protocol.md, "The spool").
+import Foundation
+import ModelCache
+import SharedFiles
+
+extension Spool {
+    /// Writes a request unless the same one exists. Returns false when it was already there.
+    /// Failures recorded for its files are cleared: the caller just resolved the repo, so
+    /// asking again deserves a fresh attempt.
+    @discardableResult
+    public func submit(_ request: SpoolRequest) throws -> Bool {
+        for file in request.files {
+            clearFailure(PlannedFile.key(modelDir: request.modelDir, path: file.path, commit: request.commit))
+        }
+        let target = layout.request(request.id)
+        var fresh = try publishRequest(request, at: target)
+        if !fresh, case .corrupt(let why) = readRecord(target, decode: { decodeRequest($0, id: request.id) }) {
+            // The request under this id is unreadable (truncated, garbage): it would never be
+            // planned and every caller would wait on it forever. It goes to corrupt/; ask afresh.
+            quarantine(target, reason: why, stillCorrupt: { self.decodeRequest($0, id: request.id) == nil })
+            fresh = try publishRequest(request, at: target)
+        }
+        if !fresh {
+            // Asked again: a failure or completion of the earlier round no longer applies, and
+            // the request becomes the newest (its mtime) for waiters choosing among a repo's.
+            unlink(layout.failedMarker(request.id))
+            unlink(layout.doneMarker(request.id))
+            SharedFS.touch(target)
+        }
+        bumpGeneration()
+        return fresh
+    }
+
+    func publishRequest(_ request: SpoolRequest, at target: String) throws -> Bool {
+        let temp = tempPath("request")
+        try SpoolFS.writeNew(temp, try JSONEncoder().encode(request))
+        return try SpoolFS.publishOnce(temp, as: target)
+    }
+
+    /// A request record, only when it parses and names the id its file is named after.
+    func decodeRequest(_ data: Data, id: String) -> SpoolRequest? {
+        guard let request = try? JSONDecoder().decode(SpoolRequest.self, from: data), request.id == id else { return nil }
+        return request
+    }
+
+    /// Every readable request. One that was read but does not parse goes to `corrupt/` (with a
+    /// log line) instead of being skipped on every pass while its callers wait for it.
+    public func requests() -> [SpoolRequest] {
+        let memo = lock.withLock { passRequestIDs }
+        let ids = memo ?? (SharedFS.names(layout.path(.requests)) ?? []).compactMap(SpoolLayout.recordID)
+        var (known, check) = lock.withLock {
+            if inPass { passRequestIDs = ids }
+            parsedRequests = parsedRequests.filter { ids.contains($0.key) }
+            let check = revalidate
+            revalidate = false
+            return (parsedRequests, check)
+        }
+        if check {
+            for (id, entry) in known {
+                guard case .found(let st) = SharedFS.lstat(layout.request(id)), UInt64(st.st_ino) == entry.inode else {
+                    known[id] = nil
+                    lock.withLock { parsedRequests[id] = nil }  // replaced or gone: read afresh
+                    continue
+                }
+            }
+        }
+        return ids.compactMap { id in
+            if let entry = known[id] { return entry.request }
+            let path = layout.request(id)
+            guard case .found(let st) = SharedFS.lstat(path),
+                  let request = record(path, decode: { self.decodeRequest($0, id: id) }) else {
+                lock.withLock { parsedRequests[id] = nil }
+                return nil
+            }
+            lock.withLock { parsedRequests[id] = (request, UInt64(st.st_ino)) }
+            return request
+        }
+    }
+
+    /// The requests that are neither done nor failed. With `remembersSettled`, a request found
+    /// settled is not looked at again until `forgetSettled()`.
+    public func activeRequests() -> [SpoolRequest] {
+        let remembered = lock.withLock { remembering ? settledIDs : [] }
+        return requests().filter { request in
+            guard !remembered.contains(request.id) else { return false }
+            guard state(of: request.id) == .active else {
+                lock.withLock { if remembering { settledIDs.insert(request.id) } }
+                return false
+            }
+            return true
+        }
+    }
+
+    /// True when `request` was made on another node whose supervisor serves: that node plans,
+    /// splices and settles it (a look at its heartbeat at most once per quarter lease).
+    public func servedElsewhere(_ request: SpoolRequest) -> Bool {
+        request.node != owner.node && supervisorServes(request.node, round: leaseRound())
+    }
+
+    /// Forgets which requests were found settled (the generation moved: one may be asked again),
+    /// and has the next look check that each remembered record is still the one parsed.
+    public func forgetSettled() {
+        lock.withLock {
+            settledIDs.removeAll()
+            revalidate = true
+        }
+    }
+
+    /// True while a request's record is in `requests/` (it is gone when moved to `corrupt/`).
+    /// False only when the request's file is positively absent (an unreadable one may be there).
+    public func hasRequest(_ id: String) -> Bool { SharedFS.exists(layout.request(id)) != false }
+
+    /// When a request was last asked for (its file's mtime), for picking a repo's newest one.
+    public func lastAsked(_ id: String) -> Double { SharedFS.mtime(layout.request(id)).value ?? 0 }
+
+    /// Done, failed (with the reason) or active. A failure marker that cannot be read now (a
+    /// network filesystem's ESTALE, a rename racing us) is looked at again later: the request
+    /// counts as active meanwhile. One that was read but does not parse goes to `corrupt/`, and
+    /// the request is judged again from what is on disk (settling marks it done when its files
+    /// are final), never reported as failed without a reason.
+    public func state(of id: String) -> RequestState {
+        let failed = layout.failedMarker(id)
+        if SharedFS.exists(failed) == true {
+            switch readRecord(failed, decode: Spool.decodeReason) {
+            case .record(let reason): return .failed(reason)
+            case .corrupt(let why):
+                quarantine(failed, reason: why, stillCorrupt: { Spool.decodeReason($0) == nil })
+            case .unreadable:
+                return .active
+            }
+        }
+        return SharedFS.exists(layout.doneMarker(id)) == true ? .done : .active
+    }
+
+    public func markDone(_ id: String) { publishMarker(layout.doneMarker(id), Data()) }
+
+    public func markFailed(_ id: String, reason: String) { publishMarker(layout.failedMarker(id), reasonJSON(reason)) }
+
+    /// Publishes a small marker file once (the first writer wins; later ones are no-ops), then
+    /// wakes the local waiters that sleep on the wake word instead of inotify — also when someone
+    /// published first (a publisher killed before its bump must not leave them to their pass).
+    /// The word is mapped before the marker appears: the inotify waiters the marker wakes (up to
+    /// 128) take the CPU, and the word's sleepers must not wait behind them for this process to
+    /// open and map a file.
+    func publishMarker(_ target: String, _ data: Data) {
+        let temp = tempPath("marker")
+        guard (try? SpoolFS.writeNew(temp, data)) != nil else { return }
+        let word = wakeWord()
+        _ = try? SpoolFS.publishOnce(temp, as: target)
+        bumpGeneration()
+        word?.wakeAll()
+    }
+
+    /// The wake word of this spool (docs/protocol.md), nil when it cannot be mapped.
+    public func wakeWord() -> WakeWord? { WakeWord(spoolRoot: layout.root) }
+
+    func reasonJSON(_ reason: String) -> Data {
+        (try? JSONSerialization.data(withJSONObject: ["reason": reason])) ?? Data()
+    }
+
+    static func decodeReason(_ data: Data) -> String? {
+        (try? JSONSerialization.jsonObject(with: data) as? [String: Any])?["reason"] as? String
+    }
+
+    /// A file's unrecoverable failure (404, gated, checksum), recorded by whoever met it.
+    public func recordFailure(_ key: String, reason: String) {
+        publishMarker(layout.failure(key), reasonJSON(reason))
+    }
+
+    /// The recorded failure of a file; a corrupt record goes to `corrupt/` (the file is tried
+    /// again, and a new failure can be recorded in its place).
+    public func failure(of key: String) -> String? { record(layout.failure(key), decode: Spool.decodeReason) }
+
+    public func clearFailure(_ key: String) { unlink(layout.failure(key)) }
+}

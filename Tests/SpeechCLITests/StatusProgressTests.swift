@@ -1,0 +1,85 @@
+// `speech status` while bytes arrive: a daemon-served request's bytes move within a range (this
+// node's workers' bytes in flight, kept in RAM), with a rate and an ETA; a download running
+// without the daemon is listed from its staging lock and sidecar.
+import Foundation
+import TestHub
+@testable import TestSupport
+import XCTest
+
+final class StatusProgressTests: DaemonTestCase {
+    let repo = "org/Watched"
+    let file = "model.safetensors"
+    let range = 2 << 20
+
+    /// 4 MiB in two 2 MiB ranges, served at 512 KiB/s per connection: each range takes 4 s.
+    func slowEnvironment() throws -> [String: String] {
+        try TestHub.generateRepo(root: root, repo: repo, files: [file: 2 * range])
+        hub.setFault(.rateLimit(bytesPerSecond: 512 << 10), for: "\(repo)/\(file)")
+        return ["HF_DOWNLOAD_RANGE_CHUNK": "\(range)"]
+    }
+
+    func status() throws -> [String: Any] {
+        let (p, out, err) = try speech(["status", "--json", "--cache-base", cacheBase.path], hint: "status")
+        XCTAssertTrue(waitForExit(p, timeout: 30))
+        XCTAssertEqual(p.terminationStatus, 0, contents(err))
+        return try XCTUnwrap(JSONSerialization.jsonObject(with: Data(contents(out).utf8)) as? [String: Any], contents(out))
+    }
+
+    func testADaemonServedRequestShowsBytesWithinARangeWithARateAndAnETA() throws {
+        let extra = try slowEnvironment()
+        try startDaemon(workers: 1, slots: 1, extra: extra)
+        let (client, _, clientErr) = try speech(["download", repo, "--cache-base", cacheBase.path], extra: extra, hint: "client")
+        var seen: [String: Any] = [:]
+        XCTAssertTrue(waitUntil(timeout: 20, interval: 0.1) {
+            guard let request = ((try? self.status())?["requests"] as? [[String: Any]])?.first,
+                  let bytes = request["bytes"] as? Int, bytes > 0 else { return false }
+            seen = request
+            return true
+        }, "status shows the request's bytes before a range is whole: \(seen)")
+        let bytes = try XCTUnwrap(seen["bytes"] as? Int)
+        XCTAssertLessThan(bytes, range, "one range is in flight (1 worker × 1 slot) and counted as its bytes arrive: \(seen)")
+        XCTAssertEqual(seen["totalBytes"] as? Int, 2 * range)
+        XCTAssertEqual(seen["state"] as? String, "in flight")
+        XCTAssertGreaterThan(seen["bytesPerSecond"] as? Int ?? 0, 0, "\(seen)")
+        XCTAssertNotNil(seen["etaSeconds"] as? Int, "\(seen)")
+        let percent = try XCTUnwrap(seen["percent"] as? Double)
+        XCTAssertTrue(percent > 0 && percent < 50, "\(seen)")
+        XCTAssertTrue(waitForExit(client, timeout: 60))
+        XCTAssertEqual(client.terminationStatus, 0, contents(clientErr))
+        XCTAssertTrue(waitUntil(timeout: 10) {
+            ((try? self.status())?["requests"] as? [[String: Any]])?.first?["percent"] as? Double == 100
+        }, "a done request is at 100 %")
+        // The workers' records in RAM are gone with their ranges.
+        var info = stat()
+        XCTAssertEqual(stat(spool.path, &info), 0)
+        let records = "/dev/shm/speech-fetch-\(getuid())-\(info.st_dev)-\(info.st_ino)"
+        XCTAssertTrue(FileManager.default.fileExists(atPath: records), "the workers kept their bytes in \(records)")
+        XCTAssertEqual((try? FileManager.default.contentsOfDirectory(atPath: records)) ?? [], [])
+    }
+
+    func testADownloadWithoutTheDaemonIsListedFromItsStagingLock() throws {
+        let extra = try slowEnvironment()
+        let (client, _, clientErr) = try speech(["download", repo, "--cache-base", cacheBase.path], extra: extra, hint: "client")
+        var seen: [String: Any] = [:]
+        XCTAssertTrue(waitUntil(timeout: 20, interval: 0.1) {
+            guard let entry = ((try? self.status())?["withoutDaemon"] as? [[String: Any]])?.first,
+                  let bytes = entry["bytes"] as? Int, bytes > 0 else { return false }
+            seen = entry
+            return true
+        }, "status lists the embedded download with its bytes: \(seen)")
+        XCTAssertEqual(seen["repo"] as? String, repo)
+        XCTAssertEqual(seen["path"] as? String, file)
+        XCTAssertEqual(seen["totalBytes"] as? Int, 2 * range)
+        XCTAssertLessThan(seen["bytes"] as? Int ?? 0, 2 * range)
+        XCTAssertTrue((seen["holder"] as? String ?? "").hasSuffix("@\(client.processIdentifier)"), "the lock names the downloading process: \(seen)")
+        XCTAssertGreaterThan(seen["bytesPerSecond"] as? Int ?? 0, 0, "\(seen)")
+        let (text, out, _) = try speech(["status", "--cache-base", cacheBase.path], hint: "status-text")
+        XCTAssertTrue(waitForExit(text, timeout: 30))
+        let printed = contents(out)
+        XCTAssertTrue(printed.contains("without the daemon: 1") && printed.contains("\(repo) \(file)") && printed.contains("/s, ETA "),
+                      printed)
+        XCTAssertTrue(waitForExit(client, timeout: 60))
+        XCTAssertEqual(client.terminationStatus, 0, contents(clientErr))
+        XCTAssertNil((try status()["withoutDaemon"] as? [[String: Any]])?.first, "nothing is listed once it finished")
+    }
+}
