@@ -8,8 +8,16 @@ import SharedFiles
 import SpeechFetch
 
 enum EnvCommand {
+    static let spec = CommandSpec(
+        name: "speech env",
+        summary: """
+        What speech would use here: the Hub endpoint, where the token comes from (never the token),
+        the cache base, its spool and daemon, libcurl, proxy variables, and the kernel features in use.
+        """,
+        options: [CacheCommand.baseOption, .flag("json", "one JSON object")])
+
     static func run(_ words: [String], environment: [String: String] = ProcessInfo.processInfo.environment) -> Never {
-        let parsed = speechProgram.parse(InfoCommands.envSpec, words)
+        let parsed = speechProgram.parse(spec, words)
         let downloader = HuggingFaceDownloader(environment: environment)
         let base = parsed.value("cache-base").map { URL(fileURLWithPath: $0) } ?? downloader.defaultCacheBase
         let baseSource = parsed.value("cache-base") != nil ? "--cache-base"

@@ -51,19 +51,19 @@ if let fetchd = ProcessInfo.processInfo.environment[FetchdProcess.environmentKey
 let commands: [String: ([String]) -> Never] = [
     "download": { DownloadCommand.run($0) },
     "cache": { CacheCommand.run($0) },
-    "models": { InfoCommands.models($0) },
-    "wait": { InfoCommands.wait($0) },
+    "models": { ModelsCommand.run($0) },
+    "wait": { WaitCommand.run($0) },
     "status": { StatusCommand.run($0) },
-    "cancel": { InfoCommands.cancel($0) },
-    "resolve": { InfoCommands.resolve($0) },
+    "cancel": { CancelCommand.run($0) },
+    "resolve": { ResolveCommand.run($0) },
     "env": { EnvCommand.run($0) },
-    "demo": { DownloadCommand.demo($0) },
+    "demo": { DemoCommand.run($0) },
 ]
 
 let helpOf: [String: String] = [
-    "download": DownloadCommand.spec.help, "cache": CacheCommand.spec.help, "models": InfoCommands.modelsSpec.help,
-    "wait": InfoCommands.waitSpec.help, "cancel": InfoCommands.cancelSpec.help, "status": StatusCommand.spec.help, "resolve": InfoCommands.resolveSpec.help,
-    "env": InfoCommands.envSpec.help, "demo": DownloadCommand.demoSpec.help,
+    "download": DownloadCommand.spec.help, "cache": CacheCommand.spec.help, "models": ModelsCommand.spec.help,
+    "wait": WaitCommand.spec.help, "cancel": CancelCommand.spec.help, "status": StatusCommand.spec.help, "resolve": ResolveCommand.spec.help,
+    "env": EnvCommand.spec.help, "demo": DemoCommand.spec.help,
 ]
 
 var argv = Array(CommandLine.arguments.dropFirst())
