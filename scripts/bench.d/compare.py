@@ -4,7 +4,7 @@ scenarios 1, 2 and 4 beyond the runs' noise.
 
 Usage:
   python3 scripts/bench.d/compare.py BEFORE_DIR AFTER_DIR --title TEXT --command TEXT \\
-      [--into docs/benchmarks.json]
+      [--note TEXT] [--into docs/benchmarks.json]
 BEFORE_DIR and AFTER_DIR are two BENCH_OUT_DIRs (each with the benchmarks.json of a run of the same
 scenarios, the binaries given by BENCH_SPEECH_BIN/BENCH_FETCHD_BIN/BENCH_SPEECH_COMMIT). A tool's
 figures are within noise when the two runs' min–max ranges of MiB/s overlap. The comparison is
@@ -34,7 +34,7 @@ def ours(doc):
     return found
 
 
-def compare(before, after, title, command):
+def compare(before, after, title, command, note=None):
     rows = []
     a_ours = ours(after)
     for key, b in sorted(ours(before).items()):
@@ -47,7 +47,8 @@ def compare(before, after, title, command):
                      "cpu_s_before": b["cpu_s"], "cpu_s_after": a["cpu_s"],
                      "within_noise": am["min"] <= bm["max"] and bm["min"] <= am["max"]})
     return {"title": title, "command": command, "generated": after["generated"],
-            "before": page.commit_of(before), "after": page.commit_of(after), "runs": after["runs"], "rows": rows}
+            "before": page.commit_of(before), "after": page.commit_of(after), "runs": after["runs"], "rows": rows,
+            "note": note}
 
 
 def main():
@@ -56,6 +57,7 @@ def main():
     p.add_argument("after")
     p.add_argument("--title", required=True)
     p.add_argument("--command", required=True)
+    p.add_argument("--note", help="what the reader should know of the two runs (the machine's load, say)")
     p.add_argument("--into", default=os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
         os.path.abspath(__file__)))), "docs", "benchmarks.json"))
     a = p.parse_args()
@@ -63,7 +65,7 @@ def main():
     for d in (a.before, a.after):
         with open(os.path.join(d, "benchmarks.json")) as f:
             docs.append(json.load(f))
-    entry = compare(docs[0], docs[1], a.title, a.command)
+    entry = compare(docs[0], docs[1], a.title, a.command, a.note)
     with open(a.into) as f:
         doc = json.load(f)
     doc.setdefault("comparisons", []).append(entry)

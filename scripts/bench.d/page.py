@@ -330,7 +330,7 @@ def render_comparisons(comparisons):
                                                         for r in rows if not r["within_noise"]))
         L += ["", f"### {c['title']}", "",
               f"{c['before']} against {c['after']}, {c['runs']} run(s) each, measured {c['generated']}: {verdict}. "
-              f"Command: `{c['command']}`", "",
+              f"Command: `{c['command']}`" + (f" {c['note']}" if c.get("note") else ""), "",
               "| scenario | tool | MiB/s before | MiB/s after | CPU s before | CPU s after | within noise |",
               "|---|---|---|---|---|---|---|"]
         for r in rows:
