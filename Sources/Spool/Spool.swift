@@ -73,9 +73,10 @@ public final class Spool: @unchecked Sendable {
     var servingSeen: [String: Date] = [:]
     /// Requests parsed once: a request's record never changes under its id (the id is a digest
     /// of its directory, commit and files). Entries whose id leaves `requests/` are dropped.
-    var parsedRequests: [String: (request: SpoolRequest, inode: UInt64)] = [:]
-    /// The next `requests()` looks up each remembered record's inode (one lstat each): a record
-    /// replaced under its id (removed and written again, or planted) is read afresh.
+    var parsedRequests: [String: (request: SpoolRequest, identity: FileIdentity)] = [:]
+    /// The next `requests()` looks up each remembered record's inode, size and mtime (one lstat
+    /// each): a record replaced under its id (removed and written again, or planted; a new file
+    /// may get the inode number of the one just removed) is read afresh.
     var revalidate = false
     /// The listing of `requests/` within one supervisor pass (`beginPass`): a pass plans,
     /// splices, settles and logs, and each of those looks at the requests.

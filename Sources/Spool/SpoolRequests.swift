@@ -59,7 +59,7 @@ extension Spool {
         }
         if check {
             for (id, entry) in known {
-                guard case .found(let st) = SharedFS.lstat(layout.request(id)), UInt64(st.st_ino) == entry.inode else {
+                guard case .found(let st) = SharedFS.lstat(layout.request(id)), FileIdentity(st) == entry.identity else {
                     known[id] = nil
                     lock.withLock { parsedRequests[id] = nil }  // replaced or gone: read afresh
                     continue
@@ -74,7 +74,7 @@ extension Spool {
                 lock.withLock { parsedRequests[id] = nil }
                 return nil
             }
-            lock.withLock { parsedRequests[id] = (request, UInt64(st.st_ino)) }
+            lock.withLock { parsedRequests[id] = (request, FileIdentity(st)) }
             return request
         }
     }

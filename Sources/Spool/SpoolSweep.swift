@@ -61,6 +61,9 @@ extension Spool {
         let keep = 36 * 3600.0
         for name in SharedFS.names(layout.path(.tmp)) ?? [] {
             guard let temp = SpoolLayout.Temp(name) else { continue }
+            // Another node's temp files are its own supervisor's to sweep while it serves (one
+            // look at its heartbeat per quarter lease, not a stat of each of its files).
+            if temp.node != owner.node && supervisorServes(temp.node, round: round) { continue }
             let path = layout.path(.tmp, name)
             // A local writer while its pid runs, another node's for 36 hours.
             var stale = round.liveness(of: path, holder: LockOwner(node: temp.node, pid: temp.pid), lease: keep,

@@ -135,6 +135,20 @@ final class LeaseJudgeTests: XCTestCase {
         XCTAssertEqual(spool.supervisorRecordCount(), 0)
     }
 
+    /// Another node's temp files are swept by that node while its supervisor serves; once it is
+    /// gone, one older than 36 hours is swept here.
+    func testAServingNodesTempFilesAreLeftToIt() throws {
+        let spool = try Spool(base: base, node: "here", lease: 30)
+        let temp = spool.layout.path(.tmp, "request@far@1@1")
+        make(temp, age: 40 * 3600)
+        make(spool.layout.supervisor("far"), age: 0, contents: "1")
+        XCTAssertEqual(spool.sweepTemp(), 0, "node far serves: its temp files are its own to sweep")
+        XCTAssertTrue(FileManager.default.fileExists(atPath: temp))
+        make(spool.layout.supervisor("far"), age: 3600, contents: "1")
+        XCTAssertEqual(try Spool(base: base, node: "here", lease: 30).sweepTemp(), 1, "node far is gone")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: temp))
+    }
+
     func testAZombieClaimantsClaimIsRevokedAtOnce() throws {
         let pid = try zombie()
         defer { reap(pid) }
