@@ -111,7 +111,8 @@ public final class Supervisor: @unchecked Sendable {
         var pace = SupervisorPace(lease: settings.lease)
         var requestLog = RequestLog()
         var lastOwnSplice = Date.distantPast
-        let owners = SpliceOwners(spool: spool)
+        // Plans another serving node asked for are that node's to splice.
+        let leaves: (PlannedFile) -> Bool = { [spool] plan in spool.servedElsewhere(node: plan.node) }
         requestLog.metrics = metrics
         var lastGeneration: SpoolGeneration?? = .none
         var event = true
@@ -146,7 +147,6 @@ public final class Supervisor: @unchecked Sendable {
                 log("\(reason)")
                 break
             }
-            owners.forget()
             // This node splices the files it asked for: other nodes' workers publish their parts
             // unseen (no inotify across clients), so it looks at parts/ every half second while
             // it has a request in flight; one listing, whatever the nodes fetching.
@@ -161,14 +161,14 @@ public final class Supervisor: @unchecked Sendable {
                 spool.beginPass()  // one listing of requests/ for the whole pass
                 requestLog.look(spool: spool, log: log)
                 planner.planRequests()
-                splicer.spliceAll(leaving: owners.leaves)
+                splicer.spliceAll(leaving: leaves)
                 requestLog.look(spool: spool, log: log)
                 let active = spool.activeRequests()
                 pace.busy = !active.isEmpty
                 pace.ownActive = active.contains { $0.node == settings.node }
                 spool.endPass()
             } else if look.splice {
-                splicer.spliceAll(leaving: owners.leaves)  // this node's files; parts whose splicer is gone
+                splicer.spliceAll(leaving: leaves)  // this node's files; parts whose splicer is gone
             }
             if look.repair {
                 // A range is made ready again only when a second look finds it lost too: 2 s
@@ -312,33 +312,6 @@ struct SupervisorPace {
 
     /// How long the loop may sleep: the poll (one stat of the generation when it wakes).
     func sleep(poll: Double, now: Date) -> Double { ownActive ? min(poll, 0.5) : poll }
-}
-
-/// Which plans a supervisor leaves to another node: those of a node whose supervisor serves (one
-/// look at its heartbeat per node and loop).
-final class SpliceOwners: @unchecked Sendable {
-    private let spool: Spool
-    private var served: [String: Bool] = [:]
-    private var round: LeaseRound
-
-    init(spool: Spool) {
-        self.spool = spool
-        round = spool.leaseRound()
-    }
-
-    func forget() {
-        served.removeAll()
-        round = spool.leaseRound()
-    }
-
-    /// True when `plan` is another node's whose supervisor serves: that one splices it.
-    func leaves(_ plan: PlannedFile) -> Bool {
-        guard plan.node != spool.owner.node else { return false }
-        if let known = served[plan.node] { return known }
-        let serving = spool.supervisorServes(plan.node, round: round)
-        served[plan.node] = serving
-        return serving
-    }
 }
 
 /// One log line per request: accepted, then done (bytes and time) or failed (the reason).

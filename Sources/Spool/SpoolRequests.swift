@@ -95,8 +95,11 @@ extension Spool {
 
     /// True when `request` was made on another node whose supervisor serves: that node plans,
     /// splices and settles it (a look at its heartbeat at most once per quarter lease).
-    public func servedElsewhere(_ request: SpoolRequest) -> Bool {
-        request.node != owner.node && supervisorServes(request.node, round: leaseRound())
+    public func servedElsewhere(_ request: SpoolRequest) -> Bool { servedElsewhere(node: request.node) }
+
+    /// True when `node` is another node whose supervisor serves (`supervisorServes`).
+    public func servedElsewhere(node: String) -> Bool {
+        node != owner.node && supervisorServes(node, round: leaseRound())
     }
 
     /// Forgets which requests were found settled (the generation moved: one may be asked again),
