@@ -3,14 +3,16 @@
 // spool when the page is asked for.
 //
 // The counters live in this process (they start at 0 with each daemon, as Prometheus expects
-// of a counter); the gauges are one look at the spool per scrape (the same look as `speech
-// status`), and the cache's size and model count a walk at most every 30 s, so a scrape every
-// few seconds costs the file server little.
+// of a counter); the spool's gauges are one look per scrape that keeps what cannot have changed
+// (SpoolGauges.swift: listings of the job folders while something moves, one fstat while the
+// spool is idle), and the cache's size and model count a walk at most every 30 s, so a scrape
+// costs the daemon well under a millisecond and the file server little.
 import Foundation
 import ModelCache
 import SharedFiles
 import Spool
 import Synchronization
+import Transfer
 
 /// The supervisor's event counters and the page that reports them with the spool's state.
 public final class DaemonMetrics: Sendable {
@@ -20,6 +22,8 @@ public final class DaemonMetrics: Sendable {
     let environment: [String: String]
     private let counts = Mutex(Counts())
     private let cacheLook = Mutex<(at: Date, bytes: Int64, models: Int)?>(nil)
+    /// The spool's reader, kept from scrape to scrape (SpoolGauges.swift); nil until the spool opens.
+    private let gaugeReader = Mutex<SpoolGaugeReader?>(nil)
     /// How long a walk of the cache's models is reused.
     static let cacheLookInterval: TimeInterval = 30
 
@@ -88,27 +92,20 @@ public final class DaemonMetrics: Sendable {
         page.add("speech_fetchd_build_info", type: "gauge", help: "The daemon's build: version, commit and the libcurl it loads.",
                  [(build, 1)])
 
-        if let status = try? SpoolStatus.read(cacheBase: cacheBase, environment: environment) {
-            var byState: [String: Int] = ["active": 0, "done": 0, "failed": 0]
-            for request in status.requests {
-                let state = request.state == "in flight" ? "active" : request.state == "done" ? "done" : "failed"
-                byState[state, default: 0] += 1
-            }
+        if let gauges = spoolGauges() {
             page.add("speech_fetchd_requests", type: "gauge", help: "Requests in the spool by state.",
-                     byState.sorted { $0.key < $1.key }.map { ([("state", $0.key)], Double($0.value)) })
-            let files = status.requests.flatMap(\.files)
+                     gauges.requests.sorted { $0.key < $1.key }.map { ([("state", $0.key)], Double($0.value)) })
             page.add("speech_fetchd_range_jobs", type: "gauge",
                      help: "Range jobs of unfinished files: ready to claim, claimed (in flight on some node), fetched and waiting to be spliced.",
-                     [([("state", "ready")], Double(files.reduce(0) { $0 + $1.ready })),
-                      ([("state", "claimed")], Double(files.reduce(0) { $0 + $1.claimed })),
-                      ([("state", "fetched")], Double(files.reduce(0) { $0 + $1.partsWaiting }))])
+                     [([("state", "ready")], Double(gauges.ready)), ([("state", "claimed")], Double(gauges.claimed)),
+                      ([("state", "fetched")], Double(gauges.fetched))])
             page.add("speech_fetchd_active_transfers", type: "gauge",
                      help: "Worker processes of each node with a range in flight.",
-                     status.busyWorkers.sorted { $0.key < $1.key }.map { ([("node", $0.key)], Double($0.value)) })
+                     gauges.busyWorkers.sorted { $0.key < $1.key }.map { ([("node", $0.key)], Double($0.value)) })
             page.add("speech_fetchd_supervisors", type: "gauge", help: "Nodes whose speech-fetchd serves this spool.",
-                     [([], Double(status.supervisors.count))])
+                     [([], Double(gauges.supervisors))])
             page.add("speech_fetchd_corrupt_records", type: "gauge", help: "Unreadable spool records set aside in corrupt/.",
-                     [([], Double(status.corruptRecords.count))])
+                     [([], Double(gauges.corruptRecords))])
         }
 
         page.add("speech_fetchd_range_jobs_planned_total", type: "counter",
@@ -132,6 +129,17 @@ public final class DaemonMetrics: Sendable {
         page.add("speech_fetchd_cache_models", type: "gauge", help: "Model directories in the cache (looked at most every 30 s).",
                  [([], Double(cache.models))])
         return page.text
+    }
+
+    /// The spool's gauges now (SpoolGaugeReader); nil when the spool cannot be opened.
+    private func spoolGauges() -> SpoolGauges? {
+        gaugeReader.withLock { reader -> SpoolGauges? in
+            if reader == nil {
+                let settings = DownloadSettings.fromEnvironment(environment)
+                reader = (try? Spool(base: cacheBase, node: settings.node, lease: settings.lease)).map(SpoolGaugeReader.init)
+            }
+            return reader?.look()
+        }
     }
 
     /// The models' allocated bytes and count, walked again only after `cacheLookInterval`.

@@ -111,6 +111,7 @@ public final class MetricsServer: Sendable {
     public func stop() { stopped.store(true, ordering: .relaxed) }
 
     private func serve() {
+        Thread.current.name = "metrics"  // named from inside, so `ps -L` and /proc/PID/task show it (a scrape is its CPU)
         while !stopped.load(ordering: .relaxed) {
             var pfd = pollfd(fd: listener, events: Int16(POLLIN), revents: 0)
             guard poll(&pfd, 1, 250) > 0 else { continue }

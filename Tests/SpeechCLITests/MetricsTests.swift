@@ -183,6 +183,51 @@ final class MetricsTests: DaemonTestCase {
         XCTAssertTrue(contents(log).contains("revoked claim"), contents(log))
     }
 
+    /// A scrape keeps what cannot have changed (parsed requests, settled states, an idle spool's
+    /// last look while its generation stands still), yet every gauge follows the spool: an idle
+    /// page shows a request once it is asked, its claimed ranges while it is in flight, done once
+    /// it settles, and a second request asked after that beside it.
+    func testTheGaugesFollowTheSpoolFromScrapeToScrape() throws {
+        let file = "model.safetensors"
+        try TestHub.generateRepo(root: root, repo: repo, files: [file: 2 << 20])
+        hub.setFault(.rateLimit(bytesPerSecond: 1 << 20), for: "\(repo)/\(file)")  // 0.25 s per 256 KiB range
+        let port = try freePort()
+        let log = try startMetricsDaemon(port: port)
+        func page() -> String { body(exchange("GET /metrics HTTP/1.1\r\n\r\n", port: port)) }
+        func requests(_ page: String, _ state: String) -> Double? { sample(page, "speech_fetchd_requests{state=\"\(state)\"}") }
+        var seen = page()
+        XCTAssertEqual(requests(seen, "active"), 0, seen)
+        XCTAssertEqual(requests(seen, "done"), 0, seen)
+        XCTAssertEqual(page(), seen, "an idle spool's page stays as it was")
+
+        let (client, _, clientErr) = try speech(["download", repo, "--cache-base", cacheBase.path], hint: "client")
+        XCTAssertTrue(waitUntil(timeout: 15, interval: 0.05) {
+            seen = page()
+            return requests(seen, "active") == 1 && (self.sample(seen, "speech_fetchd_range_jobs{state=\"claimed\"}") ?? 0) >= 1
+        }, "the page shows the request in flight with a claimed range:\n\(seen)\nlog:\n\(contents(log))")
+        XCTAssertTrue(seen.contains("speech_fetchd_active_transfers{node="), seen)
+        XCTAssertTrue(waitForExit(client, timeout: 60))
+        XCTAssertEqual(client.terminationStatus, 0, contents(clientErr))
+        XCTAssertTrue(waitUntil(timeout: 15, interval: 0.1) {
+            seen = page()
+            return requests(seen, "done") == 1 && requests(seen, "active") == 0
+        }, "the page shows the request done:\n\(seen)\nlog:\n\(contents(log))")
+        for state in ["ready", "claimed", "fetched"] {
+            XCTAssertEqual(sample(seen, "speech_fetchd_range_jobs{state=\"\(state)\"}"), 0, seen)
+        }
+
+        // Asked after the idle scrapes: the generation moved, so the page looks again.
+        let second = "org/Second"
+        try TestHub.generateRepo(root: root, repo: second, files: ["config.json": 1000])
+        let (other, _, otherErr) = try speech(["download", second, "--cache-base", cacheBase.path], hint: "second")
+        XCTAssertTrue(waitForExit(other, timeout: 60))
+        XCTAssertEqual(other.terminationStatus, 0, contents(otherErr))
+        XCTAssertTrue(waitUntil(timeout: 15, interval: 0.1) {
+            seen = page()
+            return requests(seen, "done") == 2
+        }, "the second request is counted beside the first:\n\(seen)\nlog:\n\(contents(log))")
+    }
+
     func testTheEndpointServesOnlyGetMetricsAndSurvivesASilentClient() throws {
         let port = try freePort()
         _ = try startMetricsDaemon(port: port, workers: 1)

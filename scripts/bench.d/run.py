@@ -45,6 +45,7 @@ def arguments():
     for k in ("fetchd", "wait-rate", "small-repo", "small-commit", "sharded-repo", "sharded-list"):
         p.add_argument("--" + k, default="")
     p.add_argument("--port-wait", type=int, default=0)
+    p.add_argument("--port-slow", type=int, default=0)
     for k in ("size", "port-free", "port-limited", "nginx-pid", "runs", "quick"):
         p.add_argument("--" + k, type=int, required=True)
     return p.parse_args()
