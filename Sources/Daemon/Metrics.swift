@@ -163,7 +163,7 @@ struct MetricsPage {
     private(set) var text = ""
 
     mutating func add(_ name: String, type: String, help: String, _ samples: [([(String, String)], Double)]) {
-        text += "# HELP \(name) \(help.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\n", with: "\\n"))\n"
+        text += "# HELP \(name) \(MetricsPage.escape(help, quotes: false))\n"
         text += "# TYPE \(name) \(type)\n"
         for (labels, value) in samples {
             let rendered = labels.isEmpty ? "" : "{" + labels.map { "\($0.0)=\"\(MetricsPage.escape($0.1))\"" }.joined(separator: ",") + "}"
@@ -171,10 +171,22 @@ struct MetricsPage {
         }
     }
 
-    /// A label value: backslash, double quote and newline escaped.
-    static func escape(_ value: String) -> String {
-        value.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
-            .replacingOccurrences(of: "\n", with: "\\n")
+    /// A label value: backslash, double quote and newline escaped (a HELP text: the quote not).
+    /// Most values need nothing, and are returned as they are without a copy.
+    static func escape(_ value: String, quotes: Bool = true) -> String {
+        guard value.utf8.contains(where: { $0 == UInt8(ascii: "\\") || $0 == UInt8(ascii: "\n") || (quotes && $0 == UInt8(ascii: "\"")) }) else {
+            return value
+        }
+        var escaped = ""
+        for scalar in value.unicodeScalars {
+            switch scalar {
+            case "\\": escaped += "\\\\"
+            case "\n": escaped += "\\n"
+            case "\"" where quotes: escaped += "\\\""
+            default: escaped.unicodeScalars.append(scalar)
+            }
+        }
+        return escaped
     }
 
     static func number(_ value: Double) -> String {
