@@ -6,7 +6,7 @@
 // of a counter); the spool's gauges are one look per scrape that keeps what cannot have changed
 // (SpoolGauges.swift: listings of the job folders while something moves, one fstat while the
 // spool is idle), and the cache's size and model count a walk at most every 30 s, so a scrape
-// costs the daemon well under a millisecond and the file server little.
+// costs the daemon under a millisecond of CPU and the file server little.
 import Foundation
 import ModelCache
 import SharedFiles
