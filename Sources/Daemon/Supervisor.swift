@@ -215,7 +215,7 @@ public final class Supervisor: @unchecked Sendable {
             // the processes of every node while a download runs.
             var env = environment
             let lookerAlive = workers.contains { $0.processIdentifier == endgameLooker }
-            if !lookerAlive { env[Worker.endgameLookerVariable] = "1" }
+            env[Worker.endgameLookerVariable] = lookerAlive ? "0" : "1"
             process.environment = env
             do {
                 try process.run()
