@@ -101,11 +101,18 @@ public struct Handoff: Sendable {
         // Another node's marker wakes this waiter within a quarter poll interval, not a whole one.
         let look = sharing.settledLookInterval(watching: watcher != nil).map { SettledLook(spool: spool, id: request.id, every: $0) }
         defer { look?.stop() }
+        var woken = true
+        var shown: Int64 = 0
         while true {
             // The markers first (two access(2) calls): a wake-up that finds the request settled
             // costs next to nothing, which matters when hundreds of waiters wake at once.
             // One look at the supervisors per pass (this node's first: a pid check while it runs).
             var supervised: Bool?
+            // While this node's own supervisor runs (a pid check), it plans, splices and settles
+            // this request: its done or failed marker is a local write that wakes this waiter
+            // through inotify, and its parts are spliced within half a second. The waiter then
+            // looks at no parts and at the markers only when woken and on the full pass.
+            let own = watcher != nil && spool.ownSupervisorServes()
             // The full pass (orphans, the supervisors' liveness) once per poll; a progress tick
             // or a marker's wake-up in between looks at the markers only.
             let full = progress == nil || firstPass || Date().timeIntervalSince(lastFull) >= Double(poll)
@@ -119,15 +126,15 @@ public struct Handoff: Sendable {
                     try SpoolTrust.prepare(spool.layout)
                     try spool.submit(request)
                 }
-                supervised = spool.anySupervisorServes()
-                if spool.hasOrphanParts(olderThan: 2, supervised: supervised) {
+                supervised = own || spool.anySupervisorServes()
+                if !own && spool.hasOrphanParts(olderThan: 2, supervised: supervised) {
                     splicer.spliceAll()
                 } else if firstPass || supervised == false {
                     splicer.settleRequests()  // files may be final with nobody left to say so
                 }
             }
             firstPass = false
-            switch spool.state(of: request.id) {
+            switch full || woken || !own ? spool.state(of: request.id) : .active {
             case .done:
                 progress?(TransferProgress(completedBytes: total, totalBytes: total, filesDone: request.files.count,
                                            filesTotal: request.files.count))
@@ -141,7 +148,11 @@ public struct Handoff: Sendable {
             if let progress {
                 // One listing of parts/ and the sidecars of the files not final (the filer),
                 // and this node's ranges in flight (RAM: LiveProgress).
-                var report = RequestProgress.of(request, parts: spool.partsByFile(), live: live?.read() ?? [:])
+                // (Without parts, a range between its publication and its splice is not counted
+                // for that moment: what is shown never goes back.)
+                var report = RequestProgress.of(request, parts: own ? [:] : spool.partsByFile(), live: live?.read() ?? [:])
+                shown = max(shown, report.completedBytes)
+                report.completedBytes = shown
                 report.bytesPerSecond = rate.add(report.completedBytes)
                 progress(report)
             }
@@ -160,8 +171,9 @@ public struct Handoff: Sendable {
             if let deadline, Date() >= deadline { throw HandoffError.timedOut(repo: request.repo) }
             var seconds = Double(deadline.map { max(1, min(poll, Int($0.timeIntervalSinceNow.rounded(.up)))) } ?? poll)
             if progress != nil { seconds = min(seconds, 0.5) }
+            woken = true
             if let watcher {
-                _ = watcher.wait(seconds: seconds)
+                woken = watcher.wait(seconds: seconds)
             } else if let wake = wakeWord {
                 // No inotify for this process (e.g. the per-user limit of instances, 128 by
                 // default, is used up by other waiters): sleep on the spool's wake word, which

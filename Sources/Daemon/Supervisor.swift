@@ -168,7 +168,10 @@ public final class Supervisor: @unchecked Sendable {
                 pace.ownActive = active.contains { $0.node == settings.node }
                 spool.endPass()
             } else if look.splice {
-                splicer.spliceAll(leaving: leaves)  // this node's files; parts whose splicer is gone
+                // This node's files; parts whose splicer is gone. Requests are settled by the
+                // full pass, here once something was spliced, and every quarter lease while this
+                // node has requests of its own in flight (another process may have finished one).
+                splicer.spliceAll(leaving: leaves, settlingAlways: look.revoke && pace.ownActive)
             }
             if look.repair {
                 // A range is made ready again only when a second look finds it lost too: 2 s
@@ -212,7 +215,7 @@ public final class Supervisor: @unchecked Sendable {
             // the processes of every node while a download runs.
             var env = environment
             let lookerAlive = workers.contains { $0.processIdentifier == endgameLooker }
-            if !lookerAlive { env[Worker.endgameLookerVariable] = "1" }
+            env[Worker.endgameLookerVariable] = lookerAlive ? "0" : "1"
             process.environment = env
             do {
                 try process.run()
@@ -239,6 +242,7 @@ public final class Supervisor: @unchecked Sendable {
         while workers.contains(where: \.isRunning) && Date() < deadline { usleep(20_000) }
         for w in workers where w.isRunning { kill(w.processIdentifier, SIGKILL) }
         spool.revokeExpiredClaims()
+        ReadyView(spool: spool)?.remove()
         if let live = LiveProgress(spool: spool) { rmdir(live.directory) }  // when no other daemon's worker has a record there
         spool.retireSupervisor()
         while cacheCap?.isRunning == true && Date() < deadline.addingTimeInterval(20) { usleep(20_000) }

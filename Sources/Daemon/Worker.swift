@@ -33,6 +33,10 @@ public final class Worker: @unchecked Sendable {
     private let wakeup = Wakeup()
     /// The bytes of this process's ranges in flight, in RAM for this node's waiters (LiveProgress).
     private let live: LiveProgress?
+    /// The last listing of `jobs/ready`, shared with this machine's other worker processes
+    /// (ReadyView); set by `run` before the slots start, and only when the wake word works (it
+    /// is what tells this process that another node published jobs).
+    var readyView: ReadyView?
 
     /// - Parameter slots: ranges this process transfers at once (threads). A few slots per
     ///   process keep the pool's memory small; a dead process loses its slots' ranges.
@@ -57,6 +61,9 @@ public final class Worker: @unchecked Sendable {
         let done: @Sendable () -> Bool = { shouldStop() || getppid() != parent }
         let poll = sharing.workerPoll
         let wakeup = self.wakeup
+        let word = spool.wakeWord()
+        let view = word == nil ? nil : ReadyView(spool: spool)
+        readyView = view
         // One thread sleeps on inotify (libinotifytools allows one watcher per process) and
         // wakes the idle slots. Jobs become claimable when their plan is published (after the
         // jobs): watch both folders.
@@ -67,6 +74,7 @@ public final class Worker: @unchecked Sendable {
             watcher?.watch(spool.layout.path(.plans), arrivalsOnly: true)
             while !done() {
                 guard watcher?.wait(seconds: 1) ?? { sleep(1); return false }() else { continue }
+                view?.invalidate()  // a job or plan arrived: the shared listing is stale
                 // A planner publishes a file's jobs one by one (a 1 GiB file: 128 in ~0.2 s), and
                 // none is claimable before its plan follows them: the slots look once the burst
                 // has had 20 ms to land, not once per job (16 slots scanning per job slowed it).
@@ -83,7 +91,7 @@ public final class Worker: @unchecked Sendable {
         // filesystem, or no inotify instance), this node's supervisor can: it looks at the spool's
         // generation once per poll and, when it moved, bumps the wake word this thread sleeps on
         // (a futex: no look at the shared filesystem while nothing happens).
-        if let word = spool.wakeWord() {
+        if let word {
             Thread {
                 var seen = word.generation
                 var sinceReplacementLook = Date()
@@ -95,6 +103,7 @@ public final class Worker: @unchecked Sendable {
                     let now = word.generation
                     if now != seen {
                         seen = now
+                        view?.invalidate()  // another node's change may have made jobs ready
                         wakeup.broadcast()
                     }
                 }

@@ -28,8 +28,9 @@ extension Worker {
     static let triesPerListing = 4
 
     private func claimLowest() -> ClaimedJob? {
-        for _ in 0..<3 {
-            switch claimFromOneListing() {
+        for attempt in 0..<3 {
+            // The machine's shared listing first; after its first jobs were all taken, a fresh one.
+            switch claimFromOneListing(fresh: attempt > 0) {
             case .claimed(let claim): return claim
             case .none: return nil
             case .taken: continue
@@ -45,8 +46,18 @@ extension Worker {
         case taken
     }
 
-    private func claimFromOneListing() -> ScanResult {
-        let ready = spool.readyJobs()
+    /// `jobs/ready`, sorted: this machine's shared listing while no wake-up has made it stale
+    /// (ReadyView), else listed now and shared.
+    private func readyJobs(fresh: Bool) -> (names: [String], epoch: UInt64?) {
+        let epoch = readyView?.epoch()
+        if !fresh, let epoch, let names = readyView?.names(at: epoch) { return (names, epoch) }
+        let names = spool.readyJobs()
+        if let epoch { readyView?.store(names, at: epoch) }
+        return (names, epoch)
+    }
+
+    private func claimFromOneListing(fresh: Bool) -> ScanResult {
+        let (ready, epoch) = readyJobs(fresh: fresh)
         guard !ready.isEmpty else { return .none }
         // The share is looked at (a listing of the claims) once a job whose plan is published
         // is found: jobs arriving before their plan cost no look at the claims.
@@ -71,7 +82,10 @@ extension Worker {
                 guard withinShare(ready: ready.count) else { return .none }
                 shareChecked = true
             }
-            if let claim = spool.claim(name, plan: plan) { return .claimed(claim) }
+            if let claim = spool.claim(name, plan: plan) {
+                if let epoch { readyView?.taken(name, at: epoch) }
+                return .claimed(claim)
+            }
             tried += 1
             if tried >= Worker.triesPerListing { return .taken }
         }
@@ -110,11 +124,14 @@ extension Worker {
     /// bytes still to come (`ClaimPolicy.mayClaim`).
     private func withinShare(ready: Int) -> Bool {
         let nodes = liveNodes()
+        guard let claims = spool.claims() else { return true }
         // While more ranges are ready than there are nodes, every claim counts as a whole range
         // (a listing of the claims); the bytes each claim still has to come (a listing of tmp/
-        // and a look at each part) matter only at the end of a file.
-        let loads = ready >= nodes ? spool.claimCounts() : spool.claimLoads(rangeLength: rangeLength)
-        guard let loads else { return true }
+        // and a look at each part) matter only at the end of a file, and only to a node still
+        // within its share by count.
+        let counts = Spool.claimCounts(claims)
+        guard ClaimPolicy.withinCountShare(node: settings.node, ready: ready, loads: counts, liveNodes: nodes) else { return false }
+        let loads = ready >= nodes ? counts : spool.claimLoads(claims, rangeLength: rangeLength)
         return ClaimPolicy.mayClaim(node: settings.node, ready: ready, loads: loads, liveNodes: nodes)
     }
 

@@ -15,8 +15,7 @@ public enum ClaimPolicy {
     public static func mayClaim(node: String, ready: Int, loads: [String: [Double]], liveNodes: Int) -> Bool {
         let nodes = max(1, liveNodes)
         let mine = loads[node] ?? []
-        let claimed = loads.values.reduce(0) { $0 + $1.count }
-        guard mine.count < max(1, (ready + claimed + nodes - 1) / nodes) else { return false }
+        guard withinCountShare(node: node, ready: ready, loads: loads, liveNodes: liveNodes) else { return false }
         guard nodes > 1 else { return true }
         let others = loads.filter { $0.key != node }.map { $0.value.reduce(0, +) }
         let myLoad = mine.reduce(0, +)
@@ -24,6 +23,14 @@ public enum ClaimPolicy {
         if myLoad <= (others.count < nodes - 1 ? 0 : others.min() ?? 0) { return true }
         let total = Double(ready) + myLoad + others.reduce(0, +)
         return myLoad + 0.5 <= total / Double(nodes)
+    }
+
+    /// The first rule of `mayClaim` alone, which needs the claims' count only (no look at their
+    /// bytes): the node's claims are fewer than its share by count.
+    public static func withinCountShare(node: String, ready: Int, loads: [String: [Double]], liveNodes: Int) -> Bool {
+        let nodes = max(1, liveNodes)
+        let claimed = loads.values.reduce(0) { $0 + $1.count }
+        return (loads[node] ?? []).count < max(1, (ready + claimed + nodes - 1) / nodes)
     }
 
     /// Whether a duplicate of a claim with `remaining` of its `length` bytes to come would be

@@ -28,13 +28,19 @@ public struct LiveProgress: Sendable {
     /// Starts the record of one range a worker of this process fetches (`job`: `<key>.<index>`);
     /// nil when it cannot be made (progress then moves per range, as without it).
     public func begin(job: String) -> Entry? {
-        if mkdir(directory, 0o700) != 0 && errno != EEXIST { return nil }
-        var info = stat()
-        guard lstat(directory, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR, info.st_uid == getuid() else { return nil }
+        guard LiveProgress.prepare(directory) else { return nil }
         let path = "\(directory)/\(job)@\(getpid())"
         let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard fd >= 0 else { return nil }
         return Entry(fd: fd, path: path)
+    }
+
+    /// Makes the record folder when missing; false unless it is a folder of this account's
+    /// (another account could otherwise plant what this machine's processes read).
+    static func prepare(_ directory: String) -> Bool {
+        if mkdir(directory, 0o700) != 0 && errno != EEXIST { return false }
+        var info = stat()
+        return lstat(directory, &info) == 0 && (info.st_mode & S_IFMT) == S_IFDIR && info.st_uid == getuid()
     }
 
     /// Bytes per job of the ranges in flight on this node. Records of processes that are gone

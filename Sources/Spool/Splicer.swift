@@ -23,7 +23,9 @@ public struct Splicer: Sendable {
     /// `leaving`: plans another process splices (a supervisor leaves another node's plans to that
     /// node's supervisor while it serves: the splicing of a file stays on one node, whatever the
     /// nodes fetching its ranges).
-    public func spliceAll(leaving: (PlannedFile) -> Bool = { _ in false }) -> [String: SpliceOutcome] {
+    /// `settlingAlways` false: requests are settled only when a part was spliced, a file found
+    /// final or failed (a look between passes that finds nothing to do costs one listing).
+    public func spliceAll(leaving: (PlannedFile) -> Bool = { _ in false }, settlingAlways: Bool = true) -> [String: SpliceOutcome] {
         var outcomes: [String: SpliceOutcome] = [:]
         for (key, indices) in spool.partsByFile() {
             switch spool.lookPlan(key) {
@@ -38,7 +40,7 @@ public struct Splicer: Sendable {
                 outcomes[key] = .busy
             }
         }
-        settleRequests()
+        if settlingAlways || outcomes.values.contains(where: { $0 != .nothing && $0 != .busy }) { settleRequests() }
         return outcomes
     }
 
@@ -245,7 +247,7 @@ public struct Splicer: Sendable {
     public func settleRequests() {
         // Another node's request is settled by that node while it serves (a failure recorded here
         // bumps the generation, which wakes it).
-        for request in spool.activeRequests() where !spool.servedElsewhere(request) {
+        for request in spool.activeRequests(skipping: spool.servedElsewhere) {
             if spool.targets?.cachedRefusal(request) != nil { continue }  // never written to (Planner fails it)
             let directory = request.directory
             var complete = true

@@ -91,7 +91,11 @@ extension Spool {
     /// yet), by node; nil when the claims cannot be listed. `rangeLength` gives a job's length
     /// (nil: unknown, counted as a whole range).
     public func claimLoads(rangeLength: (String) -> Int64?) -> [String: [Double]]? {
-        guard let claims = self.claims() else { return nil }
+        claims().map { claimLoads($0, rangeLength: rangeLength) }
+    }
+
+    /// `claimLoads` of claims listed already.
+    public func claimLoads(_ claims: [SpoolLayout.Claim], rangeLength: (String) -> Int64?) -> [String: [Double]] {
         let temps = SharedFS.names(layout.path(.tmp)) ?? []
         var loads: [String: [Double]] = [:]
         for claim in claims {
@@ -129,7 +133,11 @@ extension Spool {
 
     /// The claims of each node as whole ranges (a listing only): the share by count.
     public func claimCounts() -> [String: [Double]]? {
-        guard let claims = self.claims() else { return nil }
+        claims().map(Spool.claimCounts)
+    }
+
+    /// The claims of each node as whole ranges, from claims listed already.
+    public static func claimCounts(_ claims: [SpoolLayout.Claim]) -> [String: [Double]] {
         var loads: [String: [Double]] = [:]
         for claim in claims { loads[claim.holder.node, default: []].append(1) }
         return loads

@@ -81,10 +81,12 @@ extension Spool {
 
     /// The requests that are neither done nor failed. With `remembersSettled`, a request found
     /// settled is not looked at again until `forgetSettled()`.
-    public func activeRequests() -> [SpoolRequest] {
+    /// `skipping`: requests the caller leaves alone, passed over before their markers are
+    /// looked at (two lookups each at the file server).
+    public func activeRequests(skipping: (SpoolRequest) -> Bool = { _ in false }) -> [SpoolRequest] {
         let remembered = lock.withLock { remembering ? settledIDs : [] }
         return requests().filter { request in
-            guard !remembered.contains(request.id) else { return false }
+            guard !remembered.contains(request.id), !skipping(request) else { return false }
             guard state(of: request.id) == .active else {
                 lock.withLock { if remembering { settledIDs.insert(request.id) } }
                 return false

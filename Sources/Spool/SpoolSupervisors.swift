@@ -91,11 +91,17 @@ extension Spool {
     /// with no look at the spool (a waiter asks every poll; a look at every node's record
     /// grew with the nodes).
     public func anySupervisorServes() -> Bool {
+        ownSupervisorServes() || !liveSupervisors().isEmpty
+    }
+
+    /// True while the process this node's supervisor record names runs: a pid check, with the
+    /// record read again only once that process is gone. Such a supervisor plans, splices and
+    /// settles this node's requests (`servedElsewhere`), so its waiters leave that to it.
+    public func ownSupervisorServes() -> Bool {
         if let pid = lock.withLock({ localSupervisor }), LeaseJudge.processRunning(pid) { return true }
         let pid = supervisorPID(of: owner.node)
         lock.withLock { localSupervisor = pid }
-        if let pid, LeaseJudge.processRunning(pid) { return true }
-        return !liveSupervisors().isEmpty
+        return pid.map(LeaseJudge.processRunning) ?? false
     }
 
     /// True unless another node's supervisor is positively gone: its record absent, or its

@@ -50,7 +50,7 @@ public final class RangeFetch: @unchecked Sendable {
         let writer = RangeWriter(start: start, end: end, fileSize: file.size, into: part, pin: EtagPin(),
                                  alreadyWritten: resumeFrom)
         if writer.isComplete {
-            if sync { try part.sync() }
+            try sync ? part.sync() : part.flush()
             return
         }
         writer.onWritten = { [weak writer] _ in onProgress((writer?.next ?? start) - start) }
@@ -74,14 +74,15 @@ public final class RangeFetch: @unchecked Sendable {
             }, onBody: { [weak writer] bytes in
                 cap?.take(bytes.count)  // the node's cap: this thread waits its turn (RateCap)
                 return (writer?.write(bytes) ?? false) && !isCancelled()
-            }, onTick: { [weak writer] in
+            }, onTick: { [weak writer, weak part] in
+                try? part?.flushIfStale()  // a stalled transfer's bytes reach the file (others judge stalls by them)
                 onProgress((writer?.next ?? start) - start)
                 return !isCancelled()
             })
             let decision = policy.decide(session.performBlocking(), writer: writer, count: &count,
                                          context: RangeContext(repo: repo, commit: commit, path: file.path, url: url))
             if case .complete = decision {
-                if sync { try part.sync() }
+                try sync ? part.sync() : part.flush()
                 return
             }
             if isCancelled() { throw CancellationError() }

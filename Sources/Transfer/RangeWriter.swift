@@ -17,10 +17,26 @@ protocol RangeSink: AnyObject {
 extension StagingFile: RangeSink {}
 
 /// A worker's part file: holds exactly one range, so file offset `origin` is its byte 0.
+///
+/// Its bytes are gathered into writes of `bufferSize` (or the range's last bytes): a socket
+/// hands over whatever has arrived, often a few KiB under load, and on a network filesystem
+/// each write(2) is an operation at the file server (a FUSE client sends at most 128 KiB per
+/// write). What the file holds stays a prefix of the range, at most a second behind what
+/// arrived (`flushIfStale`: other nodes judge a stalled holder by its part's size), so a part
+/// left by a killed worker is adopted as before, only up to 256 KiB shorter.
 final class PartFile: RangeSink {
     let path: String
     let fd: Int32
     let origin: Int64
+    static let bufferSize = 256 << 10
+    private var buffer: UnsafeMutableRawBufferPointer
+    private var buffered = 0
+    /// The file offset of the buffer's first byte.
+    private var bufferStart: Int64 = 0
+    /// When the buffer was last written out (CLOCK_MONOTONIC, seconds).
+    private var flushedAt = PartFile.now()
+    /// The most the file lags behind what arrived.
+    static let staleAfter = 1.0
 
     /// Creates (or truncates) the part file at `path` for a range starting at `origin`; with
     /// `keep`, opens an adopted part as it is (its bytes are the range's first ones).
@@ -29,17 +45,56 @@ final class PartFile: RangeSink {
         guard fd >= 0 else { throw CacheError.io(path: path, operation: "create part", errno: errno) }
         self.path = path
         self.origin = origin
+        buffer = .allocate(byteCount: PartFile.bufferSize, alignment: 64)
     }
 
-    deinit { close(fd) }
+    deinit {
+        try? flush()  // what arrived stays for whoever adopts the part
+        buffer.deallocate()
+        close(fd)
+    }
 
     func write(_ bytes: UnsafeRawBufferPointer, at fileOffset: Int64) throws {
-        if let code = FileIO.writeAll(fd, bytes, at: fileOffset - origin) {
+        var bytes = bytes
+        var offset = fileOffset
+        if buffered > 0 && offset != bufferStart + Int64(buffered) { try flush() }
+        while !bytes.isEmpty {
+            if buffered == 0 { bufferStart = offset }
+            let take = min(bytes.count, buffer.count - buffered)
+            UnsafeMutableRawBufferPointer(rebasing: buffer[buffered..<(buffered + take)]).copyMemory(from: UnsafeRawBufferPointer(rebasing: bytes[0..<take]))
+            buffered += take
+            offset += Int64(take)
+            bytes = UnsafeRawBufferPointer(rebasing: bytes[take...])
+            if buffered == buffer.count { try flush() }
+        }
+        try flushIfStale()
+    }
+
+    /// Writes the buffer out when it was last written more than `staleAfter` ago (called as
+    /// bytes arrive, and on the transfer's ticks while none do).
+    func flushIfStale() throws {
+        if buffered > 0 && PartFile.now() - flushedAt >= PartFile.staleAfter { try flush() }
+    }
+
+    /// Writes what the buffer holds.
+    func flush() throws {
+        flushedAt = PartFile.now()
+        guard buffered > 0 else { return }
+        let pending = buffered
+        buffered = 0
+        if let code = FileIO.writeAll(fd, UnsafeRawBufferPointer(rebasing: buffer[0..<pending]), at: bufferStart - origin) {
             throw CacheError.io(path: path, operation: "write", errno: code)
         }
     }
 
+    private static func now() -> Double {
+        var ts = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &ts)
+        return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
+    }
+
     func sync() throws {
+        try flush()
         guard fsync(fd) == 0 else { throw CacheError.io(path: path, operation: "sync", errno: errno) }
     }
 }

@@ -149,4 +149,19 @@ final class EndgameTests: DaemonTestCase {
         try assertSameBytes(repo, path)
         XCTAssertEqual(hub.bodyBytes(for: file), size, "each byte served once")
     }
+
+    func testOneWorkerProcessOfANodeMakesTheEndgameLooks() throws {
+        // Each look lists the claims and stats every claim's temp part: four processes of a node
+        // making them would cost the filer four times what one does.
+        let (daemon, _) = try startDaemon(workers: 4, slots: 1)
+        let workers = descendants(of: daemon.processIdentifier)
+        XCTAssertEqual(workers.count, 4)
+        let roles = workers.map { pid -> String? in
+            guard let data = FileManager.default.contents(atPath: "/proc/\(pid)/environ") else { return nil }
+            let entries = data.split(separator: 0).map { String(decoding: $0, as: UTF8.self) }
+            return entries.first { $0.hasPrefix("SPEECH_FETCH_ENDGAME_LOOKER=") }.map { String($0.dropFirst(28)) }
+        }
+        XCTAssertEqual(roles.filter { $0 == "1" }.count, 1, "one looker: \(roles)")
+        XCTAssertEqual(roles.filter { $0 == "0" }.count, 3, "the others told not to look: \(roles)")
+    }
 }

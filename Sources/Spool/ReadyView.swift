@@ -1,0 +1,131 @@
+// ReadyView - the last listing of `jobs/ready`, shared in RAM by the worker processes of this
+// machine, so that a wake-up costs the file server one listing per node, not one per process,
+// and a slot that finishes a range does not list a folder known to be empty.
+//
+// Two files beside LiveProgress's records on /dev/shm: `.ready-epoch`, a 64-bit counter that
+// every process bumps when it learns that `jobs/ready` may have gained a job (inotify saw one
+// arrive from this machine, or the wake word said another node's generation moved), and
+// `.ready`, the names one process listed, tagged with the epoch it read *before* listing. A
+// listing is used only while the epoch still has that value and it is younger than `maxAge`, so
+// a job published after someone started listing is never hidden by that listing: the bump that
+// announced it makes the listing's tag stale. A job that another node took since the listing
+// costs one failed try (a claim is a rename; the loser's is ENOENT), and a scan whose tries all
+// fail lists afresh. Nothing here is on the shared filesystem.
+import Foundation
+import ModelCache
+
+public struct ReadyView: Sendable {
+    let recordPath: String
+    let epochPath: String
+    let directory: String
+    /// A listing older than this is listed again even when no wake-up said it changed: the
+    /// safety net under a wake-up that was lost.
+    static let maxAge: UInt64 = 5_000_000_000
+
+    /// The view of `spool`'s ready jobs on this machine, or nil without a writable /dev/shm.
+    public init?(spool: Spool) {
+        guard let live = LiveProgress(spool: spool) else { return nil }
+        directory = live.directory
+        recordPath = live.directory + "/.ready"
+        epochPath = live.directory + "/.ready-epoch"
+    }
+
+    /// The epoch now (nil when the counter cannot be opened: then nothing is shared). A counter
+    /// made afresh starts at a random value, so a listing tagged before the files were removed
+    /// (a daemon's drain) cannot match a new counter that counted up to its tag.
+    public func epoch() -> UInt64? {
+        withCounter(exclusive: false) { $0 }
+    }
+
+    /// Something may have arrived in `jobs/ready`: listings taken so far are stale.
+    public func invalidate() {
+        _ = withCounter(exclusive: true) { $0 &+ 1 }
+    }
+
+    /// The names listed at `epoch` (sorted), when that listing is still the current one.
+    public func names(at epoch: UInt64) -> [String]? {
+        guard let data = FileManager.default.contents(atPath: recordPath),
+              let text = String(data: data, encoding: .utf8) else { return nil }
+        var lines = text.split(separator: "\n", omittingEmptySubsequences: false)
+        guard let header = lines.first else { return nil }
+        let fields = header.split(separator: " ")
+        guard fields.count == 2, let tag = UInt64(fields[0]), tag == epoch, let at = UInt64(fields[1]),
+              ReadyView.now() &- at < ReadyView.maxAge else { return nil }
+        lines.removeFirst()
+        let names = lines.filter { !$0.isEmpty }.map(String.init)
+        // Only this account can write the folder (LiveProgress checks it); a name that is not a
+        // job's still means the record is not one of ours.
+        guard names.allSatisfy({ PlannedFile.parseJob($0) != nil }) else { return nil }
+        return names
+    }
+
+    /// Shares `names`, listed after reading `epoch`.
+    public func store(_ names: [String], at epoch: UInt64) {
+        write(names, at: epoch, listedAt: ReadyView.now())
+    }
+
+    /// This process claimed `name`: the shared listing no longer offers it to the others.
+    public func taken(_ name: String, at epoch: UInt64) {
+        _ = withCounter(exclusive: true) { current -> UInt64 in
+            guard current == epoch, let names = self.names(at: epoch), names.contains(name),
+                  let at = self.listedAt() else { return current }
+            self.write(names.filter { $0 != name }, at: epoch, listedAt: at)
+            return current
+        }
+    }
+
+    /// Removes both files (a daemon that drains); a process that looks again makes them anew.
+    public func remove() {
+        unlink(recordPath)
+        unlink(epochPath)
+    }
+
+    private func listedAt() -> UInt64? {
+        guard let data = FileManager.default.contents(atPath: recordPath), let text = String(data: data, encoding: .utf8),
+              let header = text.split(separator: "\n").first else { return nil }
+        let fields = header.split(separator: " ")
+        return fields.count == 2 ? UInt64(fields[1]) : nil
+    }
+
+    private func write(_ names: [String], at epoch: UInt64, listedAt: UInt64) {
+        guard LiveProgress.prepare(directory) else { return }
+        let temp = "\(recordPath).\(getpid()).\(UInt64(bitPattern: Int64(Int(bitPattern: pthread_self()))))"
+        let text = "\(epoch) \(listedAt)\n" + names.map { $0 + "\n" }.joined()
+        let fd = open(temp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { return }
+        let bytes = Array(text.utf8)
+        let wrote = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
+        close(fd)
+        if wrote == bytes.count && rename(temp, recordPath) == 0 { return }
+        unlink(temp)
+    }
+
+    /// Runs `body` on the counter under its lock and stores what it returns when `exclusive`.
+    private func withCounter(exclusive: Bool, _ body: (UInt64) -> UInt64) -> UInt64? {
+        guard LiveProgress.prepare(directory) else { return nil }
+        let fd = open(epochPath, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var value: UInt64 = 0
+        // A counter too short to hold a value (just made) is started under the exclusive lock.
+        for lockMode in exclusive ? [LOCK_EX] : [LOCK_SH, LOCK_EX] {
+            while flock(fd, lockMode) != 0 { guard errno == EINTR else { return nil } }
+            if withUnsafeMutableBytes(of: &value, { pread(fd, $0.baseAddress, 8, 0) }) == 8 { break }
+            guard lockMode == LOCK_EX else { continue }
+            value = UInt64.random(in: 0...UInt64.max)
+            guard withUnsafeBytes(of: &value, { pwrite(fd, $0.baseAddress, 8, 0) }) == 8 else { return nil }
+        }
+        let next = body(value)
+        if exclusive && next != value {
+            var stored = next
+            guard withUnsafeBytes(of: &stored, { pwrite(fd, $0.baseAddress, 8, 0) }) == 8 else { return nil }
+        }
+        return exclusive ? next : value
+    }
+
+    static func now() -> UInt64 {
+        var ts = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &ts)
+        return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
+    }
+}
