@@ -12,8 +12,9 @@ scrape: a daemon holds an in-flight download (nginx's slow port keeps it going),
 its metrics thread spends on back-to-back scrapes (its /proc schedstat, no other thread's)
 gives the CPU of one scrape, which at one scrape a second is a share of the CPU a second the
 daemon-hosted download takes. The cap: the download run once more under `strace -c` with and
-without `--max-rate`, counting the schedule's flock calls and the chunks charged (the workers'
-pwrite64 calls), times the CPU of a charge and of a chunk's lock-free bookkeeping measured here
+without `--max-rate`, counting the schedule's flock calls and the socket reads that returned
+data, whence the chunks charged (libcurl hands each read to the write callback, which charges it,
+in pieces of at most 16 KiB: at most the file's size over 16 KiB plus the reads), times the CPU of a charge and of a chunk's lock-free bookkeeping measured here
 in Python (slower than the Swift path, so an upper bound), as a share of the download's CPU.
 run() returns its entry of benchmarks.json's "more"; render() and verdict() are what page.py
 shows of it.
@@ -184,27 +185,27 @@ def scrape_cost(a, env, logs):
 
 
 def strace_counts(path):
-    """calls per system call from an `strace -c` summary."""
+    """(calls, errors) per system call from an `strace -c` summary."""
     counts = {}
     try:
         with open(path) as f:
             for line in f:
                 parts = line.split()
                 if len(parts) >= 5 and parts[3].isdigit() and not parts[-1].startswith("-"):
-                    counts[parts[-1]] = int(parts[3])
+                    counts[parts[-1]] = (int(parts[3]), int(parts[4]) if len(parts) == 6 and parts[4].isdigit() else 0)
     except OSError:
         pass
     return counts
 
 
 def traced_download(a, env, logs, name, daemon_args=None, args=()):
-    """One download under `strace -f -c -e trace=flock,pwrite64` (of the daemon and its workers,
-    or of the embedded client): its flock and pwrite64 calls."""
+    """One download under `strace -f -c -e trace=flock,recvfrom` (of the daemon and its workers,
+    or of the embedded client): its flock calls, and its socket reads that returned data."""
     target, base = fresh_target(a.work, f"s7-trace-{name}")
     os.makedirs(base, exist_ok=True)
     log_path = os.path.join(logs, f"s7-trace-{name}.log")
     summary = log_path + ".strace"
-    strace = ["/usr/bin/strace", "-f", "--seccomp-bpf", "-c", "-o", summary, "-e", "trace=flock,pwrite64"]
+    strace = ["/usr/bin/strace", "-f", "--seccomp-bpf", "-c", "-o", summary, "-e", "trace=flock,recvfrom"]
     tracer = None
     if daemon_args is not None:
         tracer = spawn(strace + [a.fetchd, "--cache-base", base] + daemon_args, env, log_path + ".fetchd")
@@ -224,7 +225,8 @@ def traced_download(a, env, logs, name, daemon_args=None, args=()):
         os.waitpid(tracer, 0)
     counts = strace_counts(summary)
     shutil.rmtree(target, ignore_errors=True)
-    return {"exit": os.waitstatus_to_exitcode(status), "flock": counts.get("flock", 0), "pwrite64": counts.get("pwrite64", 0)}
+    calls, errors = counts.get("recvfrom", (0, 0))
+    return {"exit": os.waitstatus_to_exitcode(status), "flock": counts.get("flock", (0, 0))[0], "reads": calls - errors}
 
 
 def chunk_cpu(a):
@@ -294,6 +296,12 @@ def direct_measures(a, env, logs):
             else {"memory": chunk, "shared": chunk, "how": "python"}}
 
 
+def traced_by(d):
+    """The system call chunks were counted by: recvfrom, or pwrite64 in figures measured when each
+    chunk was one write of the workers."""
+    return "pwrite64" if any("pwrite64" in t for t in d["traced"].values()) else "recvfrom"
+
+
 def judged(sc):
     """The direct figures as shares of the baseline downloads' CPU: {key: (share, how)}."""
     d, s = sc.get("direct"), {t["key"]: t for t in sc["tools"]}
@@ -317,7 +325,10 @@ def judged(sc):
         if t[key]["exit"] != 0 or not runs or (base and t[base]["exit"] != 0):
             continue
         charges = max(0, t[key]["flock"] - (t[base]["flock"] if base else 0)) / 2
-        chunks = t[key]["pwrite64"] - charges
+        # libcurl hands a read to the write callback in pieces of at most CURL_MAX_WRITE_SIZE (16
+        # KiB), each charged: at most size / 16 KiB + reads. (Measured when each chunk was one
+        # pwrite64 of the workers, before parts gathered their writes: those calls less the charges.)
+        chunks = (sc.get("size", GIB) // 16384 + t[key]["reads"]) if "reads" in t[key] else t[key]["pwrite64"] - charges
         cpu = charges * d["charge_cpu_s"] + chunks * d["chunk_cpu_s"]["shared" if base else "memory"]
         base_cpu = med([r["cpu_s"] for r in runs])
         out[key] = (cpu / base_cpu, f"{charges / gib:.0f} schedule charges and {chunks / gib:.0f} chunks a GiB, "
@@ -385,9 +396,12 @@ def render(sc, header, fr, tool_rows):
               "second adds, over the CPU a second of the daemon-hosted download without options (the rounds above)"
               + (f"; the last page showed {g.get('active', 0):.0f} request in flight with {g.get('ready', 0):.0f} range jobs "
                  f"ready, {g.get('claimed', 0):.0f} claimed and {g.get('fetched', 0):.0f} fetched" if g else "")
-              + ". *--max-rate*: the download once more under `strace -f -c -e trace=flock,pwrite64` with and without "
-              "the cap: the cap's flock calls (each charge of the node's schedule takes two) and the chunks charged (the "
-              "workers' pwrite64 calls), times the CPU of a charge "
+              + ". *--max-rate*: the download once more under `strace -f -c -e trace=flock," + traced_by(d) + "` with and "
+              "without the cap: the cap's flock calls (each charge of the node's schedule takes two) and the chunks "
+              "charged (" + ("at most the file's size over 16 KiB plus the recvfrom calls that returned data: libcurl "
+                             "hands each read to the write callback, which charges it, in pieces of at most 16 KiB"
+                             if traced_by(d) == "recvfrom" else "the workers' pwrite64 calls")
+              + "), times the CPU of a charge "
               f"({d['charge_cpu_s'] * 1e6:.1f} µs, measured in Python: an upper bound) and of a chunk "
               f"({d['chunk_cpu_s']['shared'] * 1e9:.0f} ns through the node's schedule, {d['chunk_cpu_s']['memory'] * 1e9:.0f} ns in "
               "memory, " + ("`RateCap.swift` itself compiled with `scripts/bench.d/ratecap_chunk.swift`"
