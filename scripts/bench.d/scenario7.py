@@ -12,10 +12,12 @@ scrape: a daemon holds an in-flight download (nginx's slow port keeps it going),
 its metrics thread spends on back-to-back scrapes (its /proc schedstat, no other thread's)
 gives the CPU of one scrape, which at one scrape a second is a share of the CPU a second the
 daemon-hosted download takes. The cap: the download run once more under `strace -c` with and
-without `--max-rate`, counting the schedule's flock calls and the socket reads that returned
-data, whence the chunks charged (libcurl hands each read to the write callback, which charges it,
-in pieces of at most 16 KiB: at most the file's size over 16 KiB plus the reads), times the CPU of a charge and of a chunk's lock-free bookkeeping measured here
-in Python (slower than the Swift path, so an upper bound), as a share of the download's CPU.
+without `--max-rate`, counting flock calls (at most half of those with the cap are charges of
+the node's schedule) and the socket reads that returned data, whence the chunks charged (libcurl
+hands each read to the write callback, which charges it, in pieces of at most 16 KiB: at most
+the file's size over 16 KiB plus the reads), times the CPU of a charge (measured in Python, an
+upper bound) and of a chunk (RateCap.swift itself, compiled with ratecap_chunk.swift), as a
+share of the download's CPU.
 run() returns its entry of benchmarks.json's "more"; render() and verdict() are what page.py
 shows of it.
 """
@@ -324,14 +326,18 @@ def judged(sc):
     for key, base, runs in (("daemon_cap", "daemon", daemon_runs), ("embedded_cap", None, embedded_runs)):
         if t[key]["exit"] != 0 or not runs or (base and t[base]["exit"] != 0):
             continue
-        charges = max(0, t[key]["flock"] - (t[base]["flock"] if base else 0)) / 2
+        # Every flock of the run with the cap counted as half a charge: the daemon's other locks
+        # (as many as the cap's, and varying from run to run) make the difference to the run
+        # without the cap no count, so this is an upper bound.
+        charges = t[key]["flock"] / 2
         # libcurl hands a read to the write callback in pieces of at most CURL_MAX_WRITE_SIZE (16
         # KiB), each charged: at most size / 16 KiB + reads. (Measured when each chunk was one
         # pwrite64 of the workers, before parts gathered their writes: those calls less the charges.)
         chunks = (sc.get("size", GIB) // 16384 + t[key]["reads"]) if "reads" in t[key] else t[key]["pwrite64"] - charges
         cpu = charges * d["charge_cpu_s"] + chunks * d["chunk_cpu_s"]["shared" if base else "memory"]
         base_cpu = med([r["cpu_s"] for r in runs])
-        out[key] = (cpu / base_cpu, f"{charges / gib:.0f} schedule charges and {chunks / gib:.0f} chunks a GiB, "
+        out[key] = (cpu / base_cpu, (f"at most {charges / gib:.0f} schedule charges and " if base else "no schedule file, ")
+                    + f"{chunks / gib:.0f} chunks a GiB, "
                     f"at most {cpu * 1e3:.1f} ms of CPU over the download's {base_cpu:.2f} CPU-s")
     return out
 
@@ -397,7 +403,8 @@ def render(sc, header, fr, tool_rows):
               + (f"; the last page showed {g.get('active', 0):.0f} request in flight with {g.get('ready', 0):.0f} range jobs "
                  f"ready, {g.get('claimed', 0):.0f} claimed and {g.get('fetched', 0):.0f} fetched" if g else "")
               + ". *--max-rate*: the download once more under `strace -f -c -e trace=flock," + traced_by(d) + "` with and "
-              "without the cap: the cap's flock calls (each charge of the node's schedule takes two) and the chunks "
+              "without the cap: at most half the flock calls of the run with the cap as charges of the node's "
+              "schedule (each takes two; the daemon's other locks count too) and the chunks "
               "charged (" + ("at most the file's size over 16 KiB plus the recvfrom calls that returned data: libcurl "
                              "hands each read to the write callback, which charges it, in pieces of at most 16 KiB"
                              if traced_by(d) == "recvfrom" else "the workers' pwrite64 calls")
