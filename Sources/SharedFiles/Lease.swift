@@ -73,6 +73,16 @@ public struct LeaseJudge: Sendable {
 
     /// True while `pid` is a process on this machine that is not a zombie. The one local-process
     /// check of the project.
+    /// When the process `pid` started (clock ticks since boot, /proc/PID/stat's 22nd field); nil
+    /// when it cannot be read. A pid with another start time is another process.
+    public static func startTime(of pid: Int32) -> UInt64? {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+              let close = stat.lastIndex(of: ")") else { return nil }
+        // After the command's closing parenthesis: field 3 (the state) onwards.
+        let fields = stat[stat.index(after: close)...].split(separator: " ")
+        return fields.count > 19 ? UInt64(fields[19]) : nil
+    }
+
     public static func processRunning(_ pid: Int32) -> Bool {
         guard pid > 0, kill(pid, 0) == 0 || errno == EPERM else { return false }
         guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),

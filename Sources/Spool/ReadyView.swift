@@ -78,6 +78,10 @@ public struct ReadyView: Sendable {
     public func remove() {
         unlink(recordPath)
         unlink(epochPath)
+        // And what a process killed while writing the record left (`.ready.<pid>.<thread>`).
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? [] where name.hasPrefix(".ready.") {
+            unlink(directory + "/" + name)
+        }
     }
 
     private func listedAt() -> UInt64? {

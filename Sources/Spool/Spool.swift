@@ -67,7 +67,7 @@ public final class Spool: @unchecked Sendable {
     /// Plans read, with the inode they were read from (`lookPlan`).
     var planCache: [String: (plan: PlannedFile, identity: FileIdentity)] = [:]
     /// The pid this node's supervisor record named at the last look (`anySupervisorServes`).
-    var localSupervisor: Int32?
+    var localSupervisor: (pid: Int32, started: UInt64?)?
     var lastRetireLook = Date.distantPast
     /// When each other node was last seen serving (`supervisorServes`).
     var servingSeen: [String: Date] = [:]

@@ -98,9 +98,13 @@ extension Spool {
     /// record read again only once that process is gone. Such a supervisor plans, splices and
     /// settles this node's requests (`servedElsewhere`), so its waiters leave that to it.
     public func ownSupervisorServes() -> Bool {
-        if let pid = lock.withLock({ localSupervisor }), LeaseJudge.processRunning(pid) { return true }
+        // The pid is trusted only while the process it names is the one seen when the record
+        // was read (its start time): a pid reused by another process after the daemon exited
+        // sends the look back to the record.
+        if let (pid, started) = lock.withLock({ localSupervisor }), LeaseJudge.processRunning(pid),
+           LeaseJudge.startTime(of: pid) == started { return true }
         let pid = supervisorPID(of: owner.node)
-        lock.withLock { localSupervisor = pid }
+        lock.withLock { localSupervisor = pid.map { ($0, LeaseJudge.startTime(of: $0)) } }
         return pid.map(LeaseJudge.processRunning) ?? false
     }
 

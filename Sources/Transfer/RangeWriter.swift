@@ -55,6 +55,7 @@ final class PartFile: RangeSink {
     }
 
     func write(_ bytes: UnsafeRawBufferPointer, at fileOffset: Int64) throws {
+        if let failure { throw CacheError.io(path: path, operation: "write", errno: failure) }
         var bytes = bytes
         var offset = fileOffset
         if buffered > 0 && offset != bufferStart + Int64(buffered) { try flush() }
@@ -76,16 +77,22 @@ final class PartFile: RangeSink {
         if buffered > 0 && PartFile.now() - flushedAt >= PartFile.staleAfter { try flush() }
     }
 
-    /// Writes what the buffer holds.
+    /// Writes what the buffer holds. A failed write is kept: this and every later write, flush
+    /// and sync throw it (the range is given up), so no later byte lands past bytes that never
+    /// did (a part with a hole of zeros, published as whole).
     func flush() throws {
+        if let failure { throw CacheError.io(path: path, operation: "write", errno: failure) }
         flushedAt = PartFile.now()
         guard buffered > 0 else { return }
-        let pending = buffered
-        buffered = 0
-        if let code = FileIO.writeAll(fd, UnsafeRawBufferPointer(rebasing: buffer[0..<pending]), at: bufferStart - origin) {
+        if let code = FileIO.writeAll(fd, UnsafeRawBufferPointer(rebasing: buffer[0..<buffered]), at: bufferStart - origin) {
+            failure = code
             throw CacheError.io(path: path, operation: "write", errno: code)
         }
+        buffered = 0
     }
+
+    /// The errno of a write that failed (then nothing more is written).
+    private var failure: Int32?
 
     private static func now() -> Double {
         var ts = timespec()

@@ -54,4 +54,16 @@ final class PartFileTests: XCTestCase {
         }
         XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: path)), Data(expected))
     }
+
+    func testAWriteThatFailedStopsEveryLaterOne() throws {
+        // /dev/full fails every write with ENOSPC: a failure the transfer's tick swallowed must
+        // not let later bytes land past the ones that never did (a hole of zeros in a whole part).
+        guard FileManager.default.isWritableFile(atPath: "/dev/full") else { throw XCTSkip("no /dev/full") }
+        let part = try PartFile(path: "/dev/full", origin: 0)
+        let chunk = [UInt8](repeating: 7, count: 1000)
+        try chunk.withUnsafeBytes { try part.write($0, at: 0) }
+        XCTAssertThrowsError(try part.flush(), "the buffered bytes cannot be written")
+        XCTAssertThrowsError(try chunk.withUnsafeBytes { try part.write($0, at: 1000) }, "a later chunk is refused")
+        XCTAssertThrowsError(try part.sync(), "and the part is never synced as whole")
+    }
 }
