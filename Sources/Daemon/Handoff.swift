@@ -6,6 +6,7 @@ import HubTypes
 import ModelCache
 import SharedFiles
 import Spool
+import Synchronization
 import Transfer
 
 /// A speech-fetchd that `--detach` started.
@@ -17,6 +18,10 @@ public struct StartedDaemon: Sendable, Equatable {
 
 /// A caller's side of one cache base's spool.
 public struct Handoff: Sendable {
+    /// Waiters in this process: they share its one inotify watcher, so one may take the event
+    /// another's marker made; while more than one waits, each looks at its markers every tick.
+    static let waiters = Mutex(0)
+
     public let spool: Spool
     let settings: DownloadSettings
     let sharing: SpoolSharing
@@ -101,6 +106,8 @@ public struct Handoff: Sendable {
         // Another node's marker wakes this waiter within a quarter poll interval, not a whole one.
         let look = sharing.settledLookInterval(watching: watcher != nil).map { SettledLook(spool: spool, id: request.id, every: $0) }
         defer { look?.stop() }
+        Handoff.waiters.withLock { $0 += 1 }
+        defer { Handoff.waiters.withLock { $0 -= 1 } }
         var woken = true
         var shown: Int64 = 0
         while true {
@@ -134,7 +141,8 @@ public struct Handoff: Sendable {
                 }
             }
             firstPass = false
-            switch full || woken || !own ? spool.state(of: request.id) : .active {
+            let alone = Handoff.waiters.withLock { $0 } == 1
+            switch full || woken || !own || !alone ? spool.state(of: request.id) : .active {
             case .done:
                 progress?(TransferProgress(completedBytes: total, totalBytes: total, filesDone: request.files.count,
                                            filesTotal: request.files.count))
