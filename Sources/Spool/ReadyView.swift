@@ -13,6 +13,7 @@
 // fail lists afresh. Nothing here is on the shared filesystem.
 import Foundation
 import ModelCache
+import SharedFiles
 
 public struct ReadyView: Sendable {
     let recordPath: String
@@ -44,32 +45,38 @@ public struct ReadyView: Sendable {
 
     /// The names listed at `epoch` (sorted), when that listing is still the current one.
     public func names(at epoch: UInt64) -> [String]? {
+        guard let record = record(), record.tag == epoch, MonotonicClock.nanoseconds() &- record.listedAt < ReadyView.maxAge
+        else { return nil }
+        return record.names
+    }
+
+    /// The shared record as written: its tag, when it was listed, and the names; nil when there
+    /// is none or it is not one of ours (only this account can write the folder, LiveProgress
+    /// checks it, but a name that is not a job's still means the record was not written here).
+    private func record() -> (tag: UInt64, listedAt: UInt64, names: [String])? {
         guard let data = FileManager.default.contents(atPath: recordPath),
               let text = String(data: data, encoding: .utf8) else { return nil }
         var lines = text.split(separator: "\n", omittingEmptySubsequences: false)
         guard let header = lines.first else { return nil }
         let fields = header.split(separator: " ")
-        guard fields.count == 2, let tag = UInt64(fields[0]), tag == epoch, let at = UInt64(fields[1]),
-              ReadyView.now() &- at < ReadyView.maxAge else { return nil }
+        guard fields.count == 2, let tag = UInt64(fields[0]), let at = UInt64(fields[1]) else { return nil }
         lines.removeFirst()
         let names = lines.filter { !$0.isEmpty }.map(String.init)
-        // Only this account can write the folder (LiveProgress checks it); a name that is not a
-        // job's still means the record is not one of ours.
         guard names.allSatisfy({ PlannedFile.parseJob($0) != nil }) else { return nil }
-        return names
+        return (tag, at, names)
     }
 
     /// Shares `names`, listed after reading `epoch`.
     public func store(_ names: [String], at epoch: UInt64) {
-        write(names, at: epoch, listedAt: ReadyView.now())
+        write(names, at: epoch, listedAt: MonotonicClock.nanoseconds())
     }
 
     /// This process claimed `name`: the shared listing no longer offers it to the others.
     public func taken(_ name: String, at epoch: UInt64) {
         _ = withCounter(exclusive: true) { current -> UInt64 in
             guard current == epoch, let names = self.names(at: epoch), names.contains(name),
-                  let at = self.listedAt() else { return current }
-            self.write(names.filter { $0 != name }, at: epoch, listedAt: at)
+                  let record = self.record() else { return current }
+            self.write(names.filter { $0 != name }, at: epoch, listedAt: record.listedAt)
             return current
         }
     }
@@ -82,13 +89,6 @@ public struct ReadyView: Sendable {
         for name in (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? [] where name.hasPrefix(".ready.") {
             unlink(directory + "/" + name)
         }
-    }
-
-    private func listedAt() -> UInt64? {
-        guard let data = FileManager.default.contents(atPath: recordPath), let text = String(data: data, encoding: .utf8),
-              let header = text.split(separator: "\n").first else { return nil }
-        let fields = header.split(separator: " ")
-        return fields.count == 2 ? UInt64(fields[1]) : nil
     }
 
     private func write(_ names: [String], at epoch: UInt64, listedAt: UInt64) {
@@ -125,11 +125,5 @@ public struct ReadyView: Sendable {
             guard withUnsafeBytes(of: &stored, { pwrite(fd, $0.baseAddress, 8, 0) }) == 8 else { return nil }
         }
         return exclusive ? next : value
-    }
-
-    static func now() -> UInt64 {
-        var ts = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &ts)
-        return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
     }
 }

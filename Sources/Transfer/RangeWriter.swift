@@ -34,7 +34,7 @@ final class PartFile: RangeSink {
     /// The file offset of the buffer's first byte.
     private var bufferStart: Int64 = 0
     /// When the buffer was last written out (CLOCK_MONOTONIC, seconds).
-    private var flushedAt = PartFile.now()
+    private var flushedAt = MonotonicClock.seconds()
     /// The most the file lags behind what arrived.
     static let staleAfter = 1.0
 
@@ -74,7 +74,7 @@ final class PartFile: RangeSink {
     /// Writes the buffer out when it was last written more than `staleAfter` ago (called as
     /// bytes arrive, and on the transfer's ticks while none do).
     func flushIfStale() throws {
-        if buffered > 0 && PartFile.now() - flushedAt >= PartFile.staleAfter { try flush() }
+        if buffered > 0 && MonotonicClock.seconds() - flushedAt >= PartFile.staleAfter { try flush() }
     }
 
     /// Writes what the buffer holds. A failed write is kept: this and every later write, flush
@@ -82,7 +82,7 @@ final class PartFile: RangeSink {
     /// did (a part with a hole of zeros, published as whole).
     func flush() throws {
         if let failure { throw CacheError.io(path: path, operation: "write", errno: failure) }
-        flushedAt = PartFile.now()
+        flushedAt = MonotonicClock.seconds()
         guard buffered > 0 else { return }
         if let code = FileIO.writeAll(fd, UnsafeRawBufferPointer(rebasing: buffer[0..<buffered]), at: bufferStart - origin) {
             failure = code
@@ -93,12 +93,6 @@ final class PartFile: RangeSink {
 
     /// The errno of a write that failed (then nothing more is written).
     private var failure: Int32?
-
-    private static func now() -> Double {
-        var ts = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &ts)
-        return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
-    }
 
     func sync() throws {
         try flush()
