@@ -102,29 +102,58 @@ public struct Handoff: Sendable {
         var firstPass = true
         var lastFull = Date.distantPast
         var rate = RateMeter()
-        let wakeWord = watcher == nil ? spool.wakeWord() : nil  // without inotify, sleep on the word
-        // Another node's marker wakes this waiter within a quarter poll interval, not a whole one.
-        let look = sharing.settledLookInterval(watching: watcher != nil).map { SettledLook(spool: spool, id: request.id, every: $0) }
+        // The wake word: this node's supervisor bumps it when the spool's generation moves (every
+        // marker's publisher bumps that), and a local publisher of a marker bumps it too. A waiter
+        // whose own node's supervisor runs sleeps on it; one without inotify sleeps on it as well.
+        let wakeWord = spool.wakeWord()
+        // While this node's supervisor runs, what the shared filesystem says (markers, sidecars,
+        // final files, the request's record) is read on `SharedLooks`' lengthening interval and
+        // when the word moves, not on every tick: a node that only waits pays per request, not
+        // per range or per second (docs/protocol.md, "Hosts").
+        var shared = SharedLooks()
+        var sharedProgress: RequestProgress.Shared?
+        // Another node's marker wakes this waiter within a quarter poll interval, not a whole one,
+        // where no supervisor of this node does it (SettledLook, made when first needed).
+        let lookInterval = sharing.settledLookInterval(watching: watcher != nil)
+        var look: SettledLook?
         defer { look?.stop() }
         Handoff.waiters.withLock { $0 += 1 }
         defer { Handoff.waiters.withLock { $0 -= 1 } }
         var woken = true
         var shown: Int64 = 0
+        var wordSeen = wakeWord?.generation ?? 0
+        var wordFollowed = Date()
         while true {
             // The markers first (two access(2) calls): a wake-up that finds the request settled
             // costs next to nothing, which matters when hundreds of waiters wake at once.
             // One look at the supervisors per pass (this node's first: a pid check while it runs).
             var supervised: Bool?
             // While this node's own supervisor runs (a pid check), it plans, splices and settles
-            // this request: its done or failed marker is a local write that wakes this waiter
-            // through inotify, and its parts are spliced within half a second. The waiter then
-            // looks at no parts and at the markers only when woken and on the full pass.
-            let own = watcher != nil && spool.ownSupervisorServes()
+            // this request, and wakes this waiter through the word when anything changed: a
+            // marker of this node or another node's. The waiter then looks at no parts, and at the
+            // markers only when woken and on the shared looks' interval.
+            let own = spool.ownSupervisorServes()
+            let ownWakes = own && wakeWord != nil
+            if ownWakes {
+                look?.stop()
+                look = nil
+            } else if look == nil, let lookInterval {
+                look = SettledLook(spool: spool, id: request.id, every: lookInterval)
+            }
+            let now = Date()
+            let sharedDue = !ownWakes || shared.due(now: now)
+            if sharedDue { shared.looked(now: now) }
             // The full pass (orphans, the supervisors' liveness) once per poll; a progress tick
             // or a marker's wake-up in between looks at the markers only.
-            let full = progress == nil || firstPass || Date().timeIntervalSince(lastFull) >= Double(poll)
-            if full { lastFull = Date() }
-            if full, spool.state(of: request.id) == .active {
+            let full = progress == nil || firstPass || now.timeIntervalSince(lastFull) >= Double(poll)
+            if full { lastFull = now }
+            if let wakeWord { wordSeen = wakeWord.generation }  // before the markers: a bump after it ends the sleep
+            let alone = Handoff.waiters.withLock { $0 } == 1
+            let judges = full && (sharedDue || firstPass)
+            let looksAtMarkers = judges || (ownWakes ? woken : (woken || !own || !alone))
+            // One look at the two markers serves both the full pass and the verdict below.
+            let state = looksAtMarkers ? spool.state(of: request.id) : .active
+            if judges, state == .active {
                 // Its record was unreadable and went to corrupt/ (docs/protocol.md): this
                 // process knows the request whole, so it asks again rather than wait on nothing.
                 // The spool itself may have been deleted (its daemon stops then): its folders are
@@ -141,8 +170,7 @@ public struct Handoff: Sendable {
                 }
             }
             firstPass = false
-            let alone = Handoff.waiters.withLock { $0 } == 1
-            switch full || woken || !own || !alone ? spool.state(of: request.id) : .active {
+            switch judges && state == .active && !own ? spool.state(of: request.id) : state {
             case .done:
                 progress?(TransferProgress(completedBytes: total, totalBytes: total, filesDone: request.files.count,
                                            filesTotal: request.files.count))
@@ -154,11 +182,15 @@ public struct Handoff: Sendable {
             }
             // Plain waiters (`speech wait`) show no progress: they skip reading the sidecars.
             if let progress {
-                // One listing of parts/ and the sidecars of the files not final (the filer),
-                // and this node's ranges in flight (RAM: LiveProgress).
+                // The shared layer (one listing of parts/ unless this node's supervisor splices
+                // them, the sidecars of the files not final) when due; this node's ranges in
+                // flight (RAM: LiveProgress) at every tick.
                 // (Without parts, a range between its publication and its splice is not counted
                 // for that moment: what is shown never goes back.)
-                var report = RequestProgress.of(request, parts: own ? [:] : spool.partsByFile(), live: live?.read() ?? [:])
+                if sharedDue || sharedProgress == nil {
+                    sharedProgress = RequestProgress.shared(request, parts: own ? [:] : spool.partsByFile())
+                }
+                var report = RequestProgress.with(sharedProgress!, live: live?.read() ?? [:])
                 shown = max(shown, report.completedBytes)
                 report.completedBytes = shown
                 report.bytesPerSecond = rate.add(report.completedBytes)
@@ -167,7 +199,7 @@ public struct Handoff: Sendable {
             if isCancelled() { throw CancellationError() }
             if !full {
                 // between full passes: nothing to judge
-            } else if supervised ?? spool.anySupervisorServes() {
+            } else if supervised ?? (own || spool.anySupervisorServes()) {
                 supervisorSeen = Date()
             } else if takesOver || Date().timeIntervalSince(supervisorSeen) > settings.lease {
                 // No daemon serves the spool any more. A caller that can finish the transfer
@@ -179,8 +211,16 @@ public struct Handoff: Sendable {
             if let deadline, Date() >= deadline { throw HandoffError.timedOut(repo: request.repo) }
             var seconds = Double(deadline.map { max(1, min(poll, Int($0.timeIntervalSinceNow.rounded(.up)))) } ?? poll)
             if progress != nil { seconds = min(seconds, 0.5) }
+            if ownWakes { seconds = min(seconds, max(0.05, shared.untilDue(now: Date()))) }
             woken = true
-            if let watcher {
+            if ownWakes, let wake = wakeWord {
+                // This node's supervisor wakes the word for every change another node made, and
+                // a local marker's publisher for its marker. The path is looked up again (a
+                // replaced file is followed) every 10 s, not at every tick.
+                let follow = Date().timeIntervalSince(wordFollowed) >= 10
+                if follow { wordFollowed = Date() }
+                woken = wake.wait(whileGeneration: wordSeen, seconds: seconds, followingReplacement: follow)
+            } else if let watcher {
                 woken = watcher.wait(seconds: seconds)
             } else if let wake = wakeWord {
                 // No inotify for this process (e.g. the per-user limit of instances, 128 by
@@ -240,6 +280,21 @@ public struct Handoff: Sendable {
         let pid = spool.supervisorPID(of: settings.node) ?? process.processIdentifier
         return StartedDaemon(pid: pid, log: logPath)
     }
+}
+
+/// When a waiter whose own node's supervisor runs reads the shared filesystem (markers, sidecars,
+/// final files) without being woken: every half second at first, then at a quarter of the time
+/// waited so far, at most every 15 s. A wait of T seconds makes about 4 + 4 ln(T / 2) such looks
+/// up to a minute (a 10 s wait 11, a minute 18), then one each 15 s; a wake-up (a marker, another
+/// node's change) is looked at whenever it comes.
+struct SharedLooks {
+    private let start = Date()
+    private var last = Date.distantPast
+
+    func interval(now: Date) -> Double { min(15, max(0.5, now.timeIntervalSince(start) / 4)) }
+    func due(now: Date) -> Bool { now.timeIntervalSince(last) >= interval(now: now) }
+    func untilDue(now: Date) -> Double { interval(now: now) - now.timeIntervalSince(last) }
+    mutating func looked(now: Date) { last = now }
 }
 
 /// Bytes per second over the last few seconds, from byte counts seen at irregular instants

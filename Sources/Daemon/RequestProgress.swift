@@ -1,38 +1,80 @@
 // RequestProgress - how far one spool request is: the bytes of its final files, of the ranges its
-// sidecars list done or whose parts are published, and of this node's ranges in flight.
+// sidecars list done or whose parts are published (what the shared filesystem says), and of this
+// node's ranges in flight (what this machine's RAM says).
 import Foundation
 import ModelCache
 import Spool
 import Transfer
 
+/// A request's progress in two layers: `RequestProgress.Shared`, read from the shared filesystem
+/// (final files, sidecars, a listing of `parts/`), which a waiter reads only now and then, and this
+/// node's in-flight range bytes (`LiveProgress`, RAM), laid over it at every tick.
 enum RequestProgress {
+    /// What the shared filesystem said of each file at one look.
+    struct Shared: Sendable {
+        struct File: Sendable {
+            let key: String
+            let size: Int64
+            let complete: Bool
+            /// Ranges the sidecar lists done or whose parts are published.
+            let counted: Set<Int>
+            /// The sidecar's range size; 0 without a sidecar (the file is then one range).
+            let rangeSize: Int64
+
+            func length(ofRange index: Int) -> Int64 {
+                guard rangeSize > 0 else { return index == 0 ? size : 0 }
+                return max(0, min(size, Int64(index + 1) * rangeSize) - Int64(index) * rangeSize)
+            }
+        }
+        let files: [File]
+        let total: Int64
+    }
+
     /// The request's progress now. `parts` is one listing of `parts/` (`Spool.partsByFile`);
     /// `live` this node's in-flight range bytes (`LiveProgress.read`, RAM only). Per file not
     /// yet final it reads the sidecar; a range counts once, whichever source names it.
     static func of(_ request: SpoolRequest, parts: [String: [Int]], live: [String: Int64]) -> TransferProgress {
+        with(shared(request, parts: parts), live: live)
+    }
+
+    /// The shared layer: a look at each file (final?) and at the sidecar of each file not final.
+    static func shared(_ request: SpoolRequest, parts: [String: [Int]]) -> Shared {
         let directory = request.directory
-        let total = request.files.reduce(Int64(0)) { $0 + $1.size }
+        var files: [Shared.File] = []
+        for file in request.files {
+            let key = PlannedFile.key(modelDir: request.modelDir, path: file.path, commit: request.commit)
+            if directory.isComplete(file) {
+                files.append(Shared.File(key: key, size: file.size, complete: true, counted: [], rangeSize: 0))
+                continue
+            }
+            var counted = Set(parts[key] ?? [])
+            var rangeSize: Int64 = 0
+            if case .found(let found) = Sidecar.look(file.path, in: directory), let record = found, record.size == file.size {
+                counted.formUnion(record.done)
+                rangeSize = max(1, record.rangeSize)
+            }
+            files.append(Shared.File(key: key, size: file.size, complete: false, counted: counted, rangeSize: rangeSize))
+        }
+        return Shared(files: files, total: request.files.reduce(Int64(0)) { $0 + $1.size })
+    }
+
+    /// The shared layer with this node's ranges in flight laid over it.
+    static func with(_ shared: Shared, live: [String: Int64]) -> TransferProgress {
         var bytes: Int64 = 0
         var done = 0
-        for file in request.files {
-            if directory.isComplete(file) {
+        for file in shared.files {
+            if file.complete {
                 bytes += file.size
                 done += 1
                 continue
             }
-            let key = PlannedFile.key(modelDir: request.modelDir, path: file.path, commit: request.commit)
-            var counted = Set(parts[key] ?? [])
-            var length: (Int) -> Int64 = { $0 == 0 ? file.size : 0 }  // no sidecar: one range
-            if case .found(let found) = Sidecar.look(file.path, in: directory), let record = found, record.size == file.size {
-                counted.formUnion(record.done)
-                length = record.length(ofRange:)
-            }
-            bytes += counted.reduce(Int64(0)) { $0 + length($1) }
+            bytes += file.counted.reduce(Int64(0)) { $0 + file.length(ofRange: $1) }
             for (job, held) in live {
-                guard let (jobKey, index) = PlannedFile.parseJob(job), jobKey == key, !counted.contains(index) else { continue }
-                bytes += min(held, length(index))
+                guard let (jobKey, index) = PlannedFile.parseJob(job), jobKey == file.key, !file.counted.contains(index) else { continue }
+                bytes += min(held, file.length(ofRange: index))
             }
         }
-        return TransferProgress(completedBytes: min(bytes, total), totalBytes: total, filesDone: done, filesTotal: request.files.count)
+        return TransferProgress(completedBytes: min(bytes, shared.total), totalBytes: shared.total, filesDone: done,
+                                filesTotal: shared.files.count)
     }
 }

@@ -103,7 +103,7 @@ public final class Worker: @unchecked Sendable {
                     let now = word.generation
                     if now != seen {
                         seen = now
-                        view?.invalidate()  // another node's change may have made jobs ready
+                        view?.invalidate(forWord: now)  // another node's change may have made jobs ready
                         wakeup.broadcast()
                     }
                 }

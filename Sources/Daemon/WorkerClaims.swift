@@ -50,7 +50,9 @@ extension Worker {
     /// (ReadyView), else listed now and shared.
     private func readyJobs(fresh: Bool) -> (names: [String], epoch: UInt64?) {
         let epoch = readyView?.epoch()
-        if !fresh, let epoch, let names = readyView?.names(at: epoch) { return (names, epoch) }
+        if !fresh, let epoch, let view = readyView {
+            return (view.listing(at: epoch) { spool.readyJobs() }, epoch)
+        }
         let names = spool.readyJobs()
         if let epoch { readyView?.store(names, at: epoch) }
         return (names, epoch)
@@ -131,6 +133,9 @@ extension Worker {
         // within its share by count.
         let counts = Spool.claimCounts(claims)
         guard ClaimPolicy.withinCountShare(node: settings.node, ready: ready, loads: counts, liveNodes: nodes) else { return false }
+        // A node holding no claim is the least loaded whatever the others' bytes (`mayClaim`):
+        // the nodes that only wait in a herd look at no part.
+        if (counts[settings.node] ?? []).isEmpty { return true }
         let loads = ready >= nodes ? counts : spool.claimLoads(claims, rangeLength: rangeLength)
         return ClaimPolicy.mayClaim(node: settings.node, ready: ready, loads: loads, liveNodes: nodes)
     }

@@ -18,6 +18,8 @@ import SharedFiles
 public struct ReadyView: Sendable {
     let recordPath: String
     let epochPath: String
+    /// Held (flock, this machine only) by the one process listing `jobs/ready` for the others.
+    let listerPath: String
     let directory: String
     /// A listing older than this is listed again even when no wake-up said it changed: the
     /// safety net under a wake-up that was lost.
@@ -29,6 +31,7 @@ public struct ReadyView: Sendable {
         directory = live.directory
         recordPath = live.directory + "/.ready"
         epochPath = live.directory + "/.ready-epoch"
+        listerPath = live.directory + "/.ready-lister"
     }
 
     /// The epoch now (nil when the counter cannot be opened: then nothing is shared). A counter
@@ -41,6 +44,32 @@ public struct ReadyView: Sendable {
     /// Something may have arrived in `jobs/ready`: listings taken so far are stale.
     public func invalidate() {
         _ = withCounter(exclusive: true) { $0 &+ 1 }
+    }
+
+    /// The wake word moved to `word` (another node's change, or a marker): listings taken so far
+    /// are stale — once per value of the word for the whole machine, not once per process that
+    /// it woke (every worker process of the node wakes on the same bump; each bumping the epoch
+    /// made each one's listing stale for the next, so every process listed).
+    public func invalidate(forWord word: UInt32) {
+        _ = withCounter(exclusive: true, wordSeen: word) { $0 &+ 1 }
+    }
+
+    /// The names in `jobs/ready` at `epoch`: the shared listing when it is current, else `list()`
+    /// run by one process of the machine at a time (the others, woken by the same change, wait
+    /// for its listing and use it), then shared.
+    public func listing(at epoch: UInt64, list: () -> [String]) -> [String] {
+        if let names = names(at: epoch) { return names }
+        guard LiveProgress.prepare(directory) else { return list() }
+        let fd = open(listerPath, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { return list() }
+        defer { close(fd) }  // releases the lock
+        while flock(fd, LOCK_EX) != 0 { guard errno == EINTR else { return list() } }
+        // A process that held the lock before us listed at this epoch (it read the epoch before
+        // its listing, as we did): its listing is as fresh as ours would be.
+        if let names = names(at: epoch) { return names }
+        let names = list()
+        store(names, at: epoch)
+        return names
     }
 
     /// The names listed at `epoch` (sorted), when that listing is still the current one.
@@ -85,6 +114,7 @@ public struct ReadyView: Sendable {
     public func remove() {
         unlink(recordPath)
         unlink(epochPath)
+        unlink(listerPath)
         // And what a process killed while writing the record left (`.ready.<pid>.<thread>`).
         for name in (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? [] where name.hasPrefix(".ready.") {
             unlink(directory + "/" + name)
@@ -105,7 +135,9 @@ public struct ReadyView: Sendable {
     }
 
     /// Runs `body` on the counter under its lock and stores what it returns when `exclusive`.
-    private func withCounter(exclusive: Bool, _ body: (UInt64) -> UInt64) -> UInt64? {
+    /// With `wordSeen`, the file's second 8 bytes hold the last wake word that ran `body`: a word
+    /// seen already leaves the counter as it is.
+    private func withCounter(exclusive: Bool, wordSeen: UInt32? = nil, _ body: (UInt64) -> UInt64) -> UInt64? {
         guard LiveProgress.prepare(directory) else { return nil }
         let fd = open(epochPath, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard fd >= 0 else { return nil }
@@ -118,6 +150,14 @@ public struct ReadyView: Sendable {
             guard lockMode == LOCK_EX else { continue }
             value = UInt64.random(in: 0...UInt64.max)
             guard withUnsafeBytes(of: &value, { pwrite(fd, $0.baseAddress, 8, 0) }) == 8 else { return nil }
+        }
+        if exclusive, let word = wordSeen {
+            // The word as last seen, stored one above its value (0: none seen yet).
+            var stored: UInt64 = 0
+            _ = withUnsafeMutableBytes(of: &stored) { pread(fd, $0.baseAddress, 8, 8) }
+            if stored == UInt64(word) + 1 { return value }
+            var mark = UInt64(word) + 1
+            guard withUnsafeBytes(of: &mark, { pwrite(fd, $0.baseAddress, 8, 8) }) == 8 else { return nil }
         }
         let next = body(value)
         if exclusive && next != value {

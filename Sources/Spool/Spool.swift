@@ -81,6 +81,10 @@ public final class Spool: @unchecked Sendable {
     /// The listing of `requests/` within one supervisor pass (`beginPass`): a pass plans,
     /// splices, settles and logs, and each of those looks at the requests.
     var passRequestIDs: [String]?
+    /// Each request's state as first looked at in the pass (two lookups at the file server
+    /// each): the pass's logging, planning, settling and its look at what is active share them.
+    /// A marker this process publishes or clears is looked at again.
+    var passStates: [String: RequestState] = [:]
     var inPass = false
     /// The generation file and this node's supervisor record, held open (`HeldFile`).
     lazy var heldGeneration = HeldFile(path: layout.generation)
@@ -135,9 +139,9 @@ public final class Spool: @unchecked Sendable {
     }
 
     /// Starts a supervisor pass: `requests()` lists `requests/` once until `endPass()`.
-    public func beginPass() { lock.withLock { inPass = true; passRequestIDs = nil } }
+    public func beginPass() { lock.withLock { inPass = true; passRequestIDs = nil; passStates = [:] } }
 
-    public func endPass() { lock.withLock { inPass = false; passRequestIDs = nil } }
+    public func endPass() { lock.withLock { inPass = false; passRequestIDs = nil; passStates = [:] } }
 
     func nextCount() -> Int { lock.withLock { counter += 1; return counter } }
 }

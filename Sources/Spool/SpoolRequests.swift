@@ -29,6 +29,7 @@ extension Spool {
             unlink(layout.doneMarker(request.id))
             SharedFS.touch(target)
         }
+        forgetPassState(of: request.id)
         bumpGeneration()
         return fresh
     }
@@ -126,6 +127,13 @@ extension Spool {
     /// the request is judged again from what is on disk (settling marks it done when its files
     /// are final), never reported as failed without a reason.
     public func state(of id: String) -> RequestState {
+        if let known = lock.withLock({ inPass ? passStates[id] : nil }) { return known }
+        let state = lookAtState(of: id)
+        lock.withLock { if inPass { passStates[id] = state } }
+        return state
+    }
+
+    private func lookAtState(of id: String) -> RequestState {
         let failed = layout.failedMarker(id)
         if SharedFS.exists(failed) == true {
             switch readRecord(failed, decode: Spool.decodeReason) {
@@ -139,9 +147,17 @@ extension Spool {
         return SharedFS.exists(layout.doneMarker(id)) == true ? .done : .active
     }
 
-    public func markDone(_ id: String) { publishMarker(layout.doneMarker(id), Data()) }
+    public func markDone(_ id: String) {
+        publishMarker(layout.doneMarker(id), Data())
+        forgetPassState(of: id)
+    }
 
-    public func markFailed(_ id: String, reason: String) { publishMarker(layout.failedMarker(id), reasonJSON(reason)) }
+    public func markFailed(_ id: String, reason: String) {
+        publishMarker(layout.failedMarker(id), reasonJSON(reason))
+        forgetPassState(of: id)
+    }
+
+    func forgetPassState(of id: String) { lock.withLock { _ = passStates.removeValue(forKey: id) } }
 
     /// Publishes a small marker file once (the first writer wins; later ones are no-ops), then
     /// wakes the local waiters that sleep on the wake word instead of inotify — also when someone

@@ -58,4 +58,35 @@ final class ReadyViewTests: XCTestCase {
         view.store([jobs[1], "../../etc/passwd"], at: epoch)
         XCTAssertNil(view.names(at: epoch))
     }
+
+    /// Every worker process of a node wakes on the same bump of the wake word: the bump makes
+    /// the shared listing stale once for the machine, or each process's invalidation made the
+    /// listing of the one before stale and every process listed (four listings per node and
+    /// wake-up in the herd, docs/cluster.md).
+    func testOneWakeWordBumpMakesTheListingStaleOnceForTheMachine() throws {
+        let other = try XCTUnwrap(ReadyView(spool: try Spool(base: base, node: "t")))
+        view.invalidate(forWord: 7)
+        let epoch = try XCTUnwrap(view.epoch())
+        view.store(jobs, at: epoch)
+        other.invalidate(forWord: 7)  // the second process, woken by the same bump
+        XCTAssertEqual(other.epoch(), epoch, "the same word seen again leaves the epoch as it is")
+        XCTAssertEqual(other.names(at: epoch), jobs, "the first process's listing serves the second")
+        other.invalidate(forWord: 8)
+        XCTAssertNotEqual(view.epoch(), epoch, "a new bump makes it stale")
+        XCTAssertNil(view.names(at: try XCTUnwrap(view.epoch())))
+    }
+
+    /// Of the processes that need a listing at one epoch, one lists; the others use its listing.
+    func testOneProcessListsForTheOthersAtAnEpoch() throws {
+        let epoch = try XCTUnwrap(view.epoch())
+        let other = try XCTUnwrap(ReadyView(spool: try Spool(base: base, node: "t")))
+        var listed = 0
+        XCTAssertEqual(view.listing(at: epoch) { listed += 1; return jobs }, jobs)
+        XCTAssertEqual(other.listing(at: epoch) { listed += 1; return [] }, jobs, "the second process uses the first's listing")
+        XCTAssertEqual(listed, 1)
+        other.invalidate()
+        let now = try XCTUnwrap(other.epoch())
+        XCTAssertEqual(other.listing(at: now) { listed += 1; return [jobs[1]] }, [jobs[1]], "after an arrival it lists afresh")
+        XCTAssertEqual(listed, 2)
+    }
 }

@@ -208,12 +208,14 @@ forward() {
     done
 }
 
-# The test Hub in its namespace, serving the repos named by "repo:path=SIZE" arguments.
+# The test Hub in its namespace, serving the repos named by "repo:path=SIZE" arguments (with
+# HUB_FAULTS set, the faults file it names: docs/testhub.md).
 # With HUB_NS empty it runs in the root network namespace, without forwarders (HUB_PORT and
 # CDN_PORT 0 then pick free ports; hub_url says which).
 start_hub() {
     local generate=() spec in_ns=()
     for spec in "$@"; do generate+=(--generate "$spec"); done
+    [[ -z "${HUB_FAULTS:-}" ]] || generate+=(--faults "$HUB_FAULTS")
     [[ -z "$HUB_NS" ]] || in_ns=(ip netns exec "$HUB_NS")
     "${in_ns[@]}" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin "$BIN/speech-testhub" --root "$WORK/hub" \
         --port "$HUB_PORT" --cdn-port "$CDN_PORT" --cdn-host 127.0.0.1 --log "${generate[@]}" \
@@ -301,8 +303,11 @@ gluster_mount_nodes() {
         m="$WORK/mnt/node$i"
         mkdir -p "$m"
         # No options but the log: the client's defaults (attribute and entry timeouts of 1 s, no
-        # negative caching) and the volume's default performance translators.
-        mount -t glusterfs -o "log-file=$LOGS/gluster-node$i.log" "$host:/$GLUSTER_VOLUME" "$m" \
+        # negative caching) and the volume's default performance translators. The nodes named in
+        # GLUSTER_TRACE_NODES log at TRACE: every FOP the client sends, with its path.
+        local opts="log-file=$LOGS/gluster-node$i.log"
+        [[ " ${GLUSTER_TRACE_NODES:-} " != *" $i "* ]] || opts+=",log-level=TRACE"
+        mount -t glusterfs -o "$opts" "$host:/$GLUSTER_VOLUME" "$m" \
             || die "mount -t glusterfs $host:/$GLUSTER_VOLUME $m failed: $(tail -3 "$LOGS/gluster-node$i.log" 2>/dev/null)"
         MOUNTS+=("$m")
         mountpoint -q "$m" || die "$m is not mounted"
