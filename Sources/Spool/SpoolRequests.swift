@@ -11,8 +11,13 @@ extension Spool {
     /// asking again deserves a fresh attempt.
     @discardableResult
     public func submit(_ request: SpoolRequest) throws -> Bool {
+        // What other nodes must hear of (the generation): a new request, or a failure or marker
+        // this one clears. Asking again for a request that is in flight changes nothing they act
+        // on: when every node of a job asks for one model at once, the first asker's bump is the
+        // one every node sees, not one bump per node (each a full pass on every node).
+        var changed = false
         for file in request.files {
-            clearFailure(PlannedFile.key(modelDir: request.modelDir, path: file.path, commit: request.commit))
+            if clearFailure(PlannedFile.key(modelDir: request.modelDir, path: file.path, commit: request.commit)) { changed = true }
         }
         let target = layout.request(request.id)
         var fresh = try publishRequest(request, at: target)
@@ -25,12 +30,12 @@ extension Spool {
         if !fresh {
             // Asked again: a failure or completion of the earlier round no longer applies, and
             // the request becomes the newest (its mtime) for waiters choosing among a repo's.
-            unlink(layout.failedMarker(request.id))
-            unlink(layout.doneMarker(request.id))
+            if unlink(layout.failedMarker(request.id)) == 0 { changed = true }
+            if unlink(layout.doneMarker(request.id)) == 0 { changed = true }
             SharedFS.touch(target)
         }
         forgetPassState(of: request.id)
-        bumpGeneration()
+        if fresh || changed { bumpGeneration() }
         return fresh
     }
 
@@ -194,5 +199,7 @@ extension Spool {
     /// again, and a new failure can be recorded in its place).
     public func failure(of key: String) -> String? { record(layout.failure(key), decode: Spool.decodeReason) }
 
-    public func clearFailure(_ key: String) { unlink(layout.failure(key)) }
+    /// Removes a file's recorded failure; true when there was one.
+    @discardableResult
+    public func clearFailure(_ key: String) -> Bool { unlink(layout.failure(key)) == 0 }
 }
