@@ -115,7 +115,8 @@ public final class HuggingFaceDownloader: Sendable {
             }
         } else {
             directory = ModelDirectory(cacheDir ?? CacheLocation.modelDirectory(base: cacheBaseDir ?? defaultCacheBase, repo: repo))
-            cached = directory.loadCheck(selection, repo: repo.description)
+            // Its files serve only the revision its manifest recorded (or that commit).
+            cached = directory.loadCheck(selection, repo: repo.description, revision: revision)
         }
         if forceDownload, offlineMode ?? offlineByDefault { throw DownloadError.forceDownloadOffline(repo: repo.description) }
         if offlineMode ?? offlineByDefault {
