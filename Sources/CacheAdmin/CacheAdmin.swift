@@ -118,8 +118,11 @@ struct InFlight {
     /// Repo paths of active requests.
     var requestedPaths: Set<String> = []
     var activeRequests: [SpoolRequest] = []
+    /// What huggingface_hub is writing into a repo folder of its cache: a held `.locks/` lock, a
+    /// live `blobs/*.incomplete` (paths). Any of them holds every revision of the repo.
+    var hubWrites: [String] = []
 
-    var isEmpty: Bool { lockedPaths.isEmpty && plannedPaths.isEmpty && activeRequests.isEmpty }
+    var isEmpty: Bool { lockedPaths.isEmpty && plannedPaths.isEmpty && activeRequests.isEmpty && hubWrites.isEmpty }
 
     /// A transfer is writing this file, or will: locked, planned, or asked for.
     func touches(_ path: String) -> Bool {
@@ -143,6 +146,9 @@ struct InFlight {
         }
         let unrequested = plannedPaths.subtracting(requestedPaths).subtracting(lockedPaths.keys)
         if !unrequested.isEmpty { out.append("the spool has plans for \(unrequested.sorted().joined(separator: ", "))") }
+        for path in hubWrites {
+            out.append(path.hasSuffix(".lock") ? "huggingface_hub holds its lock \(path)" : "huggingface_hub is writing \(path)")
+        }
         return out
     }
 }
@@ -169,6 +175,20 @@ extension CacheAdmin {
         state.activeRequests = view.activeRequests[key] ?? []
         state.requestedPaths = Set(state.activeRequests.flatMap { $0.files.map(\.path) })
         state.plannedPaths = Set((view.plans[key] ?? []).map(\.file.path))
+        if directory.hubCommit != nil { state.hubWrites = hubWrites(directory.hubFolder) }
         return state
+    }
+
+    /// huggingface_hub's writes into a repo folder: each held blob lock, and each
+    /// `blobs/*.incomplete` modified within the lease on the file server's clock (huggingface_hub
+    /// writes it steadily while it downloads; flock is local to one machine, so on a shared
+    /// filesystem only the age shows another node's write). One that cannot be judged counts.
+    func hubWrites(_ folder: HubRepoFolder) -> [String] {
+        var writes = folder.heldBlobLocks()
+        let incomplete = folder.incompleteBlobs()
+        guard !incomplete.isEmpty else { return writes }
+        let round = LeaseJudge(localNode: node, lease: lease, probe: folder.path).round()
+        writes += incomplete.filter { round.age(SharedFS.mtime($0)) != .expired }
+        return writes
     }
 }

@@ -1,8 +1,10 @@
 // CachePrune - the size cap (`speech cache prune --max-size`, `speech-fetchd --max-cache-size`):
 // evicts whole models, least recently used first, until the cache fits, and never one that is in
-// flight on any node, pinned, or used within the grace period. On a shared filesystem a file
-// unlinked under another node's reader gives it ESTALE, so a model is renamed away into
-// `<base>/models/.evicted/` first and deleted only once the grace period has passed
+// flight on any node, pinned, or used within the grace period. A model is renamed away into
+// `<base>/models/.evicted/` first (one atomic step, looked at again for a racing load). On a
+// local disk it is then deleted at once: a reader that had a file open keeps it, so the bytes
+// are freed by the pass. On a network or FUSE filesystem a file unlinked under another node's
+// reader gives it ESTALE, so there it is deleted only once the grace period has passed
 // (docs/cache-and-offline.md, "Size cap"; docs/cluster.md).
 import Foundation
 import HubTypes
@@ -21,14 +23,20 @@ public struct PruneOptions: Sendable {
     public var dryRun: Bool
     /// A huggingface_hub cache whose revisions the cap covers too (nil: the native models only).
     public var hubCache: URL?
+    /// Whether an evicted folder waits the grace period before it is deleted: nil decides by the
+    /// filesystem (it waits on a network or FUSE filesystem, where another node may be reading
+    /// it, and is deleted at once on a local disk).
+    public var holdEvicted: Bool?
 
     public static let defaultGrace = 3600.0
 
-    public init(maxSize: Int64, grace: Double = PruneOptions.defaultGrace, dryRun: Bool = false, hubCache: URL? = nil) {
+    public init(maxSize: Int64, grace: Double = PruneOptions.defaultGrace, dryRun: Bool = false, hubCache: URL? = nil,
+                holdEvicted: Bool? = nil) {
         self.maxSize = maxSize
         self.grace = grace
         self.dryRun = dryRun
         self.hubCache = hubCache
+        self.holdEvicted = holdEvicted
     }
 }
 
@@ -40,6 +48,8 @@ public struct EvictedModel: Sendable {
     public let directory: URL
     public let bytes: Int64
     public let lastUse: Date?
+    /// Where its bytes wait for the grace period; nil when they were deleted at once (a local disk).
+    public var waitsIn: String?
 }
 
 /// A model a prune pass had to keep although the cache is over its cap.
@@ -62,6 +72,10 @@ public struct PruneReport: Sendable {
     public var kept: [KeptModel] = []
     /// Evicted folders deleted after their grace period.
     public var purged: [CleanedItem] = []
+    /// huggingface_hub blobs no revision points to, removed (or, in a dry run, to be removed).
+    public var orphans: [CleanedItem] = []
+    /// The grace period of the pass, in seconds (what waiting evicted folders wait).
+    public var grace: Double = 0
     public var dryRun = false
     public var overCap: Bool { sizeAfter > maxSize }
 
@@ -103,6 +117,7 @@ extension CacheAdmin {
     /// remembers model sizes between passes (nil: every model is measured).
     public func prune(_ options: PruneOptions, sizes: ModelSizes = ModelSizes()) -> PruneReport {
         var report = PruneReport(maxSize: options.maxSize, dryRun: options.dryRun)
+        report.grace = options.grace
         // The grace period is judged on the file server's clock, read at most once per pass and
         // only when a judgement needs it (an evicted folder waiting, or the cache over its cap).
         // Reading it touches a probe, a write: a dry run reads this machine's clock instead.
@@ -113,11 +128,13 @@ extension CacheAdmin {
         purgeEvicted(in: evictedDirectory, round, options, &report)
         var units = modelDirectories().map { PruneUnit(repo: $0.repo, directory: $0.directory, bytes: sizes.bytes($0.directory)) }
         var hubBytes: Int64 = 0
+        var orphans: [OrphanBlob] = []
         if let hub = options.hubCache {
             let scan = hubRevisions(hub)
             for folder in scan.folders { purgeEvicted(in: folder + "/" + Self.hubEvictedFolder, round, options, &report) }
             units += scan.units
             hubBytes = scan.bytes
+            orphans = scan.orphans
         }
         report.sizeBefore = units.filter { $0.revision == nil }.reduce(0) { $0 + $1.bytes } + hubBytes
         report.sizeAfter = report.sizeBefore
@@ -125,6 +142,8 @@ extension CacheAdmin {
 
         let spool = existingSpool()
         let view = SpoolView(spool)
+        // Orphan blobs first: no revision points to them, so nothing loads them.
+        removeOrphans(orphans, round, options, &report)
         let pins = Set(pinnedRepos())
         // A use is recorded at most once per `useRecordInterval`, so the last load may be that
         // much newer than its record: the record must be older than both together.
@@ -139,7 +158,7 @@ extension CacheAdmin {
             guard let used else { keep("its last use cannot be read"); continue }
             switch round.age(.found(used), lease: protected) {
             case .live:
-                keep("used \(DiskScan.formatAge((round.serverNow ?? used) - used)) ago, within the grace period")
+                keep(Self.graceReason(age: (round.serverNow ?? used) - used, grace: options.grace))
                 continue
             case .unknown:
                 keep("the file server's clock cannot be read")
@@ -150,14 +169,26 @@ extension CacheAdmin {
             guard flight.isEmpty else { keep("in flight: " + flight.reasons.joined(separator: "; ")); continue }
             let keys = [FileTree.canonical(unit.directory.path), unit.directory.path]
             let now = round.serverNow ?? used
-            if !options.dryRun, let refusal = unit.revision == nil ? evict(unit.repo, unit.directory, lastUse: used, now: now)
-                                                                 : evictRevision(unit, lastUse: used, now: now) {
-                keep(refusal)
-                continue
+            var waitsIn: String?
+            if !options.dryRun {
+                switch unit.revision == nil ? evict(unit.repo, unit.directory, lastUse: used, now: now)
+                                            : evictRevision(unit, lastUse: used, now: now) {
+                case .refused(let refusal):
+                    keep(refusal)
+                    continue
+                case .moved(let moved):
+                    // A local disk frees the bytes now; elsewhere another node may still be reading.
+                    let hold = options.holdEvicted ?? !FilesystemKind.inotifySeesAllWriters(moved)
+                    if !hold && FileTree.removeTree(moved) {
+                        rmdir((moved as NSString).deletingLastPathComponent)  // the trash, when empty
+                    } else {
+                        waitsIn = moved
+                    }
+                }
             }
             if unit.revision == nil { gone.formUnion(keys) }
             report.evicted.append(EvictedModel(repo: unit.repo.description, revision: unit.revision, directory: unit.directory.filesURL,
-                                               bytes: unit.bytes, lastUse: Date(timeIntervalSince1970: used)))
+                                               bytes: unit.bytes, lastUse: Date(timeIntervalSince1970: used), waitsIn: waitsIn))
             report.sizeAfter -= unit.bytes
         }
         if !options.dryRun && !report.evicted.isEmpty, let spool {
@@ -167,16 +198,25 @@ extension CacheAdmin {
         return report
     }
 
+    /// Why a model used within the grace period (plus the hour its use record may lag) is
+    /// kept. A use is recorded at most hourly, so when its record is older than the grace
+    /// period it is the hourly recording that keeps it, and the reason says so.
+    static func graceReason(age: Double, grace: Double) -> String {
+        let ago = DiskScan.formatAge(age)
+        if age < grace { return "used \(ago) ago, within the grace period" }
+        let window = grace < 1 ? "the last hour" : "the grace period plus an hour"
+        return "recorded use \(ago) ago, within \(window) (uses are recorded hourly)"
+    }
+
     /// Renames the model into `.evicted/<now>-<org>--<name>-<pid>-<n>`, then looks again: a
     /// staging lock taken, or a use recorded, in the instant before the rename puts it back.
-    /// Nil when evicted, else why not.
-    private func evict(_ repo: RepoID, _ directory: ModelDirectory, lastUse: Double, now: Double) -> String? {
+    private func evict(_ repo: RepoID, _ directory: ModelDirectory, lastUse: Double, now: Double) -> Eviction {
         if mkdir(evictedDirectory, 0o755) != 0 && errno != EEXIST {
-            return "cannot create \(evictedDirectory): \(String(cString: strerror(errno)))"
+            return .refused("cannot create \(evictedDirectory): \(String(cString: strerror(errno)))")
         }
         let moved = "\(evictedDirectory)/\(Int(now))-\(repo.org)--\(repo.name)-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         guard SharedFS.retry({ rename(directory.path, moved) }) == 0 else {
-            return "cannot move it to \(evictedDirectory): \(String(cString: strerror(errno)))"
+            return .refused("cannot move it to \(evictedDirectory): \(String(cString: strerror(errno)))")
         }
         let movedDirectory = ModelDirectory(URL(fileURLWithPath: moved))
         let late = liveLocks(movedDirectory)
@@ -185,10 +225,10 @@ extension CacheAdmin {
             // A load or a transfer that raced the rename wins. Should a fresh download have made
             // the directory again meanwhile, that one stays and the moved copy is deleted later.
             rename(moved, directory.path)
-            return late.isEmpty ? "used while it was being evicted" : "a transfer started while it was being evicted"
+            return .refused(late.isEmpty ? "used while it was being evicted" : "a transfer started while it was being evicted")
         }
         rmdir(directory.url.deletingLastPathComponent().path)  // the org folder, when this was its last model
-        return nil
+        return .moved(to: moved)
     }
 
     /// Deletes the folders in `trash` older than the grace period (by the time in their name, on
@@ -205,6 +245,12 @@ extension CacheAdmin {
         }
         if !options.dryRun && report.purged.count > before { rmdir(trash) }  // when empty
     }
+}
+
+/// What an eviction did: moved the model (or revision) into the trash folder `to`, or refused.
+enum Eviction {
+    case moved(to: String)
+    case refused(String)
 }
 
 /// One thing a prune pass may evict: a native model directory, or one revision of a

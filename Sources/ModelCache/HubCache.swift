@@ -165,6 +165,20 @@ public final class HubBlobLock: @unchecked Sendable {
         return .unavailable
     }
 
+    /// True when another open file holds the lock now (a try with `LOCK_NB`, undone at once):
+    /// huggingface_hub is writing that blob. False when it is free, absent, or cannot be locked
+    /// here (no flock on this filesystem).
+    public static func isHeld(_ path: String) -> Bool {
+        let fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        if flock(fd, LOCK_EX | LOCK_NB) == 0 {
+            flock(fd, LOCK_UN)
+            return false
+        }
+        return errno == EWOULDBLOCK
+    }
+
     /// Unlocks and closes; the file stays, as huggingface_hub leaves it.
     public func release() {
         guard fd >= 0 else { return }

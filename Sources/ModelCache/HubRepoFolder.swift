@@ -49,8 +49,22 @@ public struct HubRepoFolder: Sendable {
     /// `<repo folder>/trees/<commit>.json`.
     public func treeListingPath(_ commit: String) -> String { path + "/trees/" + commit + ".json" }
     /// `<hub>/.locks/models--<org>--<name>/<content id>.lock`, huggingface_hub's lock for that blob.
-    public func blobLockPath(_ contentID: String) -> String {
-        url.deletingLastPathComponent().path + "/.locks/" + url.lastPathComponent + "/" + contentID + ".lock"
+    public func blobLockPath(_ contentID: String) -> String { locksPath + "/" + contentID + ".lock" }
+
+    /// `<hub>/.locks/models--<org>--<name>`: huggingface_hub's blob locks of this repo.
+    public var locksPath: String { url.deletingLastPathComponent().path + "/.locks/" + url.lastPathComponent }
+
+    /// huggingface_hub's writes in progress, as paths: each blob lock another process holds
+    /// (`HubBlobLock.isHeld`; a released lock file stays behind and does not count), and each
+    /// `blobs/<etag>.incomplete` (huggingface_hub's staging file, judged live or abandoned by
+    /// its age: `incompleteBlobs`).
+    public func heldBlobLocks() -> [String] {
+        FileTree.names(locksPath).filter { $0.hasSuffix(".lock") }.map { locksPath + "/" + $0 }.filter { HubBlobLock.isHeld($0) }
+    }
+
+    /// `blobs/*.incomplete`: the blobs huggingface_hub is writing, or abandoned.
+    public func incompleteBlobs() -> [String] {
+        FileTree.names(blobsPath).filter { $0.hasSuffix(".incomplete") }.map { blobsPath + "/" + $0 }
     }
 
     /// What a pointer holds: `../../blobs/<content id>`, one more `../` per folder of the repo path.

@@ -132,7 +132,7 @@ public struct ModelDirectory: Sendable {
                 let named = selection.literalPaths
                 return OfflineCheck(missing: named.filter { listed[$0].map { !isComplete($0, directoryFD: directoryFD) } ?? true },
                                     present: named.filter { listed[$0].map { isComplete($0, directoryFD: directoryFD) } ?? false },
-                                    commit: snapshot.commit)
+                                    commit: snapshot.commit, revision: snapshot.revision)
             }
             var complete: [String: Bool] = [:]
             func isHere(_ file: RepoFile) -> Bool {
@@ -148,11 +148,11 @@ public struct ModelDirectory: Sendable {
                                                              keepUnnamed: hubCommit != nil) else {
                 missing = indexes.flatMap(\.shards).filter { access(finalPath($0), F_OK) != 0 }
                 return OfflineCheck(missing: missing.sorted(), present: selected.filter { isHere($0) }.map(\.path),
-                                    commit: snapshot.commit)
+                                    commit: snapshot.commit, revision: snapshot.revision)
             }
             missing += needed.filter { !ShardIndex.isIndexPath($0.path) && !isHere($0) }.map(\.path)
             let present = selected.filter { isHere($0) }.map(\.path)
-            return OfflineCheck(missing: missing.sorted(), present: present, commit: snapshot.commit)
+            return OfflineCheck(missing: missing.sorted(), present: present, commit: snapshot.commit, revision: snapshot.revision)
         }
         // No manifest, or another repo's (e.g. a bundle shipped with an app): judge by what is present.
         let present = listFiles()
@@ -176,7 +176,9 @@ public struct ModelDirectory: Sendable {
         return Array(Set(missing)).sorted()
     }
 
-    /// Repo paths of the final files present (bookkeeping excluded).
+    /// Repo paths of the final files present: the cache's own names at the top level
+    /// (`ModelLayout.isBookkeeping`: staging, manifest and its temps, use markers) are left out,
+    /// so a folder holding only those is empty.
     public func listFiles() -> Set<String> {
         if hubCommit != nil { return hubListFiles() }
         var result = Set<String>()
@@ -185,11 +187,12 @@ public struct ModelDirectory: Sendable {
         }
         let prefix = url.path.hasSuffix("/") ? url.path : url.path + "/"
         for case let file as URL in walker {
-            let name = file.lastPathComponent
-            if name == ModelLayout.staging || name == ModelLayout.manifest { walker.skipDescendants(); continue }
-            guard (try? file.resourceValues(forKeys: [.isRegularFileKey]))?.isRegularFile == true else { continue }
             let full = file.standardizedFileURL.path
-            if full.hasPrefix(prefix) { result.insert(String(full.dropFirst(prefix.count))) }
+            guard full.hasPrefix(prefix) else { continue }
+            let relative = String(full.dropFirst(prefix.count))
+            if !relative.contains("/") && ModelLayout.isBookkeeping(relative) { walker.skipDescendants(); continue }
+            guard (try? file.resourceValues(forKeys: [.isRegularFileKey]))?.isRegularFile == true else { continue }
+            result.insert(relative)
         }
         return result
     }
@@ -203,10 +206,13 @@ public struct OfflineCheck: Sendable {
     public let present: [String]
     /// The commit the manifest records, when there is one.
     public let commit: String?
+    /// The revision (branch, tag or commit) the manifest records as resolved to `commit`.
+    public let revision: String?
 
-    public init(missing: [String], present: [String], commit: String?) {
+    public init(missing: [String], present: [String], commit: String?, revision: String? = nil) {
         self.missing = missing
         self.present = present
         self.commit = commit
+        self.revision = revision
     }
 }

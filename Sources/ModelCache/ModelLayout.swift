@@ -157,10 +157,21 @@ public enum ModelLayout {
     /// True when `entry` is the staging lock of `stagingName` (kept while the rest is deleted under it).
     public static func isLock(_ entry: String, of stagingName: String) -> Bool { entry == stagingName + lockSuffix }
 
-    /// True for the names a model directory keeps for itself: the manifest (and its temp files)
-    /// and `.incomplete/`. RepoPath refuses every such name as a repo path.
+    /// The one list of the names a model directory (or a huggingface_hub repo folder) keeps for
+    /// itself at its top level: `.incomplete/`, and every name beginning `.speech-fetch` (the
+    /// manifest, the use markers `.speech-fetch-used[-<commit>]`, huggingface_hub's
+    /// `.speech-fetch-evicted/`) or `..speech-fetch` (AtomicFile's temp files of those, e.g. a
+    /// manifest temp left by a kill). A new bookkeeping file takes a name beginning
+    /// `.speech-fetch`, so every walk that judges completeness, counts files or sizes a model
+    /// (`ModelDirectory.listFiles`, `speech cache ls`, the size cap, `weightsExist`) leaves it
+    /// out through `isBookkeeping` without being told. RepoPath refuses `.incomplete` and
+    /// `.speech-fetch*` as repo paths.
+    public static let bookkeepingPrefixes = [".speech-fetch", "..speech-fetch"]
+
+    /// True for a top-level name of the cache's own (`bookkeepingPrefixes`, `.incomplete`): never
+    /// a model's file.
     public static func isBookkeeping(_ topLevelName: String) -> Bool {
-        [staging, ".speech-fetch", "..speech-fetch"].contains { topLevelName.hasPrefix($0) }
+        topLevelName == staging || bookkeepingPrefixes.contains { topLevelName.hasPrefix($0) }
     }
 
     /// True for AtomicFile's temp file of the manifest (`..speech-fetch.json.tmp.*`).

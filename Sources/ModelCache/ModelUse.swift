@@ -25,20 +25,23 @@ extension ModelDirectory {
 
     /// Records a load: one `stat` of the marker, and a touch (or its creation) only when it is
     /// older than `useRecordInterval` or absent. A directory that does not exist, or cannot be
-    /// written (a read-only cache), is left as it is.
-    public func noteUse(now: Double = Date().timeIntervalSince1970) {
-        if hubCommit == "" { return }
+    /// written (a read-only cache), is left as it is. True when it tried to write the record.
+    @discardableResult
+    public func noteUse(now: Double = Date().timeIntervalSince1970) -> Bool {
+        if hubCommit == "" { return false }
         let marker = useMarkerPath
         switch SharedFS.mtime(marker) {
         case .found(let stamp) where now - stamp < Self.useRecordInterval && stamp <= now + 60:
-            return
+            return false
         case .found:
             SharedFS.touch(marker)
+            return true
         case .absent:
             let fd = open(marker, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o644)
             if fd >= 0 { close(fd) }
+            return true
         case .unknown:
-            return
+            return false
         }
     }
 
@@ -58,11 +61,35 @@ extension ModelDirectory {
 }
 
 extension ModelDirectory {
-    /// A load's look at the cache: the use is recorded first (`noteUse`), then the files are
-    /// checked, so an eviction that renames the model away after this look sees the fresh record
-    /// and puts it back, and one that renamed it before makes the check report the files missing.
-    public func loadCheck(_ selection: FileSelection, repo: String) -> OfflineCheck {
-        noteUse()
-        return offlineCheck(selection, repo: repo)
+    /// A load's look at the cache: the files are checked, and only a load that found them all
+    /// (of `revision`, when given) records its use (`noteUse`), so a miss leaves the folder
+    /// exactly as it was. When that record was written, the files are checked once more: an
+    /// eviction that renamed the model away before the write makes this second look report
+    /// them missing, and one that renames it after sees the fresh record and puts it back
+    /// (CachePrune's `evict`). A record that needed no write was fresh already, and a fresh
+    /// record keeps the model from eviction.
+    public func loadCheck(_ selection: FileSelection, repo: String, revision: String? = nil) -> OfflineCheck {
+        func look() -> OfflineCheck {
+            let check = offlineCheck(selection, repo: repo)
+            guard let revision, let other = otherRevision(check, asked: revision) else { return check }
+            return OfflineCheck(missing: check.missing + [other], present: check.present, commit: check.commit, revision: check.revision)
+        }
+        let check = look()
+        guard check.missing.isEmpty, noteUse() else { return check }
+        return look()
+    }
+
+    /// Why a native model directory cannot serve `revision` offline, as the item a miss lists;
+    /// nil when it can. Its files are of the revision its manifest recorded, at the commit it
+    /// recorded: they serve that commit (asked by its full id) or that branch or tag name. A folder
+    /// with no manifest (a bundle shipped with an app) serves only the default, `main`. A
+    /// huggingface_hub snapshot was chosen by `refs/<revision>` already.
+    public func otherRevision(_ check: OfflineCheck, asked revision: String) -> String? {
+        guard hubCommit == nil else { return nil }
+        guard let commit = check.commit else {
+            return revision == "main" ? nil : "revision \(revision) (no manifest there records which revision its files are of)"
+        }
+        if revision.lowercased() == commit.lowercased() || revision == check.revision { return nil }
+        return "revision \(revision) (the files there are of \(check.revision.map { "revision \($0), " } ?? "")commit \(commit.prefix(12)))"
     }
 }

@@ -34,9 +34,14 @@ public final class StagingLock: @unchecked Sendable {
     /// (`EACCES`, `EROFS`, `ENAMETOOLONG`, `ENOSPC`, an `EIO` that outlived its retries, …) is
     /// `CacheError.io` naming the lock file: never "held elsewhere", which would be waited for.
     public static func take(_ repoPath: String, in directory: ModelDirectory, owner: LockOwner, lease: Double) throws -> StagingLock? {
-        let staging = directory.stagingDirectory.path
         try ModelDirectory.makeDirectories(directory.stagingDirectory.path)
-        let path = directory.stagingPath(ModelLayout.lockName(repoPath))
+        return try take(lockPath: directory.stagingPath(ModelLayout.lockName(repoPath)), owner: owner, lease: lease)
+    }
+
+    /// `take` by the lock file's path in an existing `.incomplete/` (an entry read back from the
+    /// folder, whose repo path a hashed staging name does not give back).
+    static func take(lockPath path: String, owner: LockOwner, lease: Double) throws -> StagingLock? {
+        let staging = (path as NSString).deletingLastPathComponent
         for _ in 0..<3 {
             let fd = SharedFS.retry { open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600) }
             if fd >= 0 {
@@ -139,6 +144,32 @@ public final class StagingLock: @unchecked Sendable {
         StagingLock.registry.remove(path)
         if held == true { unlink(path) }
         rmdir((path as NSString).deletingLastPathComponent)
+    }
+}
+
+extension ModelDirectory {
+    /// After a successful download: removes each staging lock whose holder was a process of
+    /// this node that is gone (the lease judge, `StagingLock.isStale`) and that guards no staged
+    /// bytes (a lock and nothing else of its file), then `.incomplete/` when that leaves it
+    /// empty. A live holder's lock, another node's (only its lease can break it, and waiting
+    /// for a second look is `speech cache clean`'s job, not a download's) and a resume point stay.
+    public func sweepDeadLocks(localNode: String, lease: Double) {
+        let staging = stagingDirectory.path
+        var groups: [String: [String]] = [:]
+        for entry in FileTree.names(staging) { groups[ModelLayout.owner(ofEntry: entry), default: []].append(entry) }
+        for (name, entries) in groups where !ModelLayout.holdsStagedFile(name, entries: entries) {
+            for entry in entries where ModelLayout.isLock(entry, of: name) {
+                let path = staging + "/" + entry
+                guard let data = SharedFS.read(path, limit: 4096).value,
+                      let holder = LockOwner(tag: String(decoding: data, as: UTF8.self)),
+                      holder.node == localNode, holder.pid != getpid(), !LockOwner.isAlive(holder.pid) else { continue }
+                // Taken (which breaks the dead holder's lock under the usual rules), then given up.
+                if let lock = (try? StagingLock.take(lockPath: path, owner: LockOwner(node: localNode), lease: lease)) ?? nil {
+                    lock.release()
+                }
+            }
+        }
+        rmdir(staging)  // fails harmlessly while anything is left
     }
 }
 

@@ -49,7 +49,8 @@ extension HuggingFaceDownloader {
     /// and goes at most `ModelDirectory.maxWalkDepth` folders deep, so a link loop ends it.
     public static func weightsExist(in directory: URL) -> Bool {
         guard let top = try? FileManager.default.contentsOfDirectory(atPath: directory.path) else { return false }
-        guard top.contains(where: { weightFileExtensions.contains(($0 as NSString).pathExtension) }) else { return false }
+        guard top.contains(where: { !ModelLayout.isBookkeeping($0) && weightFileExtensions.contains(($0 as NSString).pathExtension) })
+        else { return false }
         var complete = true
         var visited = Set<[UInt64]>()
         func visit(_ dir: String, _ prefix: String, depth: Int) {
@@ -57,7 +58,7 @@ extension HuggingFaceDownloader {
             guard depth <= ModelDirectory.maxWalkDepth, stat(dir, &here) == 0,
                   visited.insert([UInt64(here.st_dev), UInt64(here.st_ino)]).inserted else { return }
             for name in (try? FileManager.default.contentsOfDirectory(atPath: dir)) ?? [] where complete {
-                if prefix.isEmpty && name == ".incomplete" { continue }
+                if prefix.isEmpty && ModelLayout.isBookkeeping(name) { continue }
                 let full = dir + "/" + name
                 var st = stat()
                 guard lstat(full, &st) == 0 else { continue }

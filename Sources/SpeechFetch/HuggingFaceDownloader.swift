@@ -115,7 +115,8 @@ public final class HuggingFaceDownloader: Sendable {
             }
         } else {
             directory = ModelDirectory(cacheDir ?? CacheLocation.modelDirectory(base: cacheBaseDir ?? defaultCacheBase, repo: repo))
-            cached = directory.loadCheck(selection, repo: repo.description)
+            // Its files serve only the revision its manifest recorded (or that commit).
+            cached = directory.loadCheck(selection, repo: repo.description, revision: revision)
         }
         if forceDownload, offlineMode ?? offlineByDefault { throw DownloadError.forceDownloadOffline(repo: repo.description) }
         if offlineMode ?? offlineByDefault {
@@ -149,6 +150,7 @@ public final class HuggingFaceDownloader: Sendable {
         // (a read-only mount serves online calls as it serves offline ones).
         if !forceDownload, var served = try servedFromCache(snapshot, repo: repo, selection: selection,
                                                            directory: directory.atCommit(snapshot.commit)) {
+            directory.sweepDeadLocks(localNode: settings.node, lease: settings.lease)
             served.unmatchedPatterns = HuggingFaceDownloader.unmatched(selection, in: snapshot.files)
             return served
         }
@@ -261,6 +263,7 @@ public final class HuggingFaceDownloader: Sendable {
                     try handoff.waitFor(request, timeout: requestTimeout, takesOver: true, progress: progress, isCancelled: isCancelled)
                     try directory.writeManifest(snapshot)
                     try directory.recordRevision(snapshot.revision)
+                    directory.sweepDeadLocks(localNode: settings.node, lease: settings.lease)
                     return DownloadResult(directory: directory.filesURL, files: needed.map(\.path), commit: snapshot.commit,
                                           fetched: missing.map(\.path), warning: nil, handedOver: true)
                 } catch HandoffError.noDaemon {
@@ -281,6 +284,8 @@ public final class HuggingFaceDownloader: Sendable {
         fetched += missing.map(\.path)
         try directory.writeManifest(snapshot)
         try directory.recordRevision(snapshot.revision)
+        // A lock a killed run left (its file finished, or never staged) guards nothing now.
+        directory.sweepDeadLocks(localNode: settings.node, lease: settings.lease)
         return DownloadResult(directory: directory.filesURL, files: needed.map(\.path), commit: snapshot.commit,
                               fetched: fetched, warning: nil)
     }

@@ -46,12 +46,17 @@ enum CacheCommand {
         "prune": CommandSpec(name: "speech cache prune",
                              summary: """
                              Evict whole models, least recently used first, until the models fit in SIZE. Never evicts a
-                             model in flight on any node, a pinned one, or one used within the grace period; an evicted
-                             model is moved to models/.evicted/ and deleted once the grace period has passed.
+                             model in flight on any node, a pinned one, or one used within the grace period. A use is
+                             recorded at most once an hour (one write an hour on a shared filesystem, not one per load),
+                             so a model whose use was recorded within the last hour is kept even with --grace 0. An
+                             evicted model is deleted at once on a local disk; on a network or FUSE filesystem it waits in
+                             models/.evicted/ for the grace period (another node may still be reading it), and a later
+                             pass deletes it. With --hf-cache, blobs no revision points to that are older than the grace
+                             period are removed first.
                              """,
                              options: [baseOption,
                                        .value("max-size", "SIZE", "the cap: 20G, 500M, 64K (1024-based) or bytes"),
-                                       .value("grace", "HOURS", "keep models used within HOURS, and evicted folders that long (default 1)"),
+                                       .value("grace", "HOURS", "keep models used within HOURS (plus the hour a use record may lag), and evicted folders on a shared filesystem that long (default 1)"),
                                        .optionalValue("hf-cache", "DIR", "cap this huggingface_hub cache's revisions too (DIR, else HF_HUB_CACHE, HF_HOME/hub, ~/.cache/huggingface/hub)"),
                                        .flag("dry-run", "print what would be evicted; change nothing")]),
         "pin": CommandSpec(name: "speech cache pin", operands: "<org/name>",
@@ -246,11 +251,27 @@ enum CacheCommand {
             out += "\(verb) \(PruneReport.name(model.repo, model.revision)), \(ByteFormat.string(model.bytes))\(used)\n"
         }
         for model in report.kept { out += "kept \(PruneReport.name(model.repo, model.revision)), \(ByteFormat.string(model.bytes)): \(model.reason)\n" }
+        for item in report.orphans { out += "\(report.dryRun ? "would remove" : "removed") orphan blob \(item.path) (\(item.reason), \(ByteFormat.string(item.bytes)))\n" }
         for item in report.purged { out += "\(report.dryRun ? "would delete" : "deleted") \(item.path) (\(item.reason), \(ByteFormat.string(item.bytes)))\n" }
         out += "models: \(ByteFormat.string(report.sizeBefore)) before, \(ByteFormat.string(report.sizeAfter)) "
             + "\(report.dryRun ? "would be left" : "after"), cap \(ByteFormat.string(report.maxSize))"
-        if report.overCap { out += "; still over the cap: the models kept above are protected" }
-        if !report.evicted.isEmpty && !report.dryRun { out += "; evicted models wait in models/.evicted/ (a revision in its repo's .speech-fetch-evicted/) and are deleted after the grace period" }
+        if report.overCap {
+            out += report.kept.isEmpty ? "; still over the cap: nothing left can be evicted (what remains is staging, blobs being written, or the last models)"
+                : "; still over the cap: the models kept above are protected"
+        }
+        guard !report.dryRun else { return out + "\n" }
+        let waiting = report.evicted.compactMap { model in model.waitsIn.map { (model, $0) } }
+        let freed = report.evicted.filter { $0.waitsIn == nil }.reduce(Int64(0)) { $0 + $1.bytes }
+            + report.orphans.reduce(Int64(0)) { $0 + $1.bytes }
+        if freed > 0 { out += "; \(ByteFormat.string(freed)) freed on disk" }
+        if !waiting.isEmpty {
+            let bytes = waiting.reduce(Int64(0)) { $0 + $1.0.bytes }
+            let until = ISO8601DateFormatter().string(from: Date().addingTimeInterval(report.grace))
+            let folders = Set(waiting.map { ($0.1 as NSString).deletingLastPathComponent }).sorted().joined(separator: ", ")
+            out += "; \(ByteFormat.string(bytes)) of evicted models stay on disk in \(folders) until about \(until) "
+                + "(the grace period: this is a shared filesystem, where another node may still be reading them), "
+                + "when the next prune or speech-fetchd pass deletes them"
+        }
         return out + "\n"
     }
 

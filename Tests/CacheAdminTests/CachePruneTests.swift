@@ -1,7 +1,7 @@
 // `speech cache prune`, `pin` and `unpin` against real files: least recently used first, pins,
 // the grace period, models in flight (a live staging lock, another node's active request), a dry
-// run that writes nothing, the rename into models/.evicted/ and the deletion after the grace
-// period, and loads racing an eviction.
+// run that writes nothing, the rename into models/.evicted/ and (as on a shared filesystem,
+// `holdEvicted`) the deletion after the grace period, and loads racing an eviction.
 import CacheAdmin
 import Digest
 import Foundation
@@ -29,7 +29,7 @@ extension CacheAdminTests {
         let recent = try makeUsedModel("acme/Recent", usedHoursAgo: 3)
         let each = try admin.model("acme/Oldest").sizeOnDisk
 
-        let report = admin.prune(PruneOptions(maxSize: each * 3 / 2))
+        let report = admin.prune(PruneOptions(maxSize: each * 3 / 2, holdEvicted: true))
         XCTAssertEqual(report.evicted.map(\.repo), ["acme/Oldest", "acme/Older"], "least recently used first, until it fits")
         XCTAssertEqual(report.sizeBefore, each * 3)
         XCTAssertEqual(report.sizeAfter, each)
@@ -45,7 +45,7 @@ extension CacheAdminTests {
         XCTAssertEqual(admin.list().map(\.repo), ["acme/Recent"], "ls does not list evicted models")
 
         // Under the cap: a second pass evicts nothing, and the grace period keeps the folders.
-        let again = admin.prune(PruneOptions(maxSize: each * 3 / 2))
+        let again = admin.prune(PruneOptions(maxSize: each * 3 / 2, holdEvicted: true))
         XCTAssertTrue(again.evicted.isEmpty)
         XCTAssertTrue(again.purged.isEmpty)
         XCTAssertEqual(evictedEntries(), entries)
@@ -53,9 +53,9 @@ extension CacheAdminTests {
 
     func testEvictedFoldersAreDeletedOnlyAfterTheGracePeriod() throws {
         try makeUsedModel("acme/Gone", usedHoursAgo: 5)
-        XCTAssertEqual(admin.prune(PruneOptions(maxSize: 1024, grace: 3600)).evicted.count, 1)
+        XCTAssertEqual(admin.prune(PruneOptions(maxSize: 1024, grace: 3600, holdEvicted: true)).evicted.count, 1)
         XCTAssertEqual(evictedEntries().count, 1)
-        XCTAssertTrue(admin.prune(PruneOptions(maxSize: 1024, grace: 3600)).purged.isEmpty, "an hour has not passed")
+        XCTAssertTrue(admin.prune(PruneOptions(maxSize: 1024, grace: 3600, holdEvicted: true)).purged.isEmpty, "an hour has not passed")
         XCTAssertEqual(evictedEntries().count, 1)
 
         // Evicted two seconds ago with a grace period of one second: deleted by the next pass.
@@ -151,7 +151,7 @@ extension CacheAdminTests {
         let admin = self.admin
         let done = expectation(description: "prune")
         Thread.detachNewThread {
-            _ = admin.prune(PruneOptions(maxSize: 1024))
+            _ = admin.prune(PruneOptions(maxSize: 1024, holdEvicted: true))
             done.fulfill()
         }
         var outcomes = Set<Int>()
@@ -163,7 +163,7 @@ extension CacheAdminTests {
         if !evicted {
             XCTAssertEqual(directory.offlineCheck(.all, repo: "acme/Raced").missing, [])
             for path in [directory.useMarkerPath, directory.path + "/" + ModelLayout.manifest, directory.path] { age(path, hours: 5) }
-            XCTAssertEqual(admin.prune(PruneOptions(maxSize: 1024)).evicted.count, 1)
+            XCTAssertEqual(admin.prune(PruneOptions(maxSize: 1024, holdEvicted: true)).evicted.count, 1)
         }
         // A load after the eviction gets a clear error naming what is missing.
         XCTAssertFalse(exists(directory.path))
@@ -202,10 +202,9 @@ extension CacheAdminTests {
         age(folder.path + "/snapshots/" + old, hours: 5)
         let oldBlob = folder.path + "/blobs/" + SHA256.hex(of: Self.bytes(60_000, seed: 2))
 
-        let (output, code) = cache("prune", "--max-size", "100K", "--hf-cache", hub.path)
-        XCTAssertEqual(code, 0, output)
-        XCTAssertTrue(output.contains("evicted acme/Hub@aaaaaaaaaaaa (huggingface_hub)"), output)
-        XCTAssertFalse(output.contains("bbbbbbbbbbbb"), "the newer revision fits under the cap: \(output)")
+        let report = admin.prune(PruneOptions(maxSize: 100 << 10, hubCache: hub, holdEvicted: true))
+        XCTAssertEqual(report.evicted.map { PruneReport.name($0.repo, $0.revision) }, ["acme/Hub@aaaaaaaaaaaa (huggingface_hub)"],
+                       "the newer revision fits under the cap")
         XCTAssertFalse(exists(folder.path + "/snapshots/" + old))
         XCTAssertFalse(exists(oldBlob), "the blob only the old revision pointed to went with it")
         for path in ["shared.bin", "new.bin"] {

@@ -19,8 +19,10 @@ extension CacheCap {
         return CacheCap(interval: interval) {
             let report = admin.prune(options, sizes: sizes)
             for model in report.evicted {
-                log("evicted \(PruneReport.name(model.repo, model.revision)) (\(ByteFormat.string(model.bytes))) to keep the cache within \(ByteFormat.string(maxSize))")
+                let fate = model.waitsIn.map { "; it waits in \($0) for the grace period (a shared filesystem)" } ?? "; deleted"
+                log("evicted \(PruneReport.name(model.repo, model.revision)) (\(ByteFormat.string(model.bytes))) to keep the cache within \(ByteFormat.string(maxSize))\(fate)")
             }
+            for item in report.orphans { log("removed orphan blob \(item.path) (\(item.reason))") }
             for item in report.purged { log("deleted \(item.path) (\(item.reason))") }
             if report.overCap {
                 log("the cache's models take \(ByteFormat.string(report.sizeAfter)), over the cap of \(ByteFormat.string(maxSize)): "
