@@ -111,6 +111,8 @@ public struct Handoff: Sendable {
         // when the word moves, not on every tick: a node that only waits pays per request, not
         // per range or per second (docs/protocol.md, "Hosts").
         var shared = SharedLooks()
+        var wasFetching = false
+        let fileKeys = Set(request.files.map { PlannedFile.key(modelDir: request.modelDir, path: $0.path, commit: request.commit) })
         var sharedProgress: RequestProgress.Shared?
         // Another node's marker wakes this waiter within a quarter poll interval, not a whole one,
         // where no supervisor of this node does it (SettledLook, made when first needed).
@@ -141,7 +143,16 @@ public struct Handoff: Sendable {
                 look = SettledLook(spool: spool, id: request.id, every: lookInterval)
             }
             let now = Date()
-            let sharedDue = !ownWakes || shared.due(now: now)
+            // This node's ranges of the request in flight (RAM). While it fetches some, its parts
+            // land every few seconds and leave the RAM record when published: the shared layer is
+            // read at every tick then (and once more when the last one ends), so the bytes shown
+            // keep growing; only a node that fetches nothing of it waits at the lengthening pace.
+            let liveNow = live?.read() ?? [:]
+            let fetchingHere = liveNow.keys.contains { job in
+                PlannedFile.parseJob(job).map { fileKeys.contains($0.0) } ?? false
+            }
+            let sharedDue = !ownWakes || fetchingHere || wasFetching || shared.due(now: now)
+            wasFetching = fetchingHere
             if sharedDue { shared.looked(now: now) }
             // The full pass (orphans, the supervisors' liveness) once per poll; a progress tick
             // or a marker's wake-up in between looks at the markers only.
@@ -190,7 +201,7 @@ public struct Handoff: Sendable {
                 if sharedDue || sharedProgress == nil {
                     sharedProgress = RequestProgress.shared(request, parts: own ? [:] : spool.partsByFile())
                 }
-                var report = RequestProgress.with(sharedProgress!, live: live?.read() ?? [:])
+                var report = RequestProgress.with(sharedProgress!, live: liveNow)
                 shown = max(shown, report.completedBytes)
                 report.completedBytes = shown
                 report.bytesPerSecond = rate.add(report.completedBytes)
@@ -283,15 +294,15 @@ public struct Handoff: Sendable {
 }
 
 /// When a waiter whose own node's supervisor runs reads the shared filesystem (markers, sidecars,
-/// final files) without being woken: every half second at first, then at a quarter of the time
-/// waited so far, at most every 15 s. A wait of T seconds makes about 4 + 4 ln(T / 2) such looks
-/// up to a minute (a 10 s wait 11, a minute 18), then one each 15 s; a wake-up (a marker, another
-/// node's change) is looked at whenever it comes.
+/// final files) without being woken: every second at first, then at a third of the time waited
+/// so far, at most every 15 s. A wait of T seconds makes about 3 + 3 ln(T / 3) such looks up to
+/// 45 s (a 10 s wait 7, 45 s 11), then one each 15 s; a wake-up (a marker, another node's
+/// change) is looked at whenever it comes.
 struct SharedLooks {
     private let start = Date()
     private var last = Date.distantPast
 
-    func interval(now: Date) -> Double { min(15, max(0.5, now.timeIntervalSince(start) / 4)) }
+    func interval(now: Date) -> Double { min(15, max(1, now.timeIntervalSince(start) / 3)) }
     func due(now: Date) -> Bool { now.timeIntervalSince(last) >= interval(now: now) }
     func untilDue(now: Date) -> Double { interval(now: now) - now.timeIntervalSince(last) }
     mutating func looked(now: Date) { last = now }

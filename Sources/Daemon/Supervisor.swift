@@ -243,6 +243,7 @@ public final class Supervisor: @unchecked Sendable {
         for w in workers where w.isRunning { kill(w.processIdentifier, SIGKILL) }
         spool.revokeExpiredClaims()
         ReadyView(spool: spool)?.remove()
+        NodeNamesView(spool: spool)?.remove()
         if let live = LiveProgress(spool: spool) { rmdir(live.directory) }  // when no other daemon's worker has a record there
         spool.retireSupervisor()
         while cacheCap?.isRunning == true && Date() < deadline.addingTimeInterval(20) { usleep(20_000) }

@@ -49,6 +49,7 @@ public final class Worker: @unchecked Sendable {
         (spool, sharing) = try Spool.served(base: cacheBase, settings: settings)
         spool.targets = RequestTargets.daemon(base: cacheBase, environment: environment)
         live = LiveProgress(spool: spool)
+        nodeNamesView = NodeNamesView(spool: spool)
         // Workers use the credential of the node they run on, never one from the spool.
         let client = HubClient.fromEnvironment(environment, retry: settings.retry, stallTimeout: settings.stallTimeout)
         fetchers = try (0..<max(1, slots)).map { _ in try RangeFetch(client: client, settings: settings) }
@@ -188,7 +189,9 @@ public final class Worker: @unchecked Sendable {
 
     let claimLock = NSLock()
 
-    /// The nodes with a supervisor record, listed at most every few seconds.
+    /// The nodes with a supervisor record, listed at most every few seconds, by one worker
+    /// process of the machine for all of them (NodeNamesView).
+    let nodeNamesView: NodeNamesView?
     let nodesLock = NSLock()
     var nodesSeen: (names: [String], at: Date) = ([], .distantPast)
 

@@ -114,8 +114,10 @@ extension Worker {
     func liveNodeNames() -> [String] {
         let keep = max(3, settings.lease / 4)
         if let cached = nodesLock.withLock({ Date().timeIntervalSince(nodesSeen.at) < keep ? nodesSeen.names : nil }) { return cached }
-        // A listing of the records, no look at each (that grew with the nodes, in every process).
-        let names = spool.supervisorRecordNames() ?? []
+        // A listing of the records, no look at each (that grew with the nodes, in every process),
+        // made by one worker process of the machine for all of them.
+        let listed = nodeNamesView.map { $0.names(maxAge: keep) { self.spool.supervisorRecordNames() } } ?? spool.supervisorRecordNames()
+        let names = listed ?? []
         nodesLock.withLock { nodesSeen = (names, Date()) }
         return names
     }

@@ -1,0 +1,70 @@
+// NodeNamesView - the last listing of `supervisors/` (the nodes that serve the spool), shared in
+// RAM by the worker processes of this machine, so that the nodes' count behind each fair share
+// costs the file server one listing per node and interval, not one per worker process.
+//
+// One file beside LiveProgress's records on /dev/shm: `.nodes`, the names one process listed and
+// when (CLOCK_MONOTONIC, one clock for the machine's processes). A listing younger than the age
+// the caller allows is used; an older one is listed again by one process at a time (`.nodes-lister`,
+// flock): the others, needing it at the same moment, use its listing. Nothing here is on the
+// shared filesystem, and a wrong or missing record only costs a listing.
+import Foundation
+import SharedFiles
+
+public struct NodeNamesView: Sendable {
+    let recordPath: String
+    let listerPath: String
+    let directory: String
+
+    /// The view of `spool`'s node names on this machine, or nil without a writable /dev/shm.
+    public init?(spool: Spool) {
+        guard let live = LiveProgress(spool: spool) else { return nil }
+        directory = live.directory
+        recordPath = live.directory + "/.nodes"
+        listerPath = live.directory + "/.nodes-lister"
+    }
+
+    /// The names listed at most `maxAge` seconds ago by any process of this machine, else
+    /// `list()`'s, which this process then shares. nil from `list()` (a listing that failed) is
+    /// passed on and not shared.
+    public func names(maxAge: Double, list: () -> [String]?) -> [String]? {
+        if let names = fresh(maxAge: maxAge) { return names }
+        guard LiveProgress.prepare(directory) else { return list() }
+        let fd = open(listerPath, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { return list() }
+        defer { close(fd) }  // releases the lock
+        while flock(fd, LOCK_EX) != 0 { guard errno == EINTR else { return list() } }
+        if let names = fresh(maxAge: maxAge) { return names }  // listed by the lock's last holder
+        guard let names = list() else { return nil }
+        store(names)
+        return names
+    }
+
+    /// Removes the files (a daemon that drains).
+    public func remove() {
+        unlink(recordPath)
+        unlink(listerPath)
+    }
+
+    private func fresh(maxAge: Double) -> [String]? {
+        guard let data = FileManager.default.contents(atPath: recordPath),
+              let text = String(data: data, encoding: .utf8) else { return nil }
+        var lines = text.split(separator: "\n").map(String.init)
+        guard let header = lines.first, let listedAt = UInt64(header) else { return nil }
+        let age = Double(MonotonicClock.nanoseconds() &- listedAt) / 1e9
+        guard age >= 0, age < maxAge else { return nil }
+        lines.removeFirst()
+        return lines
+    }
+
+    private func store(_ names: [String]) {
+        let temp = "\(recordPath).\(getpid())"
+        let text = "\(MonotonicClock.nanoseconds())\n" + names.map { $0 + "\n" }.joined()
+        let fd = open(temp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { return }
+        let bytes = Array(text.utf8)
+        let wrote = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
+        close(fd)
+        if wrote == bytes.count && rename(temp, recordPath) == 0 { return }
+        unlink(temp)
+    }
+}
