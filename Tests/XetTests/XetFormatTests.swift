@@ -56,7 +56,7 @@ final class XetFormatTests: XCTestCase {
         XCTAssertEqual(whole.reduce(0, +), data.count)
         XCTAssertGreaterThan(whole.count, 20)
         for length in whole.dropLast() {
-            XCTAssertTrue((ContentChunker.minimumLength - 64...ContentChunker.maximumLength).contains(length), "chunk of \(length)")
+            XCTAssertTrue((ContentChunker.minimumLength...ContentChunker.maximumLength).contains(length), "chunk of \(length)")
         }
         var chunker = ContentChunker()
         var pieces: [Int] = []
