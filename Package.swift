@@ -69,7 +69,7 @@ let package = Package(
         .target(name: "SpeechFetch", dependencies: ["ByteUnits", "CacheAdmin", "CFileOps", "Daemon", "Digest", "HubClient", "HubTypes", "ModelCache", "SharedFiles", "Spool", "Transfer"]),
 
         // The local stand-in for the Hub (tests, demo, fidelity check).
-        .target(name: "TestHub", dependencies: ["Digest"]),
+        .target(name: "TestHub", dependencies: ["Digest", "Xet"]),
 
         // The executables' one argument parser, help and version text, exit codes (docs/cli.md).
         // The executables hand it libcurl's version line; ByteUnits for --max-rate and --max-cache-size.
@@ -97,7 +97,7 @@ let package = Package(
         .testTarget(name: "DaemonTests", dependencies: ["Daemon", "Digest", "HubTypes", "ModelCache", "SpeechFetch", "Spool", "TestHub", "TestSupport"]),
         .testTarget(name: "CacheAdminTests", dependencies: ["CacheAdmin", "Digest", "HubTypes", "ModelCache", "SharedFiles", "SpeechFetch", "Spool", "TestHub", "TestSupport"]),
         .testTarget(name: "SpeechFetchTests", dependencies: ["Daemon", "Digest", "HubClient", "HubTypes", "ModelCache", "SpeechFetch", "TestHub", "TestSupport"]),
-        .testTarget(name: "TestHubTests", dependencies: ["Digest", "TestHub"]),
+        .testTarget(name: "TestHubTests", dependencies: ["Digest", "TestHub", "Xet"]),
         // Data/: the official BLAKE3 test vectors, read by path.
         .testTarget(name: "XetTests", dependencies: ["Xet"], exclude: ["Data"]),
         .testTarget(name: "CommandLineKitTests", dependencies: ["CommandLineKit"]),
