@@ -207,4 +207,35 @@ final class XetServingTests: HubTestCase {
             XCTAssertEqual(try JSONDecoder().decode(Fault.self, from: JSONEncoder().encode(fault)), fault)
         }
     }
+
+    func testStallsDelayTheReconstructionAndTheXorbRangeThenFinishThem() throws {
+        let pointer = try pointer()
+        hub.setFault(.reconstructionStall(seconds: 0.4, times: 1), for: Self.lfsKey)
+        var start = Date()
+        let recon = try XCTUnwrap(try reconstruction(pointer).1)
+        XCTAssertGreaterThanOrEqual(Date().timeIntervalSince(start), 0.35)
+        let fetch = try XCTUnwrap(recon.fetches[recon.terms[0].xorb]?.first)
+        let whole = try RawHTTPClient.fetch(fetch.url).body
+        hub.setFault(.xorbStall(afterBytes: 100, seconds: 0.4, times: 1), for: Self.lfsKey)
+        start = Date()
+        let stalled = try RawHTTPClient.fetch(fetch.url, headers: ["Range": "bytes=0-999"])
+        XCTAssertGreaterThanOrEqual(Date().timeIntervalSince(start), 0.35)
+        XCTAssertEqual(stalled.body, whole.prefix(1000))
+    }
+
+    func testScenarioFileSwitchesXetOnAndSetsTheTokenLifetime() throws {
+        let json = """
+            {"xetRepos": ["org/other"], "xetTokenLifetime": 0,
+             "faults": [{"file": "org/model/model.safetensors", "type": "corruptChunk", "chunk": 2}]}
+            """
+        let scenario = try HubScenario.decode(Data(json.utf8))
+        XCTAssertEqual(scenario.xetRepos, ["org/other"])
+        XCTAssertEqual(scenario.faults.map(\.fault), [.corruptChunk(chunk: 2)])
+        hub.setXet(Self.repo, false)
+        scenario.apply(to: hub)
+        XCTAssertNil(hub.xetHash(of: Self.lfsKey), "org/model is not switched on by the scenario")
+        try TestHub.generateRepo(root: root, repo: "org/other", files: ["w.bin": 1_500_000])
+        XCTAssertNotNil(hub.xetHash(of: "org/other/w.bin"))
+        XCTAssertEqual(hub.xetTokenLifetime, 0)
+    }
 }
