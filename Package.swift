@@ -17,6 +17,7 @@ let package = Package(
         .library(name: "Transfer", targets: ["Transfer"]),
         .library(name: "Spool", targets: ["Spool"]),
         .library(name: "Digest", targets: ["Digest"]),
+        .library(name: "Xet", targets: ["Xet"]),
         .executable(name: "speech", targets: ["speech"]),
         .executable(name: "speech-fetchd", targets: ["speech-fetchd"]),
         .executable(name: "speech-testhub", targets: ["speech-testhub"]),
@@ -34,6 +35,11 @@ let package = Package(
         .systemLibrary(name: "CInotify",
                        providers: [.apt(["libinotifytools0-dev"])]),
         .systemLibrary(name: "CFileOps"),
+        // BLAKE3 in our own portable C (plus an AVX2 chunk loop chosen by cpuid): Debian 12 has no
+        // C library for it, and Xet names everything by keyed BLAKE3 (docs/xet.md).
+        .target(name: "CBlake3"),
+        // liblz4's frame format, for Xet's compressed chunks.
+        .systemLibrary(name: "CLZ4", providers: [.apt(["liblz4-dev"])]),
 
         // The filesystem below every Swift layer: three-way reads of shared state, atomic writes,
         // trees, disk space, filesystem kind, whole reads and writes, boot identity, leases.
@@ -43,6 +49,9 @@ let package = Package(
         .target(name: "Curl", dependencies: ["CCurl"]),
         .target(name: "Digest", dependencies: ["CCrypto", "SharedFiles"]),
         .target(name: "FileEvents", dependencies: ["CInotify"]),
+        // Xet's format without the network: BLAKE3, chunk/xorb/file hashes and the Merkle tree, the
+        // content-defined chunker, chunk headers and compression schemes, xorbs, reconstructions.
+        .target(name: "Xet", dependencies: ["CBlake3", "CLZ4"]),
 
         // The layers of docs/architecture.md, lowest first.
         // The Hub's value types (repo ids, paths, files, snapshots) without the HTTP stack, so
@@ -60,7 +69,7 @@ let package = Package(
         .target(name: "SpeechFetch", dependencies: ["ByteUnits", "CacheAdmin", "CFileOps", "Daemon", "Digest", "HubClient", "HubTypes", "ModelCache", "SharedFiles", "Spool", "Transfer"]),
 
         // The local stand-in for the Hub (tests, demo, fidelity check).
-        .target(name: "TestHub", dependencies: ["Digest"]),
+        .target(name: "TestHub", dependencies: ["Digest", "Xet"]),
 
         // The executables' one argument parser, help and version text, exit codes (docs/cli.md).
         // The executables hand it libcurl's version line; ByteUnits for --max-rate and --max-cache-size.
@@ -88,7 +97,9 @@ let package = Package(
         .testTarget(name: "DaemonTests", dependencies: ["Daemon", "Digest", "HubTypes", "ModelCache", "SpeechFetch", "Spool", "TestHub", "TestSupport"]),
         .testTarget(name: "CacheAdminTests", dependencies: ["CacheAdmin", "Digest", "HubTypes", "ModelCache", "SharedFiles", "SpeechFetch", "Spool", "TestHub", "TestSupport"]),
         .testTarget(name: "SpeechFetchTests", dependencies: ["Daemon", "Digest", "HubClient", "HubTypes", "ModelCache", "SpeechFetch", "TestHub", "TestSupport"]),
-        .testTarget(name: "TestHubTests", dependencies: ["Digest", "TestHub"]),
+        .testTarget(name: "TestHubTests", dependencies: ["Digest", "TestHub", "Xet"]),
+        // Data/: the official BLAKE3 test vectors, read by path.
+        .testTarget(name: "XetTests", dependencies: ["Xet"], exclude: ["Data"]),
         .testTarget(name: "CommandLineKitTests", dependencies: ["CommandLineKit"]),
         .testTarget(name: "SpeechCLITests", dependencies: ["ModelCache", "SpeechFetch", "TestHub", "TestSupport"]),
     ],

@@ -21,6 +21,8 @@ let package = Package(
         .executableTarget(name: "FuzzShardIndex", dependencies: ["FuzzSupport", .product(name: "ModelCache", package: root)]),
         .executableTarget(name: "FuzzSidecar", dependencies: ["FuzzSupport", .product(name: "HubTypes", package: root), .product(name: "ModelCache", package: root)]),
         .executableTarget(name: "FuzzSpoolRecords", dependencies: ["FuzzSupport", .product(name: "HubTypes", package: root), .product(name: "Spool", package: root)]),
+        .executableTarget(name: "FuzzXetReconstruction", dependencies: ["FuzzSupport", .product(name: "Xet", package: root)]),
+        .executableTarget(name: "FuzzXetChunks", dependencies: ["FuzzSupport", .product(name: "Xet", package: root)]),
         .executableTarget(name: "FuzzNames", dependencies: ["FuzzSupport", .product(name: "HubTypes", package: root), .product(name: "ModelCache", package: root), .product(name: "SharedFiles", package: root), .product(name: "Spool", package: root)]),
     ],
     swiftLanguageModes: [.v6]

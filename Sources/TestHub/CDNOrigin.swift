@@ -10,7 +10,13 @@ struct CDNOrigin {
             return .text(405, "method \(request.method) not allowed")
         }
         let s = request.segments
-        guard s.count >= 5, s[0] == "cdn" else { return .text(404, "no such object") }
+        if s.count == 3, s[0] == "v1" || s[0] == "v2", s[1] == "reconstructions" {
+            return CASRoutes(state: state).reconstruction(request, version: s[0] == "v1" ? .v1 : .v2, hashText: s[2])
+        }
+        if s.count == 2, s[0] == "xorbs" {
+            return CASRoutes(state: state).xorb(request, hashText: s[1])
+        }
+        guard s.count >= 5, s[0] == "cdn" || s[0] == "bridge" else { return .text(404, "no such object") }
         let repo = "\(s[1])/\(s[2])"
         let commit = s[3]
         let path = s.dropFirst(4).joined(separator: "/")
@@ -19,8 +25,10 @@ struct CDNOrigin {
               let file = snapshot.file(at: path) else {
             return .text(404, "no such object")
         }
+        // The bridge: a Xet-backed file's bytes over plain HTTP, counted apart (bridgeBytes).
         return FileResponder(state: state).respond(to: request, file: file, fileKey: "\(repo)/\(path)", onCDN: true,
-                                                   headers: [("ETag", "\"\(file.sha256)\"")])
+                                                   headers: [("ETag", "\"\(file.sha256)\"")],
+                                                   channel: s[0] == "bridge" ? .bridge : .file)
     }
 
     /// A URL without `sig` is served as is (tests may build one by hand); a wrong

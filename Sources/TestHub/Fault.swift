@@ -30,13 +30,33 @@ public enum Fault: Sendable, Codable, Equatable {
     /// The CDN answers 403 (signature expired) for the next `times` requests of this file.
     case cdnExpired(times: Int)
 
+    // Xet-backed files (docs/testhub.md, "Xet"): the CAS's reconstruction and xorb answers.
+    /// Answer `code` to the next `times` reconstruction requests of this file.
+    case reconstructionStatus(code: Int, times: Int, retryAfter: Int?)
+    /// Wait `seconds` before answering the next `times` reconstruction requests.
+    case reconstructionStall(seconds: Double, times: Int)
+    /// Answer `code` to the next `times` xorb range requests made for this file.
+    case xorbStatus(code: Int, times: Int, retryAfter: Int?)
+    /// Pause `seconds` after `afterBytes` bytes of the next `times` xorb ranges made for this file.
+    case xorbStall(afterBytes: Int, seconds: Double, times: Int)
+    /// Send the next `times` xorb ranges for this file `missingBytes` short of their
+    /// Content-Length, then close the connection.
+    case xorbTruncated(missingBytes: Int, times: Int)
+    /// Answer 401 (the access token expired) to the next `times` reconstruction requests: a
+    /// client must fetch a new token and ask again.
+    case xetTokenExpired(times: Int)
+    /// One byte flipped in the stored bytes of the file's chunk `chunk` (counted from 0 in file
+    /// order), in every xorb range that covers it, whichever file asked (stays).
+    case corruptChunk(chunk: Int)
+
     private enum CodingKeys: String, CodingKey {
-        case type, afterBytes, seconds, times, offset, code, retryAfter, bytesPerSecond, missingBytes
+        case type, afterBytes, seconds, times, offset, code, retryAfter, bytesPerSecond, missingBytes, chunk
     }
 
     /// The `type` names of the JSON form, as documented in docs/testhub.md.
     private enum Kind: String, Codable {
         case dropConnection, truncateBody, stall, flipByte, status, ignoreRange, rateLimit, cdnExpired
+        case reconstructionStatus, reconstructionStall, xorbStatus, xorbStall, xorbTruncated, xetTokenExpired, corruptChunk
     }
 
     public init(from decoder: Decoder) throws {
@@ -61,6 +81,23 @@ public enum Fault: Sendable, Codable, Equatable {
             self = .rateLimit(bytesPerSecond: try c.decode(Int.self, forKey: .bytesPerSecond))
         case .cdnExpired:
             self = .cdnExpired(times: times)
+        case .reconstructionStatus:
+            self = .reconstructionStatus(code: try c.decode(Int.self, forKey: .code), times: times,
+                                         retryAfter: try c.decodeIfPresent(Int.self, forKey: .retryAfter))
+        case .reconstructionStall:
+            self = .reconstructionStall(seconds: try c.decode(Double.self, forKey: .seconds), times: times)
+        case .xorbStatus:
+            self = .xorbStatus(code: try c.decode(Int.self, forKey: .code), times: times,
+                               retryAfter: try c.decodeIfPresent(Int.self, forKey: .retryAfter))
+        case .xorbStall:
+            self = .xorbStall(afterBytes: try c.decodeIfPresent(Int.self, forKey: .afterBytes) ?? 0,
+                              seconds: try c.decode(Double.self, forKey: .seconds), times: times)
+        case .xorbTruncated:
+            self = .xorbTruncated(missingBytes: try c.decodeIfPresent(Int.self, forKey: .missingBytes) ?? 1, times: times)
+        case .xetTokenExpired:
+            self = .xetTokenExpired(times: times)
+        case .corruptChunk:
+            self = .corruptChunk(chunk: try c.decode(Int.self, forKey: .chunk))
         }
     }
 
@@ -97,6 +134,35 @@ public enum Fault: Sendable, Codable, Equatable {
         case .cdnExpired(let times):
             try c.encode(Kind.cdnExpired, forKey: .type)
             try c.encode(times, forKey: .times)
+        case .reconstructionStatus(let code, let times, let retryAfter):
+            try c.encode(Kind.reconstructionStatus, forKey: .type)
+            try c.encode(code, forKey: .code)
+            try c.encode(times, forKey: .times)
+            try c.encodeIfPresent(retryAfter, forKey: .retryAfter)
+        case .reconstructionStall(let seconds, let times):
+            try c.encode(Kind.reconstructionStall, forKey: .type)
+            try c.encode(seconds, forKey: .seconds)
+            try c.encode(times, forKey: .times)
+        case .xorbStatus(let code, let times, let retryAfter):
+            try c.encode(Kind.xorbStatus, forKey: .type)
+            try c.encode(code, forKey: .code)
+            try c.encode(times, forKey: .times)
+            try c.encodeIfPresent(retryAfter, forKey: .retryAfter)
+        case .xorbStall(let afterBytes, let seconds, let times):
+            try c.encode(Kind.xorbStall, forKey: .type)
+            try c.encode(afterBytes, forKey: .afterBytes)
+            try c.encode(seconds, forKey: .seconds)
+            try c.encode(times, forKey: .times)
+        case .xorbTruncated(let missingBytes, let times):
+            try c.encode(Kind.xorbTruncated, forKey: .type)
+            try c.encode(missingBytes, forKey: .missingBytes)
+            try c.encode(times, forKey: .times)
+        case .xetTokenExpired(let times):
+            try c.encode(Kind.xetTokenExpired, forKey: .type)
+            try c.encode(times, forKey: .times)
+        case .corruptChunk(let chunk):
+            try c.encode(Kind.corruptChunk, forKey: .type)
+            try c.encode(chunk, forKey: .chunk)
         }
     }
 }

@@ -24,22 +24,24 @@ struct BodyFaults: Sendable {
 }
 
 final class FaultBook: @unchecked Sendable {
-    private struct Entry {
+    fileprivate struct Entry {
         var fault: Fault
         var remaining: Int
     }
 
-    private let lock = NSLock()
-    private var entries: [String: [Entry]] = [:]
+    fileprivate let lock = NSLock()
+    fileprivate var entries: [String: [Entry]] = [:]
 
     func add(_ fault: Fault, for file: String) {
         let remaining: Int
         switch fault {
-        case .dropConnection(_, let times), .truncateBody(_, let times), .stall(_, _, let times), .status(_, let times, _), .cdnExpired(let times):
+        case .dropConnection(_, let times), .truncateBody(_, let times), .stall(_, _, let times), .status(_, let times, _), .cdnExpired(let times),
+             .reconstructionStatus(_, let times, _), .reconstructionStall(_, let times), .xorbStatus(_, let times, _),
+             .xorbStall(_, _, let times), .xorbTruncated(_, let times), .xetTokenExpired(let times):
             remaining = times
         case .flipByte(_, let times?):
             remaining = times
-        case .flipByte, .ignoreRange, .rateLimit:
+        case .flipByte, .ignoreRange, .rateLimit, .corruptChunk:
             remaining = Int.max
         }
         lock.withLock { entries[file, default: []].append(Entry(fault: fault, remaining: remaining)) }
@@ -98,6 +100,95 @@ final class FaultBook: @unchecked Sendable {
                 }
             }
             return result
+        }
+    }
+}
+
+/// What the CAS does with a reconstruction or xorb request before serving it.
+enum CASAdmission: Equatable {
+    case serve
+    case refuse(status: Int, retryAfter: Int?)
+    /// 401: the access token has expired (reconstructions only).
+    case tokenExpired
+}
+
+extension FaultBook {
+    /// Decides a reconstruction request for `file`: uses up one `xetTokenExpired` or
+    /// `reconstructionStatus`; a `reconstructionStall`'s seconds to wait first, used up too.
+    func reconstructionAdmission(for file: String) -> (admission: CASAdmission, stall: Double?) {
+        take(file) { list in
+            var stall: Double?
+            if let i = list.firstIndex(where: { if case .reconstructionStall = $0.fault { return $0.remaining > 0 }; return false }),
+               case .reconstructionStall(let seconds, _) = list[i].fault {
+                list[i].remaining -= 1
+                stall = seconds
+            }
+            for i in list.indices where list[i].remaining > 0 {
+                switch list[i].fault {
+                case .xetTokenExpired:
+                    list[i].remaining -= 1
+                    return (.tokenExpired, stall)
+                case .reconstructionStatus(let code, _, let retryAfter):
+                    list[i].remaining -= 1
+                    return (.refuse(status: code, retryAfter: retryAfter), stall)
+                default:
+                    continue
+                }
+            }
+            return (.serve, stall)
+        } ?? (.serve, nil)
+    }
+
+    /// Decides a xorb range request made for `file`; uses up one `xorbStatus`.
+    func xorbAdmission(for file: String) -> CASAdmission {
+        take(file) { list in
+            for i in list.indices where list[i].remaining > 0 {
+                if case .xorbStatus(let code, _, let retryAfter) = list[i].fault {
+                    list[i].remaining -= 1
+                    return .refuse(status: code, retryAfter: retryAfter)
+                }
+            }
+            return .serve
+        } ?? .serve
+    }
+
+    /// The stall and truncation of one xorb body made for `file` of `length` bytes; uses them up.
+    func xorbBodyFaults(for file: String, length: Int) -> BodyFaults {
+        take(file) { list in
+            var result = BodyFaults()
+            for i in list.indices where list[i].remaining > 0 {
+                switch list[i].fault {
+                case .xorbStall(let after, let seconds, _) where result.stall == nil:
+                    result.stall = (max(0, after), seconds)
+                    list[i].remaining -= 1
+                case .xorbTruncated(let missing, _) where result.dropAfter == nil:
+                    result.dropAfter = max(0, length - max(1, missing))
+                    list[i].remaining -= 1
+                default:
+                    break
+                }
+            }
+            return result
+        } ?? BodyFaults()
+    }
+
+    /// Every corrupt-chunk fault in force: (file, chunk index).
+    func corruptChunks() -> [(file: String, chunk: Int)] {
+        lock.withLock {
+            entries.flatMap { file, list in
+                list.compactMap { entry -> (file: String, chunk: Int)? in
+                    if case .corruptChunk(let chunk) = entry.fault { return (file, chunk) }
+                    return nil
+                }
+            }
+        }
+    }
+
+    private func take<T>(_ file: String, _ body: (inout [Entry]) -> T) -> T? {
+        lock.withLock {
+            guard var list = entries[file], !list.isEmpty else { return nil }
+            defer { entries[file] = list.filter { $0.remaining > 0 } }
+            return body(&list)
         }
     }
 }

@@ -7,7 +7,7 @@ struct FileResponder {
 
     /// Answers a GET or HEAD for `file`; `headers` are added to every answer that serves it.
     func respond(to request: HubRequest, file: ServedFile, fileKey: String, onCDN: Bool,
-                 headers: [(name: String, value: String)]) -> HubResponse {
+                 headers: [(name: String, value: String)], channel: BodyChannel = .file) -> HubResponse {
         state.ledger.recordFileRequest(fileKey)
         let ignoreRange: Bool
         switch state.faults.admission(for: fileKey, onCDN: onCDN) {
@@ -26,11 +26,11 @@ struct FileResponder {
         switch range {
         case .whole:
             return HubResponse(status: 200, headers: responseHeaders, body: .file(
-                FileBody(diskPath: file.diskPath, fileKey: fileKey, offset: 0, length: file.size)))
+                FileBody(diskPath: file.diskPath, fileKey: fileKey, offset: 0, length: file.size, channel: channel)))
         case .part(let first, let last):
             responseHeaders.append(("Content-Range", "bytes \(first)-\(last)/\(file.size)"))
             return HubResponse(status: 206, headers: responseHeaders, body: .file(
-                FileBody(diskPath: file.diskPath, fileKey: fileKey, offset: first, length: last - first + 1)))
+                FileBody(diskPath: file.diskPath, fileKey: fileKey, offset: first, length: last - first + 1, channel: channel)))
         case .unsatisfiable:
             return HubResponse(status: 416, headers: headers + [("Content-Range", "bytes */\(file.size)")])
         }

@@ -61,7 +61,8 @@ struct HTTPConnection {
         // A file body's faults are taken before the head: one may change its Content-Length.
         var faults: BodyFaults?
         if request.method != "HEAD", case .file(let file) = response.body, file.length > 0 {
-            faults = state.faults.bodyFaults(for: file.fileKey, covering: file.offset ..< file.offset + file.length)
+            faults = file.presetFaults
+                ?? state.faults.bodyFaults(for: file.fileKey, covering: file.offset ..< file.offset + file.length)
             if let missing = faults?.missingBytes {
                 response.headers.removeAll { $0.name.caseInsensitiveCompare("Content-Length") == .orderedSame }
                 response.headers.append(("Content-Length", "\(file.length + missing)"))
@@ -94,7 +95,7 @@ struct BodySender {
         let fd = open(file.diskPath, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { return false }
         defer { close(fd) }
-        let tally = state.ledger.beginBody(of: file.fileKey, at: file.offset)
+        let tally = state.ledger.beginBody(of: file.fileKey, at: file.offset, channel: file.channel)
         let limit = min(file.length, faults.dropAfter ?? file.length)
         var chunk = BodySender.chunkSize
         if let bps = faults.bytesPerSecond { chunk = max(1, min(chunk, bps / 20)) }

@@ -9,6 +9,10 @@ struct FileBody: Sendable {
     let fileKey: String
     let offset: Int
     let length: Int
+    /// What its bytes count as in the ledger.
+    var channel: BodyChannel = .file
+    /// Faults already chosen for it (xorb bodies); nil: the file's body faults, taken when it is sent.
+    var presetFaults: BodyFaults?
 }
 
 struct HubResponse: Sendable {

@@ -8,6 +8,7 @@ struct HubRoutes {
 
     func answer(_ request: HubRequest) -> HubResponse {
         let s = request.segments
+        if s == ["_testhub", "counters"] { return counters() }
         if s.count >= 4, s[0] == "api", s[1] == "models" {
             return api(request, repo: "\(s[2])/\(s[3])", rest: Array(s.dropFirst(4)))
         }
@@ -25,7 +26,7 @@ struct HubRoutes {
         guard endpoint == "paths-info" ? method == "POST" : (method == "GET" || method == "HEAD") else {
             return .hubError(405, code: nil, message: "Method \(method) not allowed here")
         }
-        guard endpoint.isEmpty || (["revision", "tree", "paths-info"].contains(endpoint) && rest.count >= 2) else {
+        guard endpoint.isEmpty || (["revision", "tree", "paths-info", "xet-read-token"].contains(endpoint) && rest.count >= 2) else {
             return .hubError(404, code: nil, message: "Not Found")
         }
         guard let snapshot = state.catalog.snapshot(of: repo) else { return HubState.repoNotFound() }
@@ -34,6 +35,8 @@ struct HubRoutes {
         let revision = rest.count < 2 ? "main" : endpoint == "revision" ? rest.dropFirst().joined(separator: "/") : rest[1]
         guard snapshot.matches(revision: revision) else { return HubState.revisionNotFound(revision) }
         switch endpoint {
+        case "xet-read-token":
+            return xetReadToken()
         case "tree":
             return tree(request, snapshot: snapshot, under: rest.dropFirst(2).joined(separator: "/"))
         case "paths-info":
@@ -41,6 +44,21 @@ struct HubRoutes {
         default:
             return modelInfo(request, snapshot: snapshot)
         }
+    }
+
+    /// The test Hub's own Xet counters, for scripts that run it as a process (not a Hub endpoint).
+    private func counters() -> HubResponse {
+        let ledger = state.ledger
+        return .json(.object([("reconstructions", .int(ledger.totalReconstructions)), ("xorbBytes", .int(ledger.totalXorbBytes)),
+                              ("bridgeBytes", .int(ledger.totalBridgeBytes)), ("requests", .int(ledger.totalRequests))]))
+    }
+
+    /// A CAS access token, in the headers huggingface_hub reads and the JSON hf_xet's refresher reads.
+    private func xetReadToken() -> HubResponse {
+        let (token, expires) = state.newXetToken()
+        return .json(.object([("casUrl", .string(state.cdnURL)), ("accessToken", .string(token)), ("exp", .int(expires))]),
+                     headers: [("X-Xet-Cas-Url", state.cdnURL), ("X-Xet-Access-Token", token),
+                               ("X-Xet-Token-Expiration", String(expires))])
     }
 
     private func modelInfo(_ request: HubRequest, snapshot: ServedTree) -> HubResponse {
@@ -161,6 +179,9 @@ struct HubRoutes {
                 let oid = state.lfsOidPrefix ? "sha256:" + file.sha256 : file.sha256
                 pairs.append(("lfs", .object([("oid", .string(oid)), ("size", .int(file.size)),
                                               ("pointerSize", .int(file.pointerSize))])))
+                if let xet = state.xetFile(file, of: snapshot.repo) {
+                    pairs.append(("xetHash", .string(xet.fileHash.hex)))
+                }
             }
         }
         if expand {
@@ -199,9 +220,19 @@ struct HubRoutes {
         headers += [
             ("X-Linked-Etag", file.etag),
             ("X-Linked-Size", String(file.size)),
-            ("Location", state.cdnLocation(for: file, in: snapshot)),
             ("Content-Type", "text/plain; charset=utf-8"),
         ]
+        if let xet = state.xetFile(file, of: repo) {
+            // A Xet-backed file: the redirect goes to the plain-HTTP bridge (another host), and
+            // carries what a Xet client needs instead of following it.
+            headers += [
+                ("Location", state.bridgeLocation(for: file, in: snapshot)),
+                ("X-Xet-Hash", xet.fileHash.hex),
+                ("Link", "<\(state.baseURL)/api/models/\(URLText.encodePath(repo))/xet-read-token/\(snapshot.commit)>; rel=\"xet-auth\""),
+            ]
+        } else {
+            headers.append(("Location", state.cdnLocation(for: file, in: snapshot)))
+        }
         return HubResponse(status: 302, headers: headers)
     }
 

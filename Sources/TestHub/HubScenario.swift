@@ -36,17 +36,29 @@ public struct HubScenario: Sendable, Codable, Equatable {
     public var `private`: [String: String]
     public var lfsOidPrefix: Bool?
     public var treePageSize: Int?
+    /// Every LFS file of every repo through Xet (as `--xet`).
+    public var xet: Bool?
+    /// These repos' LFS files through Xet.
+    public var xetRepos: [String]
+    /// Seconds a Xet access token is valid.
+    public var xetTokenLifetime: Double?
 
     public init(faults: [FileFault] = [], gated: [String: String] = [:], private: [String: String] = [:],
-                lfsOidPrefix: Bool? = nil, treePageSize: Int? = nil) {
+                lfsOidPrefix: Bool? = nil, treePageSize: Int? = nil, xet: Bool? = nil, xetRepos: [String] = [],
+                xetTokenLifetime: Double? = nil) {
         self.faults = faults
         self.gated = gated
         self.private = `private`
         self.lfsOidPrefix = lfsOidPrefix
         self.treePageSize = treePageSize
+        self.xet = xet
+        self.xetRepos = xetRepos
+        self.xetTokenLifetime = xetTokenLifetime
     }
 
-    private enum CodingKeys: String, CodingKey { case faults, gated, `private`, lfsOidPrefix, treePageSize }
+    private enum CodingKeys: String, CodingKey {
+        case faults, gated, `private`, lfsOidPrefix, treePageSize, xet, xetRepos, xetTokenLifetime
+    }
 
     public init(from decoder: Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
@@ -55,6 +67,9 @@ public struct HubScenario: Sendable, Codable, Equatable {
         `private` = try c.decodeIfPresent([String: String].self, forKey: .private) ?? [:]
         lfsOidPrefix = try c.decodeIfPresent(Bool.self, forKey: .lfsOidPrefix)
         treePageSize = try c.decodeIfPresent(Int.self, forKey: .treePageSize)
+        xet = try c.decodeIfPresent(Bool.self, forKey: .xet)
+        xetRepos = try c.decodeIfPresent([String].self, forKey: .xetRepos) ?? []
+        xetTokenLifetime = try c.decodeIfPresent(Double.self, forKey: .xetTokenLifetime)
     }
 
     /// Reads a scenario from JSON text.
@@ -69,5 +84,8 @@ public struct HubScenario: Sendable, Codable, Equatable {
         for (repo, token) in `private` { hub.setPrivateToken(repo, token: token) }
         if let lfsOidPrefix { hub.lfsOidPrefix = lfsOidPrefix }
         if let treePageSize { hub.treePageSize = treePageSize }
+        if let xet { hub.xetEverywhere = xet }
+        for repo in xetRepos { hub.setXet(repo) }
+        if let xetTokenLifetime { hub.xetTokenLifetime = xetTokenLifetime }
     }
 }

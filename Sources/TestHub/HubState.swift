@@ -2,12 +2,15 @@
 // access rules and the settings tests may change while the hub runs.
 import Digest
 import Foundation
+import Xet
 
 final class HubState: @unchecked Sendable {
     let catalog: RepoCatalog
     let faults = FaultBook()
     let ledger = TrafficLedger()
     let stopSignal = HubShutdown()
+    /// The CAS of Xet-backed files.
+    let xetStore: XetStore
     let baseURL: String
     let cdnURL: String
     /// Signs CDN URLs; new for each hub, so a URL from another run does not verify.
@@ -23,6 +26,7 @@ final class HubState: @unchecked Sendable {
 
     init(root: URL, baseURL: String, cdnURL: String, treePageSize: Int) {
         catalog = RepoCatalog(root: root)
+        xetStore = XetStore(root: root)
         self.baseURL = baseURL
         self.cdnURL = cdnURL
         pageSize = max(1, treePageSize)
@@ -66,6 +70,76 @@ final class HubState: @unchecked Sendable {
     func rawForgedEntries(_ repo: String) -> [String] { lock.withLock { rawForged[repo] ?? [] } }
     func forgeCommit(_ repo: String, sha: String) { lock.withLock { forgedCommits[repo] = sha } }
     func forgedCommit(_ repo: String) -> String? { lock.withLock { forgedCommits[repo] } }
+
+    // MARK: - Xet
+
+    private var xetAll = false
+    private var xetOnly: Set<String> = []
+    private var tokenLifetime: TimeInterval = 3600
+
+    var xetEverywhere: Bool {
+        get { lock.withLock { xetAll } }
+        set { lock.withLock { xetAll = newValue } }
+    }
+
+    /// How long a Xet access token from `xet-read-token` is valid.
+    var xetTokenLifetime: TimeInterval {
+        get { lock.withLock { tokenLifetime } }
+        set { lock.withLock { tokenLifetime = max(0, newValue) } }
+    }
+
+    func setXet(_ repo: String, _ on: Bool) {
+        lock.withLock { if on { xetOnly.insert(repo) } else { xetOnly.remove(repo) } }
+    }
+
+    /// Whether the LFS files of `repo` are served through Xet.
+    func isXet(_ repo: String) -> Bool { lock.withLock { xetAll || xetOnly.contains(repo) } }
+
+    /// The Xet form of `file` when its repo is Xet-backed and it is an LFS file (not empty).
+    func xetFile(_ file: ServedFile, of repo: String) -> XetFile? {
+        guard file.isLFS, isXet(repo), let made = xetStore.xetFile(for: file) else { return nil }
+        let key = "\(repo)/\(file.path)"
+        lock.withLock {
+            xetKeys[made.fileHash] = key
+            xetFiles[key] = made
+        }
+        return made
+    }
+
+    /// The file key ("org/name/path") last served with this Xet hash: faults and counters go there.
+    func xetFileKey(of hash: XetHash) -> String? { lock.withLock { xetKeys[hash] } }
+
+    func xetFileKeyed(_ key: String) -> XetFile? { lock.withLock { xetFiles[key] } }
+
+    private var xetKeys: [XetHash: String] = [:]
+    private var xetFiles: [String: XetFile] = [:]
+
+    /// A new CAS access token and its expiry (Unix seconds).
+    func newXetToken() -> (token: String, expires: Int) {
+        let expires = Int(Date().timeIntervalSince1970 + xetTokenLifetime)
+        return ("xet_\(expires)_\(signature(object: "xet-token", expires: expires))", expires)
+    }
+
+    /// Whether a request to the CAS carries a token this hub issued that has not expired.
+    func acceptsXetToken(_ request: HubRequest) -> Bool {
+        guard let token = request.bearerToken else { return false }
+        let parts = token.split(separator: "_")
+        guard parts.count == 3, parts[0] == "xet", let expires = Int(parts[1]),
+              String(parts[2]) == signature(object: "xet-token", expires: expires) else { return false }
+        return Double(expires) > Date().timeIntervalSince1970
+    }
+
+    /// A pre-signed URL for xorb `xorb`, fetched for `fileKey` (faults and counters are the file's).
+    func xorbURL(_ xorb: String, fileKey: String) -> String {
+        let expires = Int(Date().timeIntervalSince1970 + signatureLifetime)
+        return "\(cdnURL)/xorbs/\(xorb)?file=\(URLText.encodeComponent(fileKey))&expires=\(expires)"
+            + "&sig=\(signature(object: "xorb \(xorb) \(fileKey)", expires: expires))"
+    }
+
+    /// The plain-HTTP bridge's signed URL for a Xet-backed file (the real Hub's cas-bridge).
+    func bridgeLocation(for file: ServedFile, in snapshot: ServedTree) -> String {
+        cdnLocation(for: file, in: snapshot).replacingOccurrences(of: "\(cdnURL)/cdn/", with: "\(cdnURL)/bridge/")
+    }
 
     func isGated(_ repo: String) -> Bool { lock.withLock { gatedTokens[repo] != nil } }
     func isPrivate(_ repo: String) -> Bool { lock.withLock { privateTokens[repo] != nil } }

@@ -92,6 +92,41 @@ public final class TestHub: @unchecked Sendable {
         state.forgeCommit(repo, sha: sha)
     }
 
+    // MARK: - Xet
+
+    /// Whether every LFS file of every repo is served through Xet (`speech-testhub --xet`).
+    public var xetEverywhere: Bool {
+        get { state.xetEverywhere }
+        set { state.xetEverywhere = newValue }
+    }
+
+    /// Serves the LFS files of `repo` through Xet (or not), whatever `xetEverywhere` says for others.
+    public func setXet(_ repo: String, _ on: Bool = true) {
+        state.setXet(repo, on)
+    }
+
+    /// How long the access tokens of `xet-read-token` are valid (default 3600 s); a short one
+    /// makes clients refresh mid-download.
+    public var xetTokenLifetime: TimeInterval {
+        get { state.xetTokenLifetime }
+        set { state.xetTokenLifetime = newValue }
+    }
+
+    /// The Xet hash (`X-Xet-Hash`) the test Hub gives the file "<org>/<name>/<path>", or nil when
+    /// it is not Xet-backed.
+    public func xetHash(of file: String) -> String? {
+        let parts = file.split(separator: "/", maxSplits: 2).map(String.init)
+        guard parts.count == 3, let snapshot = state.catalog.snapshot(of: "\(parts[0])/\(parts[1])"),
+              let served = snapshot.file(at: parts[2]) else { return nil }
+        return state.xetFile(served, of: snapshot.repo)?.fileHash.hex
+    }
+
+    /// The Xet hash (hex) and size of a file on disk, as `hf_xet.hash_files` computes it.
+    public static func xetHash(ofFileAt path: String) throws -> (hash: String, size: Int) {
+        let (hash, size) = try XetFileHasher.hash(path: path)
+        return (hash.hex, size)
+    }
+
     // MARK: - Repos
 
     /// Writes files of deterministic pseudo-random bytes into `root/<repo>/`, each seeded
@@ -167,6 +202,31 @@ public final class TestHub: @unchecked Sendable {
     /// speech-testhub's `--log` prints them.
     public func observeRequests(_ observer: (@Sendable (_ line: String, _ hadAuthorization: Bool) -> Void)?) {
         state.ledger.observe(observer)
+    }
+
+    /// Reconstruction answers (200) given for the Xet-backed file.
+    public func reconstructions(for file: String) -> Int {
+        state.ledger.reconstructions(for: file)
+    }
+
+    /// Xorb range requests made for the file (through the URLs its reconstructions gave).
+    public func xorbRangeRequests(for file: String) -> Int {
+        state.ledger.xorbRangeRequests(for: file)
+    }
+
+    /// Xorb bytes written to sockets for the file.
+    public func xorbBytes(for file: String) -> Int {
+        state.ledger.xorbBytes(for: file)
+    }
+
+    /// Bytes of the Xet-backed file sent through the plain resolve's bridge (also in `bodyBytes`).
+    public func bridgeBytes(for file: String) -> Int {
+        state.ledger.bridgeBytes(for: file)
+    }
+
+    /// Totals over every file: reconstructions, xorb bytes and bridge bytes.
+    public var xetTotals: (reconstructions: Int, xorbBytes: Int, bridgeBytes: Int) {
+        (state.ledger.totalReconstructions, state.ledger.totalXorbBytes, state.ledger.totalBridgeBytes)
     }
 
     public func resetCounters() {

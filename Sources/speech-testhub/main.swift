@@ -22,6 +22,10 @@ let spec = CommandSpec(
         .value("page-size", "N", "tree listing entries per page (default 1000)"),
         .value("faults", "FILE", "JSON scenario: faults, gated and private repos (docs/testhub.md)"),
         .flag("lfs-oid-prefix", "write tree lfs.oid as \"sha256:<hex>\""),
+        .flag("xet", "serve every LFS file of every repo through Xet (docs/testhub.md, \"Xet\")"),
+        .value("xet-repo", "REPO", "serve this repo's LFS files through Xet (repeatable)"),
+        .value("xet-token-lifetime", "SECONDS", "how long a Xet access token is valid (default 3600)"),
+        .value("xet-hash", "FILE", "print FILE's Xet hash and size (\"<hash> <size> <file>\"), no serving (repeatable; --root not needed)"),
         .flag("log", "print each request on stderr (\"hub GET /api/...\", \"cdn GET /cdn/...\", [authorization])"),
         .value("generate", "SPEC", "write synthetic files first: org/name:path=SIZE[,path=SIZE...], SIZE with K, M or G (binary)"),
         .value("demo", "SIZE", "write the repo speech demo downloads first (demo/Speech-Demo-Model: SIZE of shards, e.g. 256M)"),
@@ -77,6 +81,10 @@ struct Options {
     var log = false
     var generate: [(repo: String, files: [String: Int])] = []
     var demoSize: Int?
+    var xet = false
+    var xetRepos: [String] = []
+    var xetTokenLifetime: Double?
+    var xetHashFiles: [String] = []
 
     static func parse(_ arguments: [String]) -> Options {
         let parsed = program.parse(spec, arguments)
@@ -92,6 +100,13 @@ struct Options {
         options.faultsPath = parsed.value("faults")
         options.oidPrefix = parsed.flag("lfs-oid-prefix")
         options.log = parsed.flag("log")
+        options.xet = parsed.flag("xet")
+        options.xetRepos = parsed.values("xet-repo")
+        options.xetHashFiles = parsed.values("xet-hash")
+        if let v = parsed.value("xet-token-lifetime") {
+            guard let seconds = Double(v), seconds >= 0 else { usageFail("--xet-token-lifetime takes seconds, not '\(v)'") }
+            options.xetTokenLifetime = seconds
+        }
         options.generate = parsed.values("generate").map(parseGenerate)
         if let v = parsed.value("demo") {
             guard let size = parseSize(v), size > 0 else { usageFail("--demo takes a byte count such as 10M or 1G, not '\(v)'") }
@@ -102,6 +117,17 @@ struct Options {
 }
 
 let options = Options.parse(Array(CommandLine.arguments.dropFirst()))
+if !options.xetHashFiles.isEmpty {
+    for path in options.xetHashFiles {
+        do {
+            let (hash, size) = try TestHub.xetHash(ofFileAt: path)
+            FileHandle.standardOutput.write(Data("\(hash) \(size) \(path)\n".utf8))
+        } catch {
+            fail("cannot read \(path): \(error)")
+        }
+    }
+    exit(0)
+}
 guard let root = options.root else { usageFail("--root DIR is required") }
 let (port, cdnPort, pageSize, faultsPath, oidPrefix, generate) =
     (options.port, options.cdnPort, options.pageSize, options.faultsPath, options.oidPrefix, options.generate)
@@ -138,6 +164,9 @@ do {
     fail("\(error)")
 }
 hub.lfsOidPrefix = oidPrefix
+hub.xetEverywhere = options.xet
+for repo in options.xetRepos { hub.setXet(repo) }
+if let lifetime = options.xetTokenLifetime { hub.xetTokenLifetime = lifetime }
 scenario.apply(to: hub)
 if options.log {
     hub.observeRequests { line, hadAuthorization in
