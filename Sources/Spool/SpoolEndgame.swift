@@ -64,10 +64,17 @@ extension Spool {
         for (claim, length, remaining) in candidates where claim.holder.node != owner.node && !raced.contains(claim.job) {
             // Stalled only once some of its bytes were seen (a client that cannot see another's
             // writes before close sees every claim at 0).
-            let stalled = growth.stalled(claim.name, remaining: remaining, now: now, after: stalledAfter) && remaining < length
+            let unchanged = growth.stalled(claim.name, remaining: remaining, now: now, after: stalledAfter)
+            let stalled = unchanged && remaining < length
+            // A claim with no byte seen yet may simply not have begun: when a job starts on every
+            // node at once, the nodes left without a claim saw every range just claimed, at 0
+            // bytes, and raced the holders of two (a duplicate each, 1.09x the file from the
+            // Hub at 30 nodes). It is judged by the links only once it has stood at 0 for
+            // `stalledAfter` of this process's looks.
+            let begun = remaining < length || unchanged
             guard (perNode[claim.holder.node] ?? 0) > mine, remaining * 2 > length, remaining > best?.remaining ?? 0 else { continue }
-            guard stalled || ClaimPolicy.duplicateWouldWin(remaining: remaining, length: length,
-                                                           holder: inFlight[claim.holder.node] ?? [], mine: inFlight[owner.node] ?? []) else { continue }
+            guard stalled || (begun && ClaimPolicy.duplicateWouldWin(remaining: remaining, length: length,
+                                                                    holder: inFlight[claim.holder.node] ?? [], mine: inFlight[owner.node] ?? [])) else { continue }
             best = LaggingClaim(job: claim.job, claimPath: layout.path(.claimed, claim.name), node: claim.holder.node,
                                 remaining: remaining)
         }
