@@ -83,4 +83,30 @@ final class StatusProgressTests: DaemonTestCase {
         XCTAssertEqual(client.terminationStatus, 0, contents(clientErr))
         XCTAssertNil((try status()["withoutDaemon"] as? [[String: Any]])?.first, "nothing is listed once it finished")
     }
+
+    func testACappedDownloadWithoutTheDaemonShowsItsBytesMoveAtEveryLook() throws {
+        // 12 MiB in ranges of 4 MiB at --max-rate 2M: each range is in flight for two seconds,
+        // and the sidecar's heads (what `speech status` reads) must follow its bytes meanwhile.
+        let size = 12 << 20
+        try TestHub.generateRepo(root: root, repo: repo, files: [file: size])
+        let (client, _, clientErr) = try speech(["download", repo, "--cache-base", cacheBase.path, "--max-rate", "2M"],
+                                                extra: ["HF_DOWNLOAD_RANGE_CHUNK": "\(4 << 20)"], hint: "client")
+        let started = Date()
+        var looks: [(Double, Int)] = []
+        while client.isRunning {
+            guard let entry = ((try? status())?["withoutDaemon"] as? [[String: Any]])?.first,
+                  let bytes = entry["bytes"] as? Int else { continue }
+            looks.append((Date().timeIntervalSince(started), bytes))
+        }
+        XCTAssertTrue(waitForExit(client, timeout: 30))
+        XCTAssertEqual(client.terminationStatus, 0, contents(clientErr))
+        let shown = looks.map { String(format: "%.2f s %d", $0.0, $0.1) }.joined(separator: ", ")
+        print("status of a capped download: \(shown)")
+        XCTAssertGreaterThanOrEqual(looks.count, 3, "status listed the download while it ran: \(shown)")
+        // Each look (a `speech status` process, most of a second on a loaded machine) shows more
+        // bytes than the one before, until all of them are in.
+        for (before, after) in zip(looks, looks.dropFirst()) where before.1 < size {
+            XCTAssertGreaterThan(after.1, before.1, "status froze while capped bytes arrived: \(shown)")
+        }
+    }
 }
