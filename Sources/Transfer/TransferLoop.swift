@@ -135,12 +135,15 @@ extension TransferRun {
         let url = job.url
         let isHubOrigin = engine.client.endpoint.isSameOrigin(url)
         let cap = engine.cap
+        let isCancelled = isCancelled
         request.receiveBufferSize = cap?.readSize
         easy.prepare(request, onResponse: { status, headers in
             writer.accept(status: status, headers: headers, url: url, ranged: ranged, isHubOrigin: isHubOrigin)
         }, onBody: { bytes in
-            // Under a cap the loop waits here until the cap allows this chunk (RateCap).
-            cap?.take(bytes.count)
+            // Under a cap the loop waits here until the cap allows this chunk (RateCap); once
+            // cancelled it no longer waits, so the poll ends (what arrives is still written and
+            // kept) and the loop sees the cancel at once, not after every capped read of the poll.
+            if !isCancelled() { cap?.take(bytes.count) }
             return writer.write(bytes)
         })
         active[ObjectIdentifier(easy)] = (job, easy)

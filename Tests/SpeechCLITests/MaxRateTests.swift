@@ -147,6 +147,24 @@ final class MaxRateTests: DaemonTestCase {
         XCTAssertLessThanOrEqual(silence.gap, 1.5, "progress froze while capped bytes arrived: \(lines.all.map(\.text))")
     }
 
+    func testCtrlCStopsACappedDownloadAtOnce() throws {
+        // Two ranges of 8 MiB (a user's size) at 2M: a connection holds its range for seconds.
+        try TestHub.generateRepo(root: root, repo: repo, files: ["model.safetensors": 16 << 20])
+        let (p, _, err) = try speech(["download", repo, "--cache-base", cacheBase.path, "--max-rate", "2M"],
+                                     extra: ["HF_DOWNLOAD_RANGE_CHUNK": "\(8 << 20)"], hint: "interrupted")
+        let staged = modelDir(repo).appendingPathComponent(".incomplete").path
+        XCTAssertTrue(waitUntil(timeout: 15) { FileManager.default.fileExists(atPath: staged) }, "the transfer started")
+        Thread.sleep(forTimeInterval: 1)
+        let signalled = Date()
+        XCTAssertEqual(kill(p.processIdentifier, SIGINT), 0)
+        XCTAssertTrue(waitForExit(p, timeout: 30))
+        let took = Date().timeIntervalSince(signalled)
+        print("Ctrl-C of a download capped at 2M: exited after \(String(format: "%.2f", took)) s")
+        XCTAssertEqual(p.terminationStatus, 130, contents(err))
+        XCTAssertLessThan(took, 2.5, "a capped download stops within a moment of Ctrl-C")
+        XCTAssertTrue(contents(err).contains("interrupted"), contents(err))
+    }
+
     func lines(_ lines: StampedLines, contain text: String) -> Bool { lines.all.contains { $0.text.contains(text) } }
 
     func testRatesThatAreNotRatesAreUsageErrorsNamingTheOption() throws {
