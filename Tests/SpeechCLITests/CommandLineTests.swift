@@ -228,15 +228,36 @@ final class CommandLineTests: DaemonTestCase {
         XCTAssertEqual(retry?["subject"] as? String, "config.json", r.out)
     }
 
-    func testRefusedConnectionOnAColdCacheSaysSoAtOnceAndResolveHonoursTheRetrySettings() throws {
-        let dead = ["HF_ENDPOINT": "http://127.0.0.1:1", "SPEECH_FETCH_RETRY_ATTEMPTS": "3", "SPEECH_FETCH_RETRY_DELAYS": "0.05"]
-        for words in [["download", "org/x", "--cache-base", cacheBase.path], ["resolve", "org/x"]] {
-            let r = run(words, extra: dead)
-            XCTAssertEqual(r.status, 1, r.err)
-            let retries = r.err.split(separator: "\n").filter { $0.contains("retrying") }
-            XCTAssertEqual(retries.count, 2, "\(words): 3 attempts, 2 retries:\n\(r.err)")
-            XCTAssertTrue(retries.allSatisfy { $0.contains("nothing answered") }, r.err)
+    func testNothingThereOnAColdCacheFailsAtOnceNamingTheEndpointAndOfflineMode() throws {
+        // A refused connection (port 1 of loopback) and a name that never resolves (RFC 2606),
+        // under the user's ladder of 5 attempts seconds apart: no network, nothing cached.
+        for endpoint in ["http://127.0.0.1:1", "http://hub.invalid"] {
+            let dead = ["HF_ENDPOINT": endpoint, "SPEECH_FETCH_RETRY_ATTEMPTS": "5", "SPEECH_FETCH_RETRY_DELAYS": "5"]
+            for words in [["download", "org/x", "--cache-base", cacheBase.path], ["resolve", "org/x"]] {
+                let started = Date()
+                let r = run(words, extra: dead)
+                let took = Date().timeIntervalSince(started)
+                print("\(words[0]) with \(endpoint): failed in \(String(format: "%.2f", took)) s")
+                XCTAssertEqual(r.status, 1, r.err)
+                XCTAssertLessThan(took, 4, "\(words[0]) \(endpoint): fails without the retry ladder:\n\(r.err)")
+                XCTAssertFalse(r.err.contains("retrying"), r.err)
+                XCTAssertTrue(r.err.contains(endpoint), "names the endpoint: \(r.err)")
+                if words[0] == "download" {
+                    XCTAssertTrue(r.err.contains("HF_HUB_OFFLINE") && r.err.contains("--offline") && r.err.contains("HF_ENDPOINT"), r.err)
+                }
+            }
         }
+    }
+
+    func testAServerErrorAtFirstContactKeepsTheLadder() throws {
+        try makeRepo()
+        hub.setFault(.status(code: 503, times: 2, retryAfter: nil), for: "\(repo)/@api")
+        let r = run(["download", repo, "config.json", "--cache-base", cacheBase.path], extra: ["SPEECH_FETCH_RETRY_DELAYS": "0.05"])
+        XCTAssertEqual(r.status, 0, r.err)
+        XCTAssertEqual(r.err.split(separator: "\n").filter { $0.contains("retrying") && $0.contains("HTTP 503") }.count, 2, r.err)
+    }
+
+    func testResolveHonoursTheRetrySettingsAndWarnsOfABadEndpoint() throws {
         let warned = run(["resolve", "org/x"], extra: ["HF_ENDPOINT": "ftp://nowhere", "https_proxy": "http://127.0.0.1:1",
                                                       "SPEECH_FETCH_RETRY_ATTEMPTS": "1"])
         XCTAssertTrue(warned.err.contains("warning: HF_ENDPOINT=ftp://nowhere is not a full http(s)://host URL"), warned.err)
