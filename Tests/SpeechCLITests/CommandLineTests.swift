@@ -64,6 +64,30 @@ final class CommandLineTests: DaemonTestCase {
         }
     }
 
+    func testACopiedBinaryReportsTheCommitItWasBuiltFrom() throws {
+        // Copied out of the checkout into a folder whose own `.git` names another commit (the
+        // old run-time look would report that one, or "unknown" with no `.git` at all): the
+        // commit was recorded when the binary was built.
+        let elsewhere = temp.appendingPathComponent("copied")
+        let fakeGit = elsewhere.appendingPathComponent(".git")
+        try FileManager.default.createDirectory(at: fakeGit, withIntermediateDirectories: true)
+        try Data((String(repeating: "0", count: 40) + "\n").utf8).write(to: fakeGit.appendingPathComponent("HEAD"))
+        let bin = elsewhere.appendingPathComponent("bin")
+        try FileManager.default.createDirectory(at: bin, withIntermediateDirectories: true)
+        for program in ["speech", "speech-fetchd"] {
+            let built = run(["--version"], program: program)
+            let builtCommit = built.out.split(separator: "\n").first { $0.hasPrefix("commit ") }
+            let commit = try XCTUnwrap(builtCommit.map { String($0.dropFirst(7)) }, built.out)
+            XCTAssertTrue(commit.range(of: "^[0-9a-f]{40}(\\+dirty)?$", options: .regularExpression) != nil,
+                          "a build in this checkout records its commit: \(built.out)")
+            let copy = bin.appendingPathComponent(program)
+            try FileManager.default.copyItem(at: speechBinary.deletingLastPathComponent().appendingPathComponent(program), to: copy)
+            let copied = run(["--version"], program: copy.path)
+            XCTAssertEqual(copied.status, 0, copied.err)
+            XCTAssertTrue(copied.out.contains("\ncommit \(commit)\n"), "\(program) copied elsewhere still reports \(commit): \(copied.out)")
+        }
+    }
+
     func testUnknownFlagsAndExtraArgumentsAreRefusedWithExit64AndOneLine() {
         let cases: [[String]] = [
             ["download", "org/x", "-x"], ["download", "org/x", "--frob"], ["models", "extra"], ["status", "-q"],
