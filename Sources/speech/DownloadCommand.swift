@@ -244,7 +244,7 @@ enum DownloadCommand {
                 emit(result.directory.path + "\n")
             } else if result.handedOver && result.fetched.isEmpty {
                 if let daemon = result.startedDaemon {
-                    emit("started speech-fetchd (pid \(daemon.pid), log \(daemon.log)); it runs until stopped: kill \(daemon.pid)\n")
+                    emit("started speech-fetchd (pid \(daemon.pid), log \(daemon.log)); it runs until `speech stop\(request.cacheBase.map { " --cache-base \(shellQuoted($0))" } ?? "")`\n")
                 }
                 emit("\(request.repo): handed to speech-fetchd; `speech wait \(request.repo)\(request.baseArgument.replacingOccurrences(of: "--cache-dir", with: "--cache-base"))` blocks until it is ready\n")
             } else {
