@@ -22,6 +22,11 @@ extension TransferRun {
             for (easy, result) in multi.poll(timeoutMs: active.isEmpty ? 20 : 100) {
                 guard let entry = active.removeValue(forKey: ObjectIdentifier(easy)) else { continue }
                 idleHandles.append(easy)
+                // Stopped by the cancel (above): not a failure to judge; the loop ends next.
+                if isCancelled() && !entry.job.writer.isComplete {
+                    ready.append(entry.job)
+                    continue
+                }
                 handle(entry.job, result)
             }
             tick()
@@ -140,10 +145,12 @@ extension TransferRun {
         easy.prepare(request, onResponse: { status, headers in
             writer.accept(status: status, headers: headers, url: url, ranged: ranged, isHubOrigin: isHubOrigin)
         }, onBody: { bytes in
-            // Under a cap the loop waits here until the cap allows this chunk (RateCap); once
-            // cancelled it no longer waits, so the poll ends (what arrives is still written and
-            // kept) and the loop sees the cancel at once, not after every capped read of the poll.
-            if !isCancelled() { cap?.take(bytes.count) }
+            // Once cancelled, the attempt stops at its next chunk (the loop puts it back, and
+            // shutDown records how far it got): under a cap one poll could otherwise go on
+            // for every capped read of every connection before the loop saw the cancel.
+            if isCancelled() { return false }
+            // Under a cap the loop waits here until the cap allows this chunk (RateCap).
+            cap?.take(bytes.count)
             return writer.write(bytes)
         })
         active[ObjectIdentifier(easy)] = (job, easy)

@@ -163,6 +163,9 @@ final class MaxRateTests: DaemonTestCase {
         XCTAssertEqual(p.terminationStatus, 130, contents(err))
         XCTAssertLessThan(took, 2.5, "a capped download stops within a moment of Ctrl-C")
         XCTAssertTrue(contents(err).contains("interrupted"), contents(err))
+        XCTAssertFalse(FileManager.default.fileExists(atPath: modelDir(repo).appendingPathComponent("model.safetensors").path),
+                       "the cancel stopped the transfer; it did not finish it uncapped")
+        XCTAssertTrue(FileManager.default.fileExists(atPath: staged), "what was fetched stays staged")
     }
 
     func lines(_ lines: StampedLines, contain text: String) -> Bool { lines.all.contains { $0.text.contains(text) } }
