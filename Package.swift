@@ -73,7 +73,9 @@ let package = Package(
 
         // The executables' one argument parser, help and version text, exit codes (docs/cli.md).
         // The executables hand it libcurl's version line; ByteUnits for --max-rate and --max-cache-size.
-        .target(name: "CommandLineKit", dependencies: ["ByteUnits", "SharedFiles"]),
+        // The BuildCommit plugin records the build's commit for `--version` (scripts/build-commit).
+        .target(name: "CommandLineKit", dependencies: ["ByteUnits", "SharedFiles"], plugins: ["BuildCommit"]),
+        .plugin(name: "BuildCommit", capability: .buildTool()),
 
         // Thin executables: argument parsing and printing only (Curl for libcurl's version line).
         .executableTarget(name: "speech", dependencies: ["CommandLineKit", "Curl", "SpeechFetch", "Daemon", "CacheAdmin", "HubClient", "HubTypes", "ModelCache", "FileEvents", "SharedFiles"]),

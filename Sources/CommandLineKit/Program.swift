@@ -67,7 +67,7 @@ public struct Program: Sendable {
 
     /// `speech 0.4.0 (commit 85274b5…)` and the libcurl the process would load.
     public var versionText: String {
-        "\(name) \(BuildInfo.version)\ncommit \(BuildInfo.commit ?? "unknown (not run from a git checkout)")\nlibcurl \(libcurl())\n"
+        "\(name) \(BuildInfo.version)\ncommit \(BuildInfo.commit ?? "unknown (built outside a git checkout)")\nlibcurl \(libcurl())\n"
     }
 }
 
@@ -81,47 +81,9 @@ public enum BuildInfo {
     /// The release; bumped by hand with docs/cli.md.
     public static let version = "0.9.0"
 
-    /// The commit checked out where the executable was built: the executable sits in that
-    /// checkout's `.build/<config>/`, so its `.git` is a few directories up. nil for a binary
-    /// installed elsewhere.
-    public static var commit: String? {
-        let exe = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
-        var dir = URL(fileURLWithPath: exe).deletingLastPathComponent()
-        for _ in 0..<6 {
-            let dotGit = dir.appendingPathComponent(".git")
-            if let head = gitHead(dotGit) { return head }
-            dir.deleteLastPathComponent()
-        }
-        return nil
-    }
-
-    /// HEAD's commit of a `.git` directory, or of a worktree's `.git` file (`gitdir: …`).
-    private static func gitHead(_ dotGit: URL) -> String? {
-        var gitDir = dotGit
-        var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: dotGit.path, isDirectory: &isDirectory) else { return nil }
-        if !isDirectory.boolValue {
-            guard let text = try? String(contentsOf: dotGit, encoding: .utf8), text.hasPrefix("gitdir: ") else { return nil }
-            gitDir = URL(fileURLWithPath: text.dropFirst(8).trimmingCharacters(in: .whitespacesAndNewlines), relativeTo: dotGit.deletingLastPathComponent())
-        }
-        guard let head = try? String(contentsOf: gitDir.appendingPathComponent("HEAD"), encoding: .utf8)
-            .trimmingCharacters(in: .whitespacesAndNewlines) else { return nil }
-        guard head.hasPrefix("ref: ") else { return head }
-        let ref = String(head.dropFirst(5))
-        // A worktree keeps its refs in the common directory.
-        var common = gitDir
-        if let text = try? String(contentsOf: gitDir.appendingPathComponent("commondir"), encoding: .utf8) {
-            common = URL(fileURLWithPath: text.trimmingCharacters(in: .whitespacesAndNewlines), relativeTo: gitDir)
-        }
-        for root in [gitDir, common] {
-            if let sha = try? String(contentsOf: root.appendingPathComponent(ref), encoding: .utf8) {
-                return sha.trimmingCharacters(in: .whitespacesAndNewlines)
-            }
-            if let packed = try? String(contentsOf: root.appendingPathComponent("packed-refs"), encoding: .utf8),
-               let line = packed.split(separator: "\n").first(where: { $0.hasSuffix(" " + ref) }) {
-                return String(line.prefix(while: { $0 != " " }))
-            }
-        }
-        return nil
-    }
+    /// The commit the executable was built from, recorded at build time (the BuildCommit
+    /// plugin runs scripts/build-commit before every build), so a copied or packaged binary
+    /// reports it too; "+dirty" when tracked files differed from it. nil when the build had no
+    /// git checkout to ask (a source tarball without SPEECH_FETCH_BUILD_COMMIT).
+    public static var commit: String? { BuildCommit.id.isEmpty ? nil : BuildCommit.id }
 }

@@ -48,7 +48,8 @@ public final class HubClient: Sendable {
     public func commit(of repo: RepoID, revision: String) throws -> String {
         try HubClient.validateRevision(revision)
         let url = apiURL(repo, "revision", revision)
-        let response = try retry.run { try get(url, repo: repo, revision: revision, bodyLimit: BodyLimit.apiJSON) }
+        // The first contact with the endpoint: nothing there at all fails at once (RetryPolicy.run).
+        let response = try retry.run(firstContact: true) { try get(url, repo: repo, revision: revision, bodyLimit: BodyLimit.apiJSON) }
         guard let json = try? JSONSerialization.jsonObject(with: response.body) as? [String: Any],
               let sha = json["sha"] as? String, !sha.isEmpty else {
             throw HubError.badResponse(url: url, reason: "no commit id ('sha') in the revision answer")

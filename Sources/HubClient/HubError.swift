@@ -25,6 +25,14 @@ public enum HubError: Error, Sendable, CustomStringConvertible {
         return false
     }
 
+    /// True when nothing answered at all: libcurl's "could not resolve proxy" (5), "could not
+    /// resolve host" (6) or "could not connect" (7: refused, no route). A stall, a timeout or a
+    /// reset did reach a server, or may have.
+    public var isUnreachable: Bool {
+        if case .transport(let failure) = self { return !failure.isStall && [5, 6, 7].contains(failure.code) }
+        return false
+    }
+
     /// True when trying again may help: transport failures, stalls, 408, 429 and 5xx.
     public var isRetryable: Bool {
         switch self {

@@ -23,9 +23,7 @@ public struct RetryEvent: Sendable {
         self.attempt = attempt
         self.attempts = attempts
         self.wait = wait
-        // libcurl's "could not resolve proxy" (5), "could not resolve host" (6), "could not
-        // connect" (7): nothing answered at all. A stall or a reset did get an answer started.
-        if case .transport(let failure) = error { self.isUnreachable = !failure.isStall && [5, 6, 7].contains(failure.code) } else { self.isUnreachable = false }
+        self.isUnreachable = error.isUnreachable
     }
 }
 

@@ -34,13 +34,18 @@ public struct RetryPolicy: Sendable, Equatable {
     }
 
     /// Runs `body` (one API call) until it succeeds or `delayBeforeNextAttempt` says stop.
-    /// `shouldStop` lets a cancelled caller end the ladder early.
-    public func run<T>(shouldStop: () -> Bool = { false }, _ body: () throws -> T) throws -> T {
+    /// `shouldStop` lets a cancelled caller end the ladder early. `firstContact`: the call is the
+    /// first one to the endpoint (a revision's resolution); when its first attempt finds nothing
+    /// there at all (`HubError.isUnreachable`: no DNS, refused, no route) it fails at once
+    /// instead of waiting through the ladder for a network that is not there
+    /// (docs/cache-and-offline.md, "When the Hub cannot be reached").
+    public func run<T>(firstContact: Bool = false, shouldStop: () -> Bool = { false }, _ body: () throws -> T) throws -> T {
         var attempt = 1
         while true {
             do {
                 return try body()
             } catch let error as HubError {
+                if firstContact && attempt == 1 && error.isUnreachable { throw error }
                 guard !shouldStop(), let delay = delayBeforeNextAttempt(after: attempt, failure: error) else { throw error }
                 RetryEvents.report(RetryEvent(subject: error.url ?? "the Hub", error: error, attempt: attempt + 1, attempts: attempts, wait: delay))
                 Sleep.seconds(delay, unless: shouldStop)

@@ -18,7 +18,8 @@ public enum DownloadError: Error, Sendable, CustomStringConvertible {
         switch self {
         case .hubUnreachable(let repo, let directory, let missing, let cause):
             let list = missing.prefix(10).joined(separator: ", ") + (missing.count > 10 ? ", … (\(missing.count) in all)" : "")
-            return "the Hub could not be reached (\(cause)) and \(repo) is not complete in \(directory); missing: \(list)"
+            return "the Hub could not be reached (\(cause)) and \(repo) is not complete in \(directory); missing: \(list); "
+                + "check the network and the endpoint (HF_ENDPOINT), or use only what is cached (offlineMode, HF_HUB_OFFLINE=1)"
         case .stalled(let modelId, let seconds):
             return "the download of \(modelId) made no progress for \(seconds) s and was stopped; what it staged is kept for the next attempt"
         case .noDaemonExecutable(let searched):

@@ -126,6 +126,7 @@ public final class HuggingFaceDownloader: Sendable {
                 throw CacheError.cacheMiss(repo: repo.description, directory: checked, missing: cached.missing,
                                            reason: "offline mode")
             }
+            HuggingFaceDownloader.reportComplete(cached.present, in: directory, progress: progress)
             return DownloadResult(directory: directory.filesURL, files: cached.present, commit: cached.commit, fetched: [], warning: nil)
         }
 
@@ -139,6 +140,7 @@ public final class HuggingFaceDownloader: Sendable {
             snapshot = try resolver.snapshot(of: repo, revision: revision)
         } catch let error as HubError where error.isTransport {
             if satisfied {
+                HuggingFaceDownloader.reportComplete(cached.present, in: directory, progress: progress)
                 return DownloadResult(directory: directory.filesURL, files: cached.present, commit: nil,
                                       fetched: [], warning: "the Hub could not be reached (\(error)); using the complete copy in \(directory.filesURL.path)")
             }
@@ -152,6 +154,7 @@ public final class HuggingFaceDownloader: Sendable {
                                                            directory: directory.atCommit(snapshot.commit)) {
             directory.sweepDeadLocks(localNode: settings.node, lease: settings.lease)
             served.unmatchedPatterns = HuggingFaceDownloader.unmatched(selection, in: snapshot.files)
+            HuggingFaceDownloader.reportComplete(served.files, in: directory.atCommit(snapshot.commit), progress: progress)
             return served
         }
         try checkLocations(cacheDir: cacheDir, cacheBaseDir: cacheBaseDir, forWriting: true)
@@ -164,6 +167,17 @@ public final class HuggingFaceDownloader: Sendable {
                                host: host, requestTimeout: requestTimeout, progress: progress, isCancelled: isCancelled, notice: notice)
         result.unmatchedPatterns = HuggingFaceDownloader.unmatched(selection, in: snapshot.files)
         return result
+    }
+
+    /// The one progress event of a call the cache answers whole: every file done, fraction 1.0,
+    /// so a progress bar that only listens to the callback ends full, as after a transfer.
+    static func reportComplete(_ paths: [String], in directory: ModelDirectory,
+                               progress: @Sendable (DownloadProgress) -> Void) {
+        let bytes = paths.reduce(Int64(0)) { sum, path in
+            var info = stat()
+            return sum + (stat(directory.finalURL(path).path, &info) == 0 ? Int64(info.st_size) : 0)
+        }
+        progress(DownloadProgress(completedBytes: bytes, totalBytes: bytes, filesDone: paths.count, filesTotal: paths.count))
     }
 
     /// What a download call would fetch (`speech download --dry-run`): resolves the revision and

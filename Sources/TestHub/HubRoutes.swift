@@ -31,6 +31,12 @@ struct HubRoutes {
         }
         guard let snapshot = state.catalog.snapshot(of: repo) else { return HubState.repoNotFound() }
         if let refusal = state.refusal(for: repo, request: request) { return refusal }
+        // A `status` fault set on "<org>/<name>/@api" answers the API (a Hub that is there but
+        // failing: the first contact's 503 keeps the retry ladder).
+        if case .refuse(let status, let retryAfter) = state.faults.admission(for: "\(repo)/@api", onCDN: false) {
+            return .hubError(status, code: nil, message: "injected fault: \(status) for \(repo)'s API",
+                             headers: retryAfter.map { [("Retry-After", String($0))] } ?? [])
+        }
         // Only `revision` may take an unencoded `refs/heads/main`; the others have a path after it.
         let revision = rest.count < 2 ? "main" : endpoint == "revision" ? rest.dropFirst().joined(separator: "/") : rest[1]
         guard snapshot.matches(revision: revision) else { return HubState.revisionNotFound(revision) }

@@ -63,6 +63,10 @@ final class TransferRun: @unchecked Sendable {
     /// write): after this long, or after this many new bytes of the file, whichever is first.
     static let partialNoteInterval: TimeInterval = 0.25
     static let partialNoteBytes: Int64 = 4 << 20
+    /// How often the write path runs the loop's bookkeeping (`tick`) while a poll lasts.
+    static let tickInterval: Double = 0.1
+    /// When `tick` last ran (CLOCK_MONOTONIC seconds).
+    var lastTick: Double = 0
     /// Errors of single files (the first is thrown once the other files are done).
     var failedFiles: [Error] = []
     lazy var durability = FileDurability(wake: { [multi] in multi.wakeup() })
@@ -95,6 +99,7 @@ final class TransferRun: @unchecked Sendable {
             if let first = failedFiles.first { throw first }
         } catch {
             shutDown()
+            if error is CancellationError, finishedAnyway(files) { return }
             // A full disk: the staging files and sidecars stay (with the heads of unfinished
             // ranges), and the error says how much more room the rest needs.
             throw DiskSpace.explain(error, directory: directory,
@@ -102,6 +107,19 @@ final class TransferRun: @unchecked Sendable {
                                     staged: tasks.filter { !$0.finalizing }.map(\.file.path))
         }
         meter.report(force: true)
+    }
+
+    /// After a cancel and `shutDown` (which waits for finalizations under way): true when every
+    /// file of the run is final anyway (the cancel landed while the last one was renamed into
+    /// place), reported as done, so the caller says "done", not "interrupted".
+    private func finishedAnyway(_ files: [RepoFile]) -> Bool {
+        guard failedFiles.isEmpty, files.allSatisfy({ directory.isComplete($0) }) else { return false }
+        for (task, error) in durability.takeFinalized() where error == nil {
+            meter.fileDone(task.file.path)
+            meter.report(force: true, completed: task.file.path)
+        }
+        meter.report(force: true)
+        return true
     }
 
     /// Files another live process is staging: wait until they are final, or take them over

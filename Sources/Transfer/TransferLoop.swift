@@ -5,35 +5,57 @@ import Curl
 import Foundation
 import HubClient
 import ModelCache
+import SharedFiles
 
 extension TransferRun {
     func loop() throws {
         while true {
             if let fatal { throw fatal }
-            if isCancelled() { throw CancellationError() }
+            // Finished files are collected before a cancel is looked at: a Ctrl-C that lands
+            // once the last file is final ends a finished run, not an interrupted one.
             collectFinalized()
             if let fatal { throw fatal }
             if ready.isEmpty && active.isEmpty && tasks.allSatisfy({ $0.finalizing })
                 && durability.finalizedCount == tasks.count { return }
+            if isCancelled() { throw CancellationError() }
             startJobs()
             for (easy, result) in multi.poll(timeoutMs: active.isEmpty ? 20 : 100) {
                 guard let entry = active.removeValue(forKey: ObjectIdentifier(easy)) else { continue }
                 idleHandles.append(easy)
+                // Stopped by the cancel (above): not a failure to judge; the loop ends next.
+                if isCancelled() && !entry.job.writer.isComplete {
+                    ready.append(entry.job)
+                    continue
+                }
                 handle(entry.job, result)
             }
-            // Ranges in flight are noted as they grow (per file, every `partialNoteInterval` or
-            // `partialNoteBytes`), so a killed process's successor asks only for the rest.
-            notePartialRangesWhenDue()
-            // Done ranges become durable promptly (and the heads of those in flight are recorded):
-            // one sidecar write at a time per file, so a kill loses at most the last interval's bytes.
-            for task in tasks where task.dirty { durability.scheduleSync(task) }
+            tick()
             if locks.anyLost {
                 throw CacheError.io(path: directory.stagingDirectory.path,
                                     operation: "keep writing (another process broke a staging lock of this download in)",
                                     errno: ESTALE)
             }
-            meter.report(force: false)
         }
+    }
+
+    /// The bookkeeping that follows arriving bytes: run between the loop's polls, and from the
+    /// write path at most every `tickInterval`, since under a cap one poll can last seconds
+    /// (libcurl keeps reading a socket that has data waiting, up to 100 reads a handle, and each
+    /// capped read waits its turn). Progress and `speech status` must move as bytes arrive.
+    func tick() {
+        lastTick = MonotonicClock.seconds()
+        // Ranges in flight are noted as they grow (per file, every `partialNoteInterval` or
+        // `partialNoteBytes`), so a killed process's successor asks only for the rest.
+        notePartialRangesWhenDue()
+        // Done ranges become durable promptly (and the heads of those in flight are recorded):
+        // one sidecar write at a time per file, so a kill loses at most the last interval's bytes.
+        for task in tasks where task.dirty { durability.scheduleSync(task) }
+        meter.report(force: false)
+    }
+
+    /// `tick` from the write path, when the last one is `tickInterval` old.
+    private func tickIfDue() {
+        if MonotonicClock.seconds() - lastTick >= TransferRun.tickInterval { tick() }
     }
 
     /// Notes how far each unfinished range has come in its file's record; the file's next
@@ -103,11 +125,13 @@ extension TransferRun {
         // The task, not the job: the job holds this writer, so capturing it would be a cycle
         // that keeps the staging file (and its descriptor) open after the run.
         let task = job.task
-        writer.onWritten = { [unowned meter] bytes in
+        writer.onWritten = { [weak self] bytes in
+            guard let self else { return }
             task.probing = false
             task.countedBytes += bytes
             meter.add(bytes: bytes)
             meter.currentFile = task.file.path
+            tickIfDue()
         }
         var request = HTTPRequest(url: job.url, headers: engine.client.headers(for: job.url),
                                   connectTimeout: settings.connectTimeout, stallTimeout: settings.stallTimeout)
@@ -116,10 +140,15 @@ extension TransferRun {
         let url = job.url
         let isHubOrigin = engine.client.endpoint.isSameOrigin(url)
         let cap = engine.cap
+        let isCancelled = isCancelled
         request.receiveBufferSize = cap?.readSize
         easy.prepare(request, onResponse: { status, headers in
             writer.accept(status: status, headers: headers, url: url, ranged: ranged, isHubOrigin: isHubOrigin)
         }, onBody: { bytes in
+            // Once cancelled, the attempt stops at its next chunk (the loop puts it back, and
+            // shutDown records how far it got): under a cap one poll could otherwise go on
+            // for every capped read of every connection before the loop saw the cancel.
+            if isCancelled() { return false }
             // Under a cap the loop waits here until the cap allows this chunk (RateCap).
             cap?.take(bytes.count)
             return writer.write(bytes)

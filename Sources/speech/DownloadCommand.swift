@@ -31,6 +31,8 @@ enum DownloadCommand {
             .flag("quiet", short: "q", "print only the model directory (errors still go to stderr)"),
             .flag("detach", "hand the transfer to speech-fetchd (started if none serves the base) and return"),
             .value("max-rate", "RATE", "cap this call's download rate over all its connections: 20M, 500K (1024-based) or bytes per second; fetches in this process"),
+            Option.value("max-workers", "N", short: "x", "ranges and files this process fetches at once, 1 to 16 (default 16, HF_DOWNLOAD_RANGE_CONCURRENCY); also --connections")
+                .alias("connections"),
         ],
         minOperands: 1, maxOperands: nil,
         epilogue: """
@@ -44,7 +46,6 @@ enum DownloadCommand {
         exit codes: 0 done, 1 failed, 64 bad usage, 130 interrupted (what was fetched is kept).
         """,
         optionHints: [
-            "max-workers": "speech has no --max-workers: HF_DOWNLOAD_RANGE_CONCURRENCY sets the ranges in flight (default 16)",
             "repo-type": "speech fetches model repos only, so there is no --repo-type",
             "local-dir-use-symlinks": "speech writes real files under --cache-dir (or a huggingface_hub cache with --hf-cache)",
             "resume-download": "speech always resumes: what an interrupted call staged under .incomplete/ is kept",
@@ -71,6 +72,8 @@ enum DownloadCommand {
         var force = false
         /// `--max-rate` in bytes per second (RateCap), nil for no cap.
         var maxRate: Int64?
+        /// `--max-workers` (`-x`, `--connections`): requests in flight in this process, 1...16.
+        var maxWorkers: Int?
 
         /// ` --cache-base DIR` or ` --cache-dir DIR` as given, for suggested commands.
         var baseArgument: String {
@@ -102,6 +105,12 @@ enum DownloadCommand {
             }
             request.maxRate = rate
         }
+        if let raw = parsed.value("max-workers") {
+            guard let n = Int(raw), (1...16).contains(n) else {
+                speechProgram.usageError("speech download: --max-workers (-x) takes a whole number of connections from 1 to 16, like 8; not '\(raw)'", help: spec.name)
+            }
+            request.maxWorkers = n
+        }
         if let token = parsed.value("token") {
             request.token = token == "-" ? readToken() : token.trimmingCharacters(in: .whitespacesAndNewlines)
             if request.token?.isEmpty ?? true {
@@ -124,6 +133,9 @@ enum DownloadCommand {
         if request.force && (request.offline || request.dryRun || request.detach) {
             let other = request.offline ? "--offline" : request.dryRun ? "--dry-run" : "--detach"
             speechProgram.usageError("speech download: --force-download fetches again in this process, which \(other) does not do; drop one of them", help: spec.name)
+        }
+        if request.maxWorkers != nil && request.detach {
+            speechProgram.usageError("speech download: --max-workers sets this process's connections, and a detached request is fetched by speech-fetchd's workers (speech-fetchd --workers, --slots); drop one of them", help: spec.name)
         }
         if request.maxRate != nil && (request.offline || request.dryRun || request.detach) {
             let other = request.offline ? "--offline" : request.dryRun ? "--dry-run" : "--detach"
@@ -232,7 +244,7 @@ enum DownloadCommand {
                 emit(result.directory.path + "\n")
             } else if result.handedOver && result.fetched.isEmpty {
                 if let daemon = result.startedDaemon {
-                    emit("started speech-fetchd (pid \(daemon.pid), log \(daemon.log)); it runs until stopped: kill \(daemon.pid)\n")
+                    emit("started speech-fetchd (pid \(daemon.pid), log \(daemon.log)); it runs until `speech stop\(request.cacheBase.map { " --cache-base \(shellQuoted($0))" } ?? "")`\n")
                 }
                 emit("\(request.repo): handed to speech-fetchd; `speech wait \(request.repo)\(request.baseArgument.replacingOccurrences(of: "--cache-dir", with: "--cache-base"))` blocks until it is ready\n")
             } else {
@@ -316,6 +328,7 @@ enum DownloadCommand {
     static func makeDownloader(_ request: Request, environment: [String: String]) -> HuggingFaceDownloader {
         var settings = DownloadSettings.fromEnvironment(environment)
         if let rate = request.maxRate { settings.maxRate = rate }
+        if let workers = request.maxWorkers { settings.concurrency = workers }
         return HuggingFaceDownloader(environment: environment, settings: settings, token: request.token)
     }
 

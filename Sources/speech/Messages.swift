@@ -46,7 +46,10 @@ enum Messages {
                 let list = missing == ["(any file)"] ? "nothing of it is in the cache"
                     : "missing: " + missing.prefix(10).joined(separator: ", ") + (missing.count > 10 ? ", … (\(missing.count) in all)" : "")
                 let reason = cause.hasPrefix("could not reach the Hub") ? cause : "the Hub could not be reached (\(cause))"
-                return "\(reason)\(proxyNote(environment)); \(repo) is not complete in \(directory): \(list)"
+                let endpoint = HubEndpoint.fromEnvironment(environment).url
+                return "\(reason)\(proxyNote(environment)); \(repo) is not complete in \(directory): \(list); "
+                    + "check the network and the endpoint \(endpoint) (HF_ENDPOINT), or use only what is cached: "
+                    + "--offline (HF_HUB_OFFLINE=1)"
             }
             return "\(error)"
         default:

@@ -14,7 +14,8 @@ enum StatusCommand {
         the jobs of each file), and the downloads running without the daemon (staging locks under
         `.incomplete/`). While anything is in flight it looks twice, a second apart, for the rate.
         """,
-        options: [CacheCommand.baseOption, .flag("json", "one JSON object")])
+        options: [CacheCommand.baseOption, .flag("json", "one JSON object (with --watch: one a second)"),
+                  .flag("watch", "look again every second until Ctrl-C: redrawn on a terminal, a line a second when piped")])
 
     /// One transfer's bytes at two looks a second apart.
     struct Flow {
@@ -39,6 +40,7 @@ enum StatusCommand {
     static func run(_ words: [String]) -> Never {
         let parsed = speechProgram.parse(spec, words)
         let base = parsed.value("cache-base").map { URL(fileURLWithPath: $0) } ?? HuggingFaceDownloader().defaultCacheBase
+        if parsed.flag("watch") { StatusWatch.run(base: base, json: parsed.flag("json")) }
         let admin = CacheAdmin(cacheBase: base)
         var status: SpoolStatus
         do {

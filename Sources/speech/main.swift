@@ -18,6 +18,7 @@ let speechSpec = CommandSpec(
       wait <org/name>                         block until a daemon-served request is ready
       status                                  the spool: daemons, workers, requests
       cancel <org/name>                       withdraw a repo's request from speech-fetchd (staged bytes kept)
+      stop                                    stop this node's speech-fetchd (one --detach started)
       resolve <org/name>                      the commit and the file tree, no file bodies
       cache ls | verify | rm | clean | import-hf
                                               manage the cache
@@ -55,6 +56,7 @@ let commands: [String: ([String]) -> Never] = [
     "wait": { WaitCommand.run($0) },
     "status": { StatusCommand.run($0) },
     "cancel": { CancelCommand.run($0) },
+    "stop": { StopCommand.run($0) },
     "resolve": { ResolveCommand.run($0) },
     "env": { EnvCommand.run($0) },
     "demo": { DemoCommand.run($0) },
@@ -62,7 +64,7 @@ let commands: [String: ([String]) -> Never] = [
 
 let helpOf: [String: String] = [
     "download": DownloadCommand.spec.help, "cache": CacheCommand.spec.help, "models": ModelsCommand.spec.help,
-    "wait": WaitCommand.spec.help, "cancel": CancelCommand.spec.help, "status": StatusCommand.spec.help, "resolve": ResolveCommand.spec.help,
+    "wait": WaitCommand.spec.help, "cancel": CancelCommand.spec.help, "status": StatusCommand.spec.help, "stop": StopCommand.spec.help, "resolve": ResolveCommand.spec.help,
     "env": EnvCommand.spec.help, "demo": DemoCommand.spec.help,
 ]
 
@@ -84,6 +86,6 @@ if first == "help" {
     exit(0)
 }
 guard let command = commands[first] else {
-    speechProgram.usageError("speech: unknown command '\(first)' (download, models, wait, status, cancel, resolve, cache, env, demo)")
+    speechProgram.usageError("speech: unknown command '\(first)' (download, models, wait, status, cancel, stop, resolve, cache, env, demo)")
 }
 command(argv)

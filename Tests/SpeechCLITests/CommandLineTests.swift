@@ -64,6 +64,30 @@ final class CommandLineTests: DaemonTestCase {
         }
     }
 
+    func testACopiedBinaryReportsTheCommitItWasBuiltFrom() throws {
+        // Copied out of the checkout into a folder whose own `.git` names another commit (the
+        // old run-time look would report that one, or "unknown" with no `.git` at all): the
+        // commit was recorded when the binary was built.
+        let elsewhere = temp.appendingPathComponent("copied")
+        let fakeGit = elsewhere.appendingPathComponent(".git")
+        try FileManager.default.createDirectory(at: fakeGit, withIntermediateDirectories: true)
+        try Data((String(repeating: "0", count: 40) + "\n").utf8).write(to: fakeGit.appendingPathComponent("HEAD"))
+        let bin = elsewhere.appendingPathComponent("bin")
+        try FileManager.default.createDirectory(at: bin, withIntermediateDirectories: true)
+        for program in ["speech", "speech-fetchd"] {
+            let built = run(["--version"], program: program)
+            let builtCommit = built.out.split(separator: "\n").first { $0.hasPrefix("commit ") }
+            let commit = try XCTUnwrap(builtCommit.map { String($0.dropFirst(7)) }, built.out)
+            XCTAssertTrue(commit.range(of: "^[0-9a-f]{40}(\\+dirty)?$", options: .regularExpression) != nil,
+                          "a build in this checkout records its commit: \(built.out)")
+            let copy = bin.appendingPathComponent(program)
+            try FileManager.default.copyItem(at: speechBinary.deletingLastPathComponent().appendingPathComponent(program), to: copy)
+            let copied = run(["--version"], program: copy.path)
+            XCTAssertEqual(copied.status, 0, copied.err)
+            XCTAssertTrue(copied.out.contains("\ncommit \(commit)\n"), "\(program) copied elsewhere still reports \(commit): \(copied.out)")
+        }
+    }
+
     func testUnknownFlagsAndExtraArgumentsAreRefusedWithExit64AndOneLine() {
         let cases: [[String]] = [
             ["download", "org/x", "-x"], ["download", "org/x", "--frob"], ["models", "extra"], ["status", "-q"],
@@ -228,15 +252,36 @@ final class CommandLineTests: DaemonTestCase {
         XCTAssertEqual(retry?["subject"] as? String, "config.json", r.out)
     }
 
-    func testRefusedConnectionOnAColdCacheSaysSoAtOnceAndResolveHonoursTheRetrySettings() throws {
-        let dead = ["HF_ENDPOINT": "http://127.0.0.1:1", "SPEECH_FETCH_RETRY_ATTEMPTS": "3", "SPEECH_FETCH_RETRY_DELAYS": "0.05"]
-        for words in [["download", "org/x", "--cache-base", cacheBase.path], ["resolve", "org/x"]] {
-            let r = run(words, extra: dead)
-            XCTAssertEqual(r.status, 1, r.err)
-            let retries = r.err.split(separator: "\n").filter { $0.contains("retrying") }
-            XCTAssertEqual(retries.count, 2, "\(words): 3 attempts, 2 retries:\n\(r.err)")
-            XCTAssertTrue(retries.allSatisfy { $0.contains("nothing answered") }, r.err)
+    func testNothingThereOnAColdCacheFailsAtOnceNamingTheEndpointAndOfflineMode() throws {
+        // A refused connection (port 1 of loopback) and a name that never resolves (RFC 2606),
+        // under the user's ladder of 5 attempts seconds apart: no network, nothing cached.
+        for endpoint in ["http://127.0.0.1:1", "http://hub.invalid"] {
+            let dead = ["HF_ENDPOINT": endpoint, "SPEECH_FETCH_RETRY_ATTEMPTS": "5", "SPEECH_FETCH_RETRY_DELAYS": "5"]
+            for words in [["download", "org/x", "--cache-base", cacheBase.path], ["resolve", "org/x"]] {
+                let started = Date()
+                let r = run(words, extra: dead)
+                let took = Date().timeIntervalSince(started)
+                print("\(words[0]) with \(endpoint): failed in \(String(format: "%.2f", took)) s")
+                XCTAssertEqual(r.status, 1, r.err)
+                XCTAssertLessThan(took, 4, "\(words[0]) \(endpoint): fails without the retry ladder:\n\(r.err)")
+                XCTAssertFalse(r.err.contains("retrying"), r.err)
+                XCTAssertTrue(r.err.contains(endpoint), "names the endpoint: \(r.err)")
+                if words[0] == "download" {
+                    XCTAssertTrue(r.err.contains("HF_HUB_OFFLINE") && r.err.contains("--offline") && r.err.contains("HF_ENDPOINT"), r.err)
+                }
+            }
         }
+    }
+
+    func testAServerErrorAtFirstContactKeepsTheLadder() throws {
+        try makeRepo()
+        hub.setFault(.status(code: 503, times: 2, retryAfter: nil), for: "\(repo)/@api")
+        let r = run(["download", repo, "config.json", "--cache-base", cacheBase.path], extra: ["SPEECH_FETCH_RETRY_DELAYS": "0.05"])
+        XCTAssertEqual(r.status, 0, r.err)
+        XCTAssertEqual(r.err.split(separator: "\n").filter { $0.contains("retrying") && $0.contains("HTTP 503") }.count, 2, r.err)
+    }
+
+    func testResolveHonoursTheRetrySettingsAndWarnsOfABadEndpoint() throws {
         let warned = run(["resolve", "org/x"], extra: ["HF_ENDPOINT": "ftp://nowhere", "https_proxy": "http://127.0.0.1:1",
                                                       "SPEECH_FETCH_RETRY_ATTEMPTS": "1"])
         XCTAssertTrue(warned.err.contains("warning: HF_ENDPOINT=ftp://nowhere is not a full http(s)://host URL"), warned.err)

@@ -1,6 +1,6 @@
 // The daemon as a user meets it: --detach names the daemon it started, one log line per request,
 // attached clients told at once when the daemon goes, a second daemon on one base refused,
-// `speech cancel`, and the systemd unit.
+// `speech cancel`, `speech stop`, and the systemd unit.
 import Foundation
 import ModelCache
 import TestHub
@@ -30,6 +30,55 @@ final class DaemonCommandLineTests: DaemonTestCase {
         XCTAssertTrue(text.contains("`speech wait \(repo) --cache-base \(cacheBase.path)`"), "the hint repeats the base: \(text)")
         let logPath = text.components(separatedBy: ", log ").dropFirst().first?.components(separatedBy: ")").first ?? ""
         XCTAssertTrue(FileManager.default.fileExists(atPath: logPath), "the log path printed exists: \(logPath) (\(log))")
+    }
+
+    func testStopEndsTheDaemonADetachedDownloadStartedAndSaysSo() throws {
+        try makeRepo()
+        let (p, out, err) = try speech(["download", repo, "--detach", "--cache-base", cacheBase.path])
+        XCTAssertTrue(waitForExit(p, timeout: 30))
+        XCTAssertEqual(p.terminationStatus, 0, contents(err))
+        guard let pid = supervisorPid() else { return XCTFail("no daemon serves the base: \(contents(out))") }
+        adoptStranger(pid)
+        XCTAssertTrue(contents(out).contains("runs until `speech stop --cache-base \(cacheBase.path)`"), contents(out))
+        let workers = descendants(of: pid)
+        let stop = try speech(["stop", "--cache-base", cacheBase.path], hint: "stop")
+        XCTAssertTrue(waitForExit(stop.process, timeout: 40))
+        XCTAssertEqual(stop.process.terminationStatus, 0, contents(stop.stderr))
+        XCTAssertTrue(contents(stop.stdout).contains("stopped speech-fetchd (pid \(pid)) serving \(cacheBase.path) after "), contents(stop.stdout))
+        XCTAssertFalse(isAlive(pid), "the supervisor is gone when stop returns")
+        XCTAssertTrue(waitUntil(timeout: 5) { workers.allSatisfy { !self.isAlive($0) } }, "its workers drained with it")
+        XCTAssertNil(supervisorPid(), "it retired its record")
+        // Nothing left to stop: said, exit 0 (as systemctl stop of a stopped unit).
+        let again = try speech(["stop", "--cache-base", cacheBase.path], hint: "stop-again")
+        XCTAssertTrue(waitForExit(again.process, timeout: 15))
+        XCTAssertEqual(again.process.terminationStatus, 0, contents(again.stderr))
+        XCTAssertTrue(contents(again.stdout).contains("nothing to stop"), contents(again.stdout))
+        // And the next download resumes as usual.
+        let next = try speech(["download", repo, "--cache-base", cacheBase.path], hint: "after")
+        XCTAssertTrue(waitForExit(next.process, timeout: 30))
+        XCTAssertEqual(next.process.terminationStatus, 0, contents(next.stderr))
+        try assertSameBytes(repo, path)
+    }
+
+    func testStopLeavesAStaleRecordsReusedPidAlone() throws {
+        // The record names a live process that is not speech-fetchd (a daemon killed, its pid
+        // reused): nothing is signalled.
+        let sleeper = Process()
+        sleeper.executableURL = URL(fileURLWithPath: "/bin/sleep")
+        sleeper.arguments = ["30"]
+        try sleeper.run()
+        track(sleeper)
+        let (daemon, _) = try startDaemon(workers: 1)
+        let killed = [daemon.processIdentifier] + descendants(of: daemon.processIdentifier)
+        for pid in killed { kill(pid, SIGKILL) }
+        XCTAssertTrue(waitUntil(timeout: 5) { killed.allSatisfy { !self.isAlive($0) } })
+        let node = try XCTUnwrap(names("supervisors").first, "a killed supervisor leaves its record")
+        try Data("\(sleeper.processIdentifier)".utf8).write(to: URL(fileURLWithPath: spoolPath("supervisors/\(node)")))
+        let stop = try speech(["stop", "--cache-base", cacheBase.path], hint: "stop")
+        XCTAssertTrue(waitForExit(stop.process, timeout: 15))
+        XCTAssertEqual(stop.process.terminationStatus, 0, contents(stop.stderr))
+        XCTAssertTrue(contents(stop.stdout).contains("nothing to stop"), contents(stop.stdout))
+        XCTAssertTrue(sleeper.isRunning, "the process the stale record names was not signalled")
     }
 
     func testTheDaemonLogsOneLinePerRequestAcceptedDoneAndFailed() throws {

@@ -57,7 +57,6 @@ final class HFParityTests: DaemonTestCase {
             (["download", "org/x", "--cache-dri", "A"], "did you mean --cache-dir?"),
             (["download", "org/x", "--cache_dir", "A"], "did you mean --cache-dir?"),
             (["download", "org/x", "--exclud", "*.bin"], "did you mean --exclude?"),
-            (["download", "org/x", "--max-workers", "8"], "HF_DOWNLOAD_RANGE_CONCURRENCY"),
             (["download", "org/x", "--repo-type", "model"], "model repos only"),
             (["wait", "org/x", "--timout", "3"], "did you mean --timeout?"),
         ]
@@ -69,6 +68,53 @@ final class HFParityTests: DaemonTestCase {
         }
         let far = try run(["download", "org/x", "--frobnicate"])
         XCTAssertFalse(far.err.contains("did you mean"), "nothing is near --frobnicate: \(far.err)")
+    }
+
+    /// The most sockets `pid` held open at once while it ran.
+    func mostSockets(of p: Process) -> Int {
+        var most = 0
+        while p.isRunning {
+            let fds = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(p.processIdentifier)/fd")) ?? []
+            let sockets = fds.filter { ((try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(p.processIdentifier)/fd/\($0)")) ?? "").hasPrefix("socket:") }
+            most = max(most, sockets.count)
+            usleep(10_000)
+        }
+        return most
+    }
+
+    func testMaxWorkersSetsTheConnectionsOfThisProcessLikeHfs() throws {
+        // 3 MiB in 12 ranges, each answer paced to 1 MiB/s: the download lasts while its
+        // sockets are counted. The fixture's HF_DOWNLOAD_RANGE_CONCURRENCY is 4.
+        try makeRepo()
+        hub.setFault(.rateLimit(bytesPerSecond: 1 << 20), for: "\(repo)/\(big)")
+        var most: [String: Int] = [:]
+        for flag in ["--max-workers", "-x", "--connections"] {
+            try? FileManager.default.removeItem(at: cacheBase)
+            let (p, _, err) = try speech(["download", repo, big, "--cache-base", cacheBase.path, flag, "1"], hint: "one")
+            most[flag] = mostSockets(of: p)
+            XCTAssertTrue(waitForExit(p, timeout: 60))
+            XCTAssertEqual(p.terminationStatus, 0, contents(err))
+            try assertSameBytes(repo, big)
+        }
+        try FileManager.default.removeItem(at: cacheBase)
+        let (p, _, err) = try speech(["download", repo, big, "--cache-base", cacheBase.path], hint: "four")
+        let four = mostSockets(of: p)
+        XCTAssertTrue(waitForExit(p, timeout: 60))
+        XCTAssertEqual(p.terminationStatus, 0, contents(err))
+        print("sockets at once: \(most) with 1 connection, \(four) with the environment's 4")
+        // The same other sockets either way (the Hub API's kept-alive connection, libcurl's
+        // wake-up pair): four range connections hold three more than one does.
+        for (flag, n) in most {
+            XCTAssertLessThanOrEqual(n, four - 3, "\(flag) 1: one connection for the ranges, against 4 without the flag")
+        }
+        for bad in ["0", "17", "many", "-1", "2.5"] {
+            let r = try run(["download", repo, "--max-workers", bad])
+            XCTAssertEqual(r.status, 64, "--max-workers \(bad): \(r.err)")
+            XCTAssertTrue(r.err.contains("--max-workers") && r.err.contains("'\(bad)'") && r.err.contains("1 to 16"), r.err)
+        }
+        let detached = try run(["download", repo, "-x", "2", "--detach", "--cache-base", cacheBase.path])
+        XCTAssertEqual(detached.status, 64, detached.err)
+        XCTAssertTrue(detached.err.contains("speech-fetchd --workers"), detached.err)
     }
 
     func testTokenOpensAGatedRepoFromArgvOrStdinAndIsNeverPrinted() throws {

@@ -108,6 +108,68 @@ final class MaxRateTests: DaemonTestCase {
         XCTAssertEqual(names("requests").filter { $0.hasSuffix(".json") }, [], "no request reached the spool")
     }
 
+    /// The longest time between two `--json` progress events that counted more bytes, from the
+    /// first byte to the total (nil without two such events).
+    func longestSilence(_ lines: StampedLines, total: Int) -> (gap: Double, moves: Int)? {
+        var moves: [(Date, Int)] = []
+        for line in lines.all {
+            guard let event = try? JSONSerialization.jsonObject(with: Data(line.text.utf8)) as? [String: Any],
+                  let bytes = event["completedBytes"] as? Int, bytes > (moves.last?.1 ?? 0) else { continue }
+            moves.append((line.time, bytes))
+        }
+        guard moves.count >= 2, moves.last?.1 == total else { return nil }
+        return (zip(moves.dropFirst(), moves).map { $0.0.timeIntervalSince($1.0) }.max() ?? 0, moves.count)
+    }
+
+    func testJSONProgressUnderACapMovesAtLeastEverySecond() throws {
+        // Ranges of 4 MiB (a user's are 8): one connection's range takes seconds at the cap.
+        let size = 6 << 20
+        try TestHub.generateRepo(root: root, repo: repo, files: ["model.safetensors": size])
+        let p = Process()
+        p.executableURL = speechBinary
+        p.arguments = ["download", repo, "--json", "--cache-base", cacheBase.path, "--max-rate", "2M"]
+        p.environment = environment(extra: ["HF_DOWNLOAD_RANGE_CHUNK": "\(4 << 20)"])
+        p.standardInput = FileHandle.nullDevice
+        p.standardError = FileHandle.nullDevice
+        let pipe = Pipe()
+        p.standardOutput = pipe
+        try p.run()
+        track(p)
+        let lines = StampedLines(following: pipe)
+        XCTAssertTrue(waitForExit(p, timeout: 30), "the capped download ends")
+        XCTAssertEqual(p.terminationStatus, 0, lines.all.map(\.text).joined(separator: "\n"))
+        try assertSameBytes(repo, "model.safetensors")
+        XCTAssertTrue(waitUntil(timeout: 5) { self.lines(lines, contain: "\"event\":\"done\"") })
+        guard let silence = longestSilence(lines, total: size) else {
+            return XCTFail("progress never reached the total: \(lines.all.map(\.text))")
+        }
+        print("--json --max-rate 2M: \(silence.moves) progress events that moved, longest silence \(String(format: "%.2f", silence.gap)) s")
+        XCTAssertLessThanOrEqual(silence.gap, 1.5, "progress froze while capped bytes arrived: \(lines.all.map(\.text))")
+    }
+
+    func testCtrlCStopsACappedDownloadAtOnce() throws {
+        // Two ranges of 8 MiB (a user's size) at 2M: a connection holds its range for seconds.
+        try TestHub.generateRepo(root: root, repo: repo, files: ["model.safetensors": 16 << 20])
+        let (p, _, err) = try speech(["download", repo, "--cache-base", cacheBase.path, "--max-rate", "2M"],
+                                     extra: ["HF_DOWNLOAD_RANGE_CHUNK": "\(8 << 20)"], hint: "interrupted")
+        let staged = modelDir(repo).appendingPathComponent(".incomplete").path
+        XCTAssertTrue(waitUntil(timeout: 15) { FileManager.default.fileExists(atPath: staged) }, "the transfer started")
+        Thread.sleep(forTimeInterval: 1)
+        let signalled = Date()
+        XCTAssertEqual(kill(p.processIdentifier, SIGINT), 0)
+        XCTAssertTrue(waitForExit(p, timeout: 30))
+        let took = Date().timeIntervalSince(signalled)
+        print("Ctrl-C of a download capped at 2M: exited after \(String(format: "%.2f", took)) s")
+        XCTAssertEqual(p.terminationStatus, 130, contents(err))
+        XCTAssertLessThan(took, 2.5, "a capped download stops within a moment of Ctrl-C")
+        XCTAssertTrue(contents(err).contains("interrupted"), contents(err))
+        XCTAssertFalse(FileManager.default.fileExists(atPath: modelDir(repo).appendingPathComponent("model.safetensors").path),
+                       "the cancel stopped the transfer; it did not finish it uncapped")
+        XCTAssertTrue(FileManager.default.fileExists(atPath: staged), "what was fetched stays staged")
+    }
+
+    func lines(_ lines: StampedLines, contain text: String) -> Bool { lines.all.contains { $0.text.contains(text) } }
+
     func testRatesThatAreNotRatesAreUsageErrorsNamingTheOption() throws {
         for bad in ["20MB", "fast", "0", "-5M", "1.5.0M", "M", "100", "2M/s"] {
             let (p, _, err) = try speech(["download", repo, "--max-rate", bad, "--cache-base", cacheBase.path], hint: "bad-rate")

@@ -83,4 +83,79 @@ final class StatusProgressTests: DaemonTestCase {
         XCTAssertEqual(client.terminationStatus, 0, contents(clientErr))
         XCTAssertNil((try status()["withoutDaemon"] as? [[String: Any]])?.first, "nothing is listed once it finished")
     }
+
+    func testACappedDownloadWithoutTheDaemonShowsItsBytesMoveAtEveryLook() throws {
+        // 12 MiB in ranges of 4 MiB at --max-rate 2M: each range is in flight for two seconds,
+        // and the sidecar's heads (what `speech status` reads) must follow its bytes meanwhile.
+        let size = 12 << 20
+        try TestHub.generateRepo(root: root, repo: repo, files: [file: size])
+        let (client, _, clientErr) = try speech(["download", repo, "--cache-base", cacheBase.path, "--max-rate", "2M"],
+                                                extra: ["HF_DOWNLOAD_RANGE_CHUNK": "\(4 << 20)"], hint: "client")
+        let started = Date()
+        var looks: [(Double, Int)] = []
+        while client.isRunning {
+            guard let entry = ((try? status())?["withoutDaemon"] as? [[String: Any]])?.first,
+                  let bytes = entry["bytes"] as? Int else { continue }
+            looks.append((Date().timeIntervalSince(started), bytes))
+        }
+        XCTAssertTrue(waitForExit(client, timeout: 30))
+        XCTAssertEqual(client.terminationStatus, 0, contents(clientErr))
+        let shown = looks.map { String(format: "%.2f s %d", $0.0, $0.1) }.joined(separator: ", ")
+        print("status of a capped download: \(shown)")
+        XCTAssertGreaterThanOrEqual(looks.count, 3, "status listed the download while it ran: \(shown)")
+        // Each look (a `speech status` process, most of a second on a loaded machine) shows more
+        // bytes than the one before, until all of them are in.
+        for (before, after) in zip(looks, looks.dropFirst()) where before.1 < size {
+            XCTAssertGreaterThan(after.1, before.1, "status froze while capped bytes arrived: \(shown)")
+        }
+    }
+
+    /// `speech status --watch [--json] --cache-base …` with its stdout on a pipe, each line stamped.
+    func watch(_ extra: [String]) throws -> (Process, StampedLines) {
+        let p = Process()
+        p.executableURL = speechBinary
+        p.arguments = ["status", "--watch", "--cache-base", cacheBase.path] + extra
+        p.environment = environment()
+        p.standardInput = FileHandle.nullDevice
+        p.standardError = FileHandle.nullDevice
+        let pipe = Pipe()
+        p.standardOutput = pipe
+        try p.run()
+        track(p)
+        return (p, StampedLines(following: pipe))
+    }
+
+    func testWatchPrintsALineASecondWhilePipedAndCtrlCEndsItWithExitZero() throws {
+        let extra = try slowEnvironment()
+        let (client, _, clientErr) = try speech(["download", repo, "--cache-base", cacheBase.path], extra: extra, hint: "client")
+        let (p, lines) = try watch([])
+        XCTAssertTrue(waitUntil(timeout: 15) { lines.all.filter { $0.text.contains("without the daemon") }.count >= 3 },
+                      "a line a second while the download runs: \(lines.all.map(\.text))")
+        let signalled = Date()
+        XCTAssertEqual(kill(p.processIdentifier, SIGINT), 0)
+        XCTAssertTrue(waitForExit(p, timeout: 10))
+        XCTAssertLessThan(Date().timeIntervalSince(signalled), 1.5, "Ctrl-C ends the watch at once")
+        XCTAssertEqual(p.terminationStatus, 0, "Ctrl-C is how a watch ends: exit 0")
+        let shown = lines.all
+        print("status --watch: " + shown.map(\.text).joined(separator: " | "))
+        let gaps = zip(shown.dropFirst(), shown).map { $0.time.timeIntervalSince($1.time) }
+        XCTAssertTrue(gaps.allSatisfy { $0 > 0.5 && $0 < 2.5 }, "one line a second: \(gaps)")
+        XCTAssertTrue(shown.contains { $0.text.contains("1 without the daemon:") && $0.text.contains("/s, ETA ") },
+                      "the download's bytes, rate and ETA: \(shown.map(\.text))")
+        XCTAssertTrue(waitForExit(client, timeout: 60))
+        XCTAssertEqual(client.terminationStatus, 0, contents(clientErr))
+
+        let (json, objects) = try watch(["--json"])
+        XCTAssertTrue(waitUntil(timeout: 15) { objects.all.count >= 2 }, "\(objects.all.map(\.text))")
+        kill(json.processIdentifier, SIGINT)
+        XCTAssertTrue(waitForExit(json, timeout: 10))
+        XCTAssertEqual(json.terminationStatus, 0)
+        for line in objects.all {
+            let object = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(line.text.utf8)) as? [String: Any], line.text)
+            XCTAssertNotNil(object["requests"] as? [Any], line.text)
+            XCTAssertNotNil(object["withoutDaemon"] as? [Any], line.text)
+        }
+        XCTAssertTrue(objects.all.last?.text.contains("\"withoutDaemon\":[]") ?? false, "nothing in flight once it finished")
+    }
 }
+
