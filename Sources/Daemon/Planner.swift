@@ -80,7 +80,8 @@ public struct Planner: Sendable {
             return
         }
         let planned = PlannedFile(repo: request.repo, modelDir: request.modelDir, commit: request.commit, file: file,
-                                  rangeSize: staging.rangeSize, node: request.node, layout: request.layout)
+                                  rangeSize: staging.rangeSize, node: request.node, layout: request.layout,
+                                  endpoint: request.endpoint)
         let done = staging.doneRanges
         // A sidecar that was there is left as it is: the record read from it may be older than
         // the file's last writer's (a network filesystem's client), and is not written back.

@@ -183,8 +183,10 @@ public struct RequestTargets: Sendable {
     /// True when the directory `dir` (a resolved path) says its owner asked for `repo` at
     /// `commit` there: its manifest (`.speech-fetch.json`, which a caller writes before it hands a
     /// request over) is a regular file of the directory's owner naming them, and its staging
-    /// folder, if there, is a real folder of the same owner (no link out of it). Whoever can plant
-    /// that manifest can write the directory already.
+    /// folder, if there, is a real folder of the same owner or of this process's user (no link out
+    /// of it: the daemon makes that folder itself when it plans the request, so a verdict does not
+    /// change once it did, whichever of its processes judges and when). Whoever can plant that
+    /// manifest can write the directory already.
     static func vouched(_ dir: String, repo: String, commit: String) -> Bool {
         var folder = stat(), manifest = stat(), staging = stat()
         let manifestPath = dir + "/" + ModelLayout.manifest
@@ -192,7 +194,7 @@ public struct RequestTargets: Sendable {
               lstat(manifestPath, &manifest) == 0, (manifest.st_mode & S_IFMT) == S_IFREG, manifest.st_uid == folder.st_uid
         else { return false }
         if lstat(dir + "/" + ModelLayout.staging, &staging) == 0 {
-            guard (staging.st_mode & S_IFMT) == S_IFDIR, staging.st_uid == folder.st_uid else { return false }
+            guard (staging.st_mode & S_IFMT) == S_IFDIR, staging.st_uid == folder.st_uid || staging.st_uid == geteuid() else { return false }
         }
         guard let data = SharedFS.read(manifestPath, limit: 256 << 20).value, let snapshot = RepoSnapshot.decode(data) else { return false }
         return snapshot.repo == repo && snapshot.commit == commit
