@@ -152,13 +152,19 @@ public final class HuggingFaceDownloader: Sendable {
             served.unmatchedPatterns = HuggingFaceDownloader.unmatched(selection, in: snapshot.files)
             return served
         }
+        // A base another user's daemon serves is that user's to write (docs/protocol.md, "Trust").
+        let spoolBase = cacheBaseDir ?? defaultCacheBase
+        if huggingFaceCache == nil, directory.path.hasPrefix(spoolBase.standardizedFileURL.path + "/"),
+           let foreign = ForeignDaemon.serving(base: spoolBase, node: settings.node, lease: settings.lease) {
+            throw DownloadError.servedByAnotherUser(repo: repo.description, base: spoolBase.path, user: foreign.user, pid: foreign.pid)
+        }
         try checkLocations(cacheDir: cacheDir, cacheBaseDir: cacheBaseDir, forWriting: true)
         if let huggingFaceCache {
             try HubCache.checkNoPlantedLinks(hub: huggingFaceCache, repo: repo, commit: snapshot.commit)
             HubCache.tag(huggingFaceCache)
         }
         var result = try fetch(snapshot, repo: repo, selection: selection, into: directory.atCommit(snapshot.commit),
-                               spoolBase: cacheBaseDir ?? defaultCacheBase, force: forceDownload,
+                               spoolBase: spoolBase, force: forceDownload,
                                host: host, requestTimeout: requestTimeout, progress: progress, isCancelled: isCancelled, notice: notice)
         result.unmatchedPatterns = HuggingFaceDownloader.unmatched(selection, in: snapshot.files)
         return result

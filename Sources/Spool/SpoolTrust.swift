@@ -116,6 +116,12 @@ public enum SpoolTrust {
         return n > 0 && groups.prefix(Int(n)).contains(gid)
     }
 
+    /// The account's login name alone (for a command to run as it), or the uid.
+    public static func accountName(_ uid: uid_t) -> String {
+        guard let pw = getpwuid(uid), let name = pw.pointee.pw_name else { return "\(uid)" }
+        return String(cString: name)
+    }
+
     static func userName(_ uid: uid_t) -> String {
         guard let pw = getpwuid(uid), let name = pw.pointee.pw_name else { return "\(uid)" }
         return "\(String(cString: name)) (\(uid))"
