@@ -211,18 +211,22 @@ public struct RequestTargets: Sendable {
     }
 
     /// `refusal`, judged once per target by this process: what a worker asks of every job it
-    /// claims (the splicer, which writes into the target, judges it afresh).
-    public func cachedRefusal(_ record: ModelDirectoryRecord) -> String? {
+    /// claims. Writers open the judged real path afresh for every pass (`Spool.anchor`).
+    public func cachedRefusal(_ record: ModelDirectoryRecord) -> String? { cachedJudgement(record).refusal }
+
+    /// `refusal` and the real path it judged (nil when the path is not absolute), once per target
+    /// by this process: one verdict, whichever step asks.
+    public func cachedJudgement(_ record: ModelDirectoryRecord) -> (refusal: String?, resolved: String?) {
         let key = [record.layout ?? "", record.modelDir, record.repo, record.commit].joined(separator: "\n")
         if let known = memo.verdict(key) { return known }
-        let verdict = refusal(record)
+        let verdict = (refusal(record), RequestTargets.resolve(record.modelDir))
         memo.remember(key, verdict)
         return verdict
     }
 
     /// The real path of `path`: its longest existing prefix resolved (symlinks followed), then the
     /// rest; nil when it is not absolute or a component of the rest is `.`, `..` or empty.
-    static func resolve(_ path: String) -> String? {
+    public static func resolve(_ path: String) -> String? {
         guard path.hasPrefix("/") else { return nil }
         let parts = path.split(separator: "/", omittingEmptySubsequences: true).map(String.init)
         guard !parts.contains(where: { $0 == "." || $0 == ".." }) else { return nil }
@@ -268,15 +272,16 @@ public struct RequestTargets: Sendable {
 
 /// Verdicts of `RequestTargets.cachedRefusal` (a few hundred at most: one per model directory).
 final class TargetVerdicts: @unchecked Sendable {
+    typealias Verdict = (refusal: String?, resolved: String?)
     private let lock = NSLock()
-    private var verdicts: [String: String?] = [:]
+    private var verdicts: [String: Verdict] = [:]
 
-    func verdict(_ key: String) -> String?? { lock.withLock { verdicts[key] } }
+    func verdict(_ key: String) -> Verdict? { lock.withLock { verdicts[key] } }
 
-    func remember(_ key: String, _ verdict: String?) {
+    func remember(_ key: String, _ verdict: Verdict) {
         lock.withLock {
             if verdicts.count > 4096 { verdicts.removeAll() }
-            verdicts[key] = .some(verdict)
+            verdicts[key] = verdict
         }
     }
 }

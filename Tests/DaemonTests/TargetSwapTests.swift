@@ -1,0 +1,80 @@
+// A model folder swapped for a symbolic link out of the cache after the daemon judged it
+// (docs/protocol.md, "Writes follow no link"): nothing lands outside the base, whether the swap
+// comes between two requests or in the middle of a transfer; the request fails saying why.
+import Foundation
+import HubTypes
+import ModelCache
+import Spool
+import TestHub
+@testable import TestSupport
+import XCTest
+
+final class TargetSwapTests: DaemonTestCase {
+    let repo = "q/m"
+    let path = "model.bin"
+    var outside: URL { temp.appendingPathComponent("outside") }
+    var org: URL { cacheBase.appendingPathComponent("models/q") }
+
+    override func setUpWithError() throws {
+        try super.setUpWithError()
+        try FileManager.default.createDirectory(at: outside, withIntermediateDirectories: true)
+    }
+
+    /// `mv B/models/q B/models/q.real; ln -s OUTSIDE B/models/q`.
+    private func swapOrgForALinkOut() {
+        XCTAssertEqual(rename(org.path, org.path + ".real"), 0)
+        XCTAssertEqual(symlink(outside.path, org.path), 0)
+    }
+
+    private func outsideContents() -> [String] {
+        (try? FileManager.default.subpathsOfDirectory(atPath: outside.path)) ?? []
+    }
+
+    private func settled(_ id: String, timeout: Double = 20) -> (done: Bool, reason: String?) {
+        let done = spoolPath("done/\(id)"), failed = spoolPath("failed/\(id).json")
+        _ = waitUntil(timeout: timeout) { FileManager.default.fileExists(atPath: done) || FileManager.default.fileExists(atPath: failed) }
+        let reason = (try? Data(contentsOf: URL(fileURLWithPath: failed)))
+            .flatMap { try? JSONSerialization.jsonObject(with: $0) as? [String: Any] }?["reason"] as? String
+        return (FileManager.default.fileExists(atPath: done), reason)
+    }
+
+    func testARequestAfterTheFolderWasSwappedForALinkOutWritesNothingThere() throws {
+        try TestHub.generateRepo(root: root, repo: repo, files: [path: 2 << 20])
+        try startDaemon(workers: 1)
+        XCTAssertTrue(try download(repo).handedOver, "the first request is the daemon's")
+        let snapshot = try XCTUnwrap(ModelDirectory(modelDir(repo)).readManifest())
+        swapOrgForALinkOut()
+        // Asked again (as a planted record, so that only the daemon writes): the same target.
+        let request = SpoolRequest(repo: repo, revision: "main", commit: snapshot.commit, modelDir: modelDir(repo).path,
+                                   files: snapshot.files, node: "somewhere")
+        try Spool(base: cacheBase, node: "n1").submit(request)
+        let outcome = settled(request.id)
+        XCTAssertFalse(outcome.done, "not done through the link")
+        XCTAssertTrue(outcome.reason?.contains("is now a symbolic link or a file (it was replaced after it was judged)") == true,
+                      outcome.reason ?? "no reason")
+        XCTAssertEqual(outsideContents(), [], "nothing written outside the base")
+        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: org.path + ".real/m/\(path)")), try source(repo, path),
+                       "the real folder keeps its file")
+    }
+
+    func testASwapInTheMiddleOfATransferWritesNothingOutside() throws {
+        try TestHub.generateRepo(root: root, repo: repo, files: [path: 4 << 20])
+        hub.setFault(.rateLimit(bytesPerSecond: 1 << 20), for: "\(repo)/\(path)")
+        try startDaemon(workers: 1)
+        let (caller, _, err) = try speech(["download", repo, "--cache-base", cacheBase.path])
+        // The first ranges are spliced into the staging file: the transfer is under way.
+        let sidecar = modelDir(repo).appendingPathComponent(".incomplete")
+        XCTAssertTrue(waitUntil(timeout: 20) {
+            ((try? FileManager.default.contentsOfDirectory(atPath: sidecar.path)) ?? []).contains { $0.hasSuffix(".json") }
+        }, "a sidecar is written: \(contents(err))")
+        swapOrgForALinkOut()
+        XCTAssertTrue(waitForExit(caller, timeout: 30), "the caller ends")
+        XCTAssertEqual(outsideContents(), [], "nothing written outside the base: \(contents(err))")
+        if caller.terminationStatus == 0 {
+            XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: org.path + ".real/m/\(path)")), try source(repo, path),
+                           "finished in the real folder")
+        } else {
+            XCTAssertTrue(contents(err).contains("was replaced after it was judged"), contents(err))
+        }
+    }
+}
