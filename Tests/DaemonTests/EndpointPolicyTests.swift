@@ -60,6 +60,19 @@ final class EndpointPolicyTests: DaemonTestCase {
         assertDaemonHubUntouched()
     }
 
+    /// --detach cannot fetch in its own process: it fails saying why, and hands nothing over.
+    func testADetachedCallResolvedAgainstAnotherHubFailsSayingWhy() throws {
+        try startDaemon(workers: 1, environment: daemonEnvironment)
+        let (p, _, err) = try speech(["download", repo, "--detach", "--cache-base", cacheBase.path])
+        XCTAssertTrue(waitForExit(p, timeout: 30), "it ends")
+        XCTAssertEqual(p.terminationStatus, 1, contents(err))
+        XCTAssertTrue(contents(err).contains("cannot --detach: the speech-fetchd serving \(spool.path) fetches from \(daemonHub.baseURL), not \(hub.baseURL)"),
+                      contents(err))
+        XCTAssertTrue(contents(err).contains("run it without --detach to fetch it in this process"), contents(err))
+        XCTAssertEqual(names("requests"), [], "nothing handed over")
+        assertDaemonHubUntouched()
+    }
+
     /// A daemon started with --allow-endpoint for the caller's Hub is handed the call and fetches
     /// it from that Hub.
     func testADaemonAllowedTheCallersHubFetchesFromIt() throws {
