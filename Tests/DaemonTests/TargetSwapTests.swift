@@ -81,4 +81,21 @@ final class TargetSwapTests: DaemonTestCase {
             XCTAssertTrue(contents(err).contains("was replaced after it was judged"), contents(err))
         }
     }
+
+    /// A repo folder planted as a link inside the model directory (`weights -> OUTSIDE`, by
+    /// someone who can write it): the final rename does not follow it, and the request fails
+    /// naming that folder.
+    func testAFolderOfTheRepoPathPlantedAsALinkIsNotFollowedByTheFinalRename() throws {
+        let nested = "weights/model.bin"
+        try TestHub.generateRepo(root: root, repo: repo, files: [nested: 2 << 20])
+        try FileManager.default.createDirectory(at: modelDir(repo), withIntermediateDirectories: true)
+        XCTAssertEqual(symlink(outside.path, modelDir(repo).appendingPathComponent("weights").path), 0)
+        try startDaemon(workers: 1)
+        let (p, _, err) = try speech(["download", repo, "--cache-base", cacheBase.path])
+        XCTAssertTrue(waitForExit(p, timeout: 30), "the download ends")
+        XCTAssertEqual(p.terminationStatus, 1, contents(err))
+        XCTAssertTrue(contents(err).contains("\(modelDir(repo).path)/weights"), contents(err))
+        XCTAssertTrue(contents(err).contains("a symbolic link is not followed"), contents(err))
+        XCTAssertEqual(outsideContents(), [], "nothing written through the link")
+    }
 }
