@@ -59,6 +59,14 @@ public final class TargetAnchor: @unchecked Sendable {
             guard next >= 0 else { return .failure(TargetAnchorError(realPath: realPath, component: walked, errno: code)) }
             fd = next
         }
+        // The staging folder is reached by name below the directory opened: one planted there as
+        // a link (or a file) is refused. A look, not a descriptor: a swap between this look and
+        // the pass's writes still leads them (docs/protocol.md says so).
+        var staging = stat()
+        if fstatat(fd, ModelLayout.staging, &staging, AT_SYMLINK_NOFOLLOW) == 0, (staging.st_mode & S_IFMT) != S_IFDIR {
+            close(fd)
+            return .failure(TargetAnchorError(realPath: realPath, component: walked + "/" + ModelLayout.staging, errno: ELOOP))
+        }
         return .success(TargetAnchor(fd: fd, realPath: realPath, record: record))
     }
 }

@@ -98,4 +98,24 @@ final class TargetSwapTests: DaemonTestCase {
         XCTAssertTrue(contents(err).contains("a symbolic link is not followed"), contents(err))
         XCTAssertEqual(outsideContents(), [], "nothing written through the link")
     }
+
+    /// `.incomplete` planted as a link out in a model directory under the base: the pass that
+    /// would stage there fails naming it, and nothing is staged through it.
+    func testAStagingFolderPlantedAsALinkIsRefused() throws {
+        try TestHub.generateRepo(root: root, repo: repo, files: [path: 2 << 20])
+        try FileManager.default.createDirectory(at: modelDir(repo), withIntermediateDirectories: true)
+        XCTAssertEqual(symlink(outside.path, modelDir(repo).appendingPathComponent(".incomplete").path), 0)
+        try startDaemon(workers: 1)
+        let node = environment()["SPEECH_FETCH_NODE"] ?? ProcessInfo.processInfo.hostName
+        let snapshot = RepoSnapshot(repo: repo, revision: "main", commit: String(repeating: "c", count: 40),
+                                    files: [RepoFile(path: path, size: 2 << 20, blobID: String(repeating: "b", count: 40), sha256: nil)])
+        let request = SpoolRequest(repo: repo, revision: "main", commit: snapshot.commit, modelDir: modelDir(repo).path,
+                                   files: snapshot.files, node: node)
+        try Spool(base: cacheBase, node: node).submit(request)
+        let outcome = settled(request.id)
+        XCTAssertFalse(outcome.done)
+        XCTAssertTrue(outcome.reason?.contains("\(modelDir(repo).path)/.incomplete is now a symbolic link or a file") == true,
+                      outcome.reason ?? "no reason")
+        XCTAssertEqual(outsideContents(), [], "nothing staged through the link")
+    }
 }
