@@ -33,6 +33,16 @@ static inline int sf_clone_range(int src, long long src_off, long long len, int 
                                       .src_length = (unsigned long long)len, .dest_offset = (unsigned long long)dst_off };
     return ioctl(dst, FICLONERANGE, &range);
 }
+/* O_PATH, which glibc declares only under _GNU_SOURCE: a descriptor that names a directory for
+   the *at calls and /proc/self/fd without read permission on it (010000000 on every Linux ABI
+   but alpha, parisc and sparc, which this project does not build for). */
+static inline int sf_o_path(void) {
+#ifdef O_PATH
+    return O_PATH;
+#else
+    return 010000000;
+#endif
+}
 /* Sets a user extended attribute on an open file; -1 where the filesystem has none. */
 static inline int sf_set_xattr(int fd, const char *name, const char *value, size_t len) {
     return fsetxattr(fd, name, value, len, 0);

@@ -89,6 +89,12 @@ public struct CacheAdmin: Sendable {
 
     /// True when a live `speech-fetchd` serves this base.
     public var daemonServesBase: Bool { !(existingSpool()?.liveSupervisors().isEmpty ?? true) }
+
+    /// The live `speech-fetchd` of another user serving this base, when this process may not use
+    /// its spool (`ForeignDaemon`): the user it runs as, and its pid when it runs on this node.
+    public var otherUsersDaemon: (user: String, pid: Int32?)? {
+        ForeignDaemon.serving(base: base, node: node, lease: lease).map { ($0.user, $0.pid) }
+    }
 }
 
 /// What the spool is doing, read once and grouped by (canonical) model directory.

@@ -16,11 +16,12 @@ public enum FetchdCommandLine {
         """,
         options: [
             .value("cache-base", "DIR", "the cache base to serve (default: $QWEN3_CACHE_DIR or ~/.cache/qwen3-speech)"),
-            .value("workers", "N", "worker processes (default: enough for HF_DOWNLOAD_RANGE_CONCURRENCY)"),
+            .value("workers", "N", "worker processes, 1 to \(maxWorkers) (default: enough for HF_DOWNLOAD_RANGE_CONCURRENCY)"),
             .value("slots", "K", "ranges in flight per worker, 1 to 64 (default 4)"),
             .value("node", "NAME", "this node's name in every claim (default: SPEECH_FETCH_NODE or the host name)"),
             .flag("own-requests", "serve only requests made on this node"),
             .value("hf-cache", "DIR", "also write requests into this huggingface_hub cache (repeatable; the cache base is always served)"),
+            .value("allow-endpoint", "URL", "also fetch requests that callers resolved against this Hub or mirror (repeatable; without a token); its own HF_ENDPOINT is always served, and a request from any other Hub fails"),
             .flag("worker", "run one worker process (the supervisor starts these)"),
             .value("max-rate", "RATE", "cap the node's download rate, all workers together: 20M, 500K (1024-based) or bytes per second"),
             .value("max-cache-size", "SIZE", "keep the cache base's models within SIZE (20G, 500M): evict the least recently used after each finished request and every 10 minutes"),
@@ -36,6 +37,10 @@ public enum FetchdCommandLine {
         exit codes: 0 drained after SIGTERM/SIGINT, 1 cannot serve (reason logged), 64 bad usage.
         """)
 
+    /// The most worker processes `--workers` takes: each is a process with its own connections,
+    /// and 256 × 64 slots is far more ranges at once than any link needs.
+    public static let maxWorkers = 256
+
     /// The daemon's options as parsed values.
     public struct Arguments: Sendable {
         public var cacheBase: String?
@@ -46,6 +51,8 @@ public enum FetchdCommandLine {
         public var ownRequests = false
         /// `--hf-cache`: huggingface_hub caches requests may point into, besides the cache base.
         public var hubCaches: [String] = []
+        /// `--allow-endpoint`: Hubs besides its own HF_ENDPOINT whose requests the daemon fetches.
+        public var allowedEndpoints: [String] = []
         /// `--metrics`: the address and port to serve /metrics on.
         public var metrics: (host: String, port: UInt16)?
         /// `--max-rate` in bytes per second.
@@ -92,7 +99,9 @@ public enum FetchdCommandLine {
         var result = Arguments()
         result.cacheBase = parsed.value("cache-base")
         if let raw = parsed.value("workers") {
-            guard let n = Int(raw), n > 0 else { program.usageError("speech-fetchd: --workers needs a positive number, not '\(raw)'") }
+            guard let n = Int(raw), n > 0, n <= maxWorkers else {
+                program.usageError("speech-fetchd: --workers needs a number from 1 to \(maxWorkers), not '\(raw)' (each worker is a process with --slots ranges in flight: raise --slots, up to 64, for more ranges at once)")
+            }
             result.workers = n
         }
         if let raw = parsed.value("slots") {
@@ -103,6 +112,15 @@ public enum FetchdCommandLine {
         result.isWorker = parsed.flag("worker")
         result.ownRequests = parsed.flag("own-requests")
         result.hubCaches = parsed.values("hf-cache").map { URL(fileURLWithPath: $0).standardizedFileURL.path }
+        for raw in parsed.values("allow-endpoint") {
+            var text = raw.trimmingCharacters(in: .whitespaces)
+            while text.hasSuffix("/") { text.removeLast() }
+            guard let parts = URLComponents(string: text), ["http", "https"].contains(parts.scheme?.lowercased() ?? ""),
+                  !(parts.host ?? "").isEmpty, parts.query == nil, parts.fragment == nil, parts.user == nil, !text.contains(" ") else {
+                program.usageError("speech-fetchd: --allow-endpoint needs a Hub's URL as HF_ENDPOINT gives it, like https://hf-mirror.com or http://10.0.0.5:8080; not '\(raw)'")
+            }
+            result.allowedEndpoints.append(text)
+        }
         if let raw = parsed.value("max-rate") {
             guard let rate = ByteRate.parse(raw), rate >= 1024 else {
                 program.usageError("speech-fetchd: --max-rate needs bytes per second of at least 1K: a number with K, M or G (1024-based, as curl's --limit-rate), like 500K or 20M, or plain bytes like 65536; not '\(raw)'")

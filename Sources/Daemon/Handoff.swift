@@ -32,6 +32,7 @@ public struct Handoff: Sendable {
     public init?(base: URL, settings: DownloadSettings, environment: [String: String]) {
         guard let served = try? Spool.served(base: base, settings: settings) else { return nil }
         served.spool.targets = RequestTargets.published(by: served.spool)
+        served.spool.endpoints = EndpointPolicy.published(by: served.spool)
         spool = served.spool
         sharing = served.sharing
         self.settings = settings
@@ -43,6 +44,18 @@ public struct Handoff: Sendable {
     /// manifest (written before the hand-over) names them. A caller hands over nothing else.
     public func accepts(_ directory: ModelDirectory, repo: String, commit: String) -> Bool {
         spool.targets?.refusal(modelDir: directory.path, layout: directory.layoutName, repo: repo, commit: commit) == nil
+    }
+
+    /// Why this node's daemon would not fetch a request resolved against `endpoint` (docs/protocol.md,
+    /// "Endpoints"), in one line for the caller's stderr; nil when it would. A daemon that has not
+    /// said which Hubs it fetches from is not handed anything.
+    public func endpointRefusal(repo: String, endpoint: String) -> String? {
+        guard let policy = spool.endpoints else {
+            return "the speech-fetchd serving \(spool.root) has not said which Hub it fetches from; this process fetches \(repo) itself"
+        }
+        guard !policy.allows(endpoint) else { return nil }
+        return "the speech-fetchd serving \(spool.root) fetches from \(policy.own), not \(endpoint) (HF_ENDPOINT); this process "
+            + "fetches \(repo) itself (speech-fetchd --allow-endpoint \(endpoint) would let the daemon fetch it)"
     }
 
     /// True while a supervisor's heartbeat is fresh in this spool.
@@ -332,6 +345,8 @@ public enum HandoffError: Error, Sendable, CustomStringConvertible {
     case noDaemon(repo: String, spool: String)
     /// `--detach` started speech-fetchd but it never came up.
     case daemonDidNotStart(log: String)
+    /// `--detach` found a speech-fetchd that would not fetch the request as asked (another Hub).
+    case notServed(reason: String)
 
     public var description: String {
         switch self {
@@ -341,6 +356,8 @@ public enum HandoffError: Error, Sendable, CustomStringConvertible {
             return "\(repo) is requested in \(spool) but no speech-fetchd serves it; start `speech-fetchd --cache-base …` or run `speech download \(repo)` to fetch it in this process"
         case .daemonDidNotStart(let log):
             return "speech-fetchd did not start; see \(log)"
+        case .notServed(let reason):
+            return "cannot --detach: \(reason.replacingOccurrences(of: "; this process fetches", with: ", so it would not fetch")); run it without --detach to fetch it in this process"
         case .timedOut(let repo):
             return "timed out waiting for \(repo); the transfer goes on"
         }

@@ -34,17 +34,35 @@ public struct Planner: Sendable {
             // arrival); the others only once it is gone.
             if spool.servedElsewhere(request) { continue }
             if !spool.acceptsTarget(of: request) { continue }
-            let directory = request.directory
-            for file in request.files where !directory.isComplete(file) {
+            let wanted = request.files.filter { file in
                 let key = PlannedFile.key(modelDir: request.modelDir, path: file.path, commit: request.commit)
                 // Planned only when the plan is positively absent (an unreadable one may stand).
-                if spool.failure(of: key) != nil || !spool.lookPlan(key).isAbsent { continue }
-                plan(file, of: request, in: directory)
+                return !request.directory.isComplete(file) && spool.failure(of: key) == nil && spool.lookPlan(key).isAbsent
+            }
+            guard !wanted.isEmpty else { continue }
+            // The staging lock, file and sidecar are made through the directory opened by its
+            // judged path (TargetAnchor): a folder swapped for a link since is not followed.
+            switch spool.anchor(request) {
+            case .success(let anchor):
+                withExtendedLifetime(anchor) {
+                    for file in wanted { plan(file, of: request, in: anchor.directory, told: anchor.told) }
+                }
+            case .failure(let refusal) where refusal.replaced:
+                spool.markFailed(request.id, reason: "the request for \(request.repo) is refused: \(refusal.reason)")
+            case .failure(let refusal) where refusal.retryable:
+                continue  // a stale handle or I/O error: the next pass plans it
+            case .failure(let refusal):
+                // Its folder cannot be made or opened (a read-only parent): the request fails
+                // saying so, rather than waiting for a plan that cannot be made.
+                for file in wanted {
+                    spool.recordFailure(PlannedFile.key(modelDir: request.modelDir, path: file.path, commit: request.commit),
+                                        reason: refusal.reason)
+                }
             }
         }
     }
 
-    private func plan(_ file: RepoFile, of request: SpoolRequest, in directory: ModelDirectory) {
+    private func plan(_ file: RepoFile, of request: SpoolRequest, in directory: ModelDirectory, told: (String) -> String) {
         if file.size == 0 {
             try? directory.placeEmptyFile(file)
             return
@@ -60,7 +78,7 @@ public struct Planner: Sendable {
         } catch {
             // The lock cannot be made at all (a read-only directory, a name the filesystem
             // refuses): the request fails saying so, rather than waiting for a holder that is not there.
-            spool.recordFailure(key, reason: "\(error)")
+            spool.recordFailure(key, reason: told("\(error)"))
             return
         }
         guard let lock = taken else { return }
@@ -76,11 +94,12 @@ public struct Planner: Sendable {
         } catch {
             // Unplannable here (no libcrypto, the disk refuses the staging file): the request
             // fails with the reason instead of leaving its waiters to time out.
-            spool.recordFailure(key, reason: "\(error)")
+            spool.recordFailure(key, reason: told("\(error)"))
             return
         }
         let planned = PlannedFile(repo: request.repo, modelDir: request.modelDir, commit: request.commit, file: file,
-                                  rangeSize: staging.rangeSize, node: request.node, layout: request.layout)
+                                  rangeSize: staging.rangeSize, node: request.node, layout: request.layout,
+                                  endpoint: request.endpoint)
         let done = staging.doneRanges
         // A sidecar that was there is left as it is: the record read from it may be older than
         // the file's last writer's (a network filesystem's client), and is not written back.

@@ -13,6 +13,9 @@ public enum SupervisorError: Error, Sendable, CustomStringConvertible {
     case alreadyServed(spool: String, node: String, pid: Int32)
     /// This node's supervisor record could not be read or replaced (a stale handle, EIO).
     case recordUnreadable(spool: String, node: String)
+    /// Not one worker process could be kept running (the open-file or process limit, a missing
+    /// executable): a daemon without workers would take requests its callers wait on forever.
+    case noWorkers(spool: String, reason: String)
 
     public var description: String {
         switch self {
@@ -22,6 +25,10 @@ public enum SupervisorError: Error, Sendable, CustomStringConvertible {
         case .recordUnreadable(let spool, let node):
             return "cannot read or replace \(spool)/supervisors/\(node) (the filesystem keeps failing: a stale handle or I/O error); "
                 + "this speech-fetchd exits: check the mount and start it again"
+        case .noWorkers(let spool, let reason):
+            return "no worker process could be started for \(spool) (\(reason)); this speech-fetchd exits so that callers "
+                + "fetch in their own processes instead of waiting: raise the open-file limit (ulimit -n, systemd's LimitNOFILE=) "
+                + "or the process limit, check that the speech executable beside speech-fetchd runs, and start it again"
         }
     }
 }
@@ -71,6 +78,7 @@ public final class Supervisor: @unchecked Sendable {
         settings = DownloadSettings.fromEnvironment(environment)
         (spool, sharing) = try Spool.served(base: cacheBase, settings: settings)
         spool.targets = RequestTargets.daemon(base: cacheBase, environment: environment)
+        spool.endpoints = EndpointPolicy.daemon(environment: environment)
         let slots = max(1, slots)
         self.slots = slots
         workerCount = max(1, workers ?? (settings.concurrency + slots - 1) / slots)
@@ -91,13 +99,15 @@ public final class Supervisor: @unchecked Sendable {
             throw SupervisorError.alreadyServed(spool: spool.root, node: settings.node, pid: pid)
         }
         spool.targets?.publish(in: spool)  // what callers of this node may hand over
+        spool.endpoints?.publish(in: spool)
         let spoolGuard = SpoolGuard(spool: spool)
-        var stopped: SpoolTrustError?
+        var stopped: (any Error)?
         for node in spool.liveSupervisors() where node != settings.node {
             log("node \(node)'s speech-fetchd serves this spool too; both take jobs from it")
         }
         log("serving \(spool.root) as node \(settings.node) with \(workerCount) workers × \(slots) ranges"
-            + (ownRequestsOnly ? ", own requests only" : ""))
+            + (ownRequestsOnly ? ", own requests only" : "")
+            + (spool.endpoints.map { ", from \(([$0.own] + $0.allowed).joined(separator: ", "))" } ?? ""))
         spool.remembersSettled = true
         // Local changes wake the loop through inotify: a request, a part this node's workers
         // published, a failure. Another node's changes are seen through one stat of the spool's
@@ -129,7 +139,11 @@ public final class Supervisor: @unchecked Sendable {
                 hangups.reopened()
                 for w in workers where w.isRunning { kill(w.processIdentifier, SIGHUP) }
             }
-            let workersChanged = keepWorkers()
+            let workersChanged = keepWorkers(shouldStop: shouldStop)
+            if let reason = workerlessFor(seconds: 3) {
+                stopped = SupervisorError.noWorkers(spool: spool.root, reason: reason)
+                break
+            }
             let now = Date()
             // One fstat of the generation through a held descriptor; the safety pass looks the
             // path up too (a replaced file is followed).
@@ -190,23 +204,45 @@ public final class Supervisor: @unchecked Sendable {
             event = watcher?.wait(seconds: pace.sleep(poll: poll, now: Date())) ?? { sleep(1); return false }()
             partsOnly = event && watcher?.takeChanged() == [partsFolder]
         }
+        if let stopped = stopped as? SupervisorError { log("\(stopped)") }
         drain()
         if let stopped { throw stopped }
     }
 
+    /// Since when no worker runs while one could not be started (nil: one runs, or none was
+    /// refused yet), and the last reason.
+    private var workerless: (since: Date, reason: String)?
+
+    /// Why no worker could be kept running for `seconds` (nil while one runs, or not for that long).
+    private func workerlessFor(seconds: Double) -> String? {
+        guard let workerless, workers.isEmpty, Date().timeIntervalSince(workerless.since) >= seconds else { return nil }
+        return workerless.reason
+    }
+
+    /// Notes why a worker could not be started or kept.
+    private func refusedWorker(_ reason: String) {
+        if workers.isEmpty && workerless == nil { workerless = (Date(), reason) }
+        workerless?.reason = reason
+    }
+
     /// Starts workers where some died; true when any died or started (a pass looks at once:
-    /// a dead worker's claims go back to ready).
-    private func keepWorkers() -> Bool {
+    /// a dead worker's claims go back to ready). Stops starting once `shouldStop` (a SIGTERM
+    /// during a start of many workers is not left waiting for all of them).
+    private func keepWorkers(shouldStop: () -> Bool) -> Bool {
         let before = workers.count
         workers.removeAll { !$0.isRunning }
+        if !workers.isEmpty { workerless = nil }
         var changed = workers.count != before
-        while workers.count < workerCount {
+        while workers.count < workerCount && !shouldStop() {
             // A worker that dies at once is throttled, not respawned in a loop.
             let deaths = deathLock.withLock {
                 recentDeaths.removeAll { Date().timeIntervalSince($0) > 10 }
                 return recentDeaths.count
             }
-            if deaths > workerCount * 3 { return changed }
+            if deaths > workerCount * 3 {
+                refusedWorker("every worker started died at once: \(deaths) in 10 s; the log says why")
+                return changed
+            }
             let process = Process()
             process.executableURL = URL(fileURLWithPath: workerCommand[0])
             process.arguments = Array(workerCommand.dropFirst())
@@ -221,11 +257,16 @@ public final class Supervisor: @unchecked Sendable {
                 try process.run()
                 if !lookerAlive { endgameLooker = process.processIdentifier }
                 workers.append(process)
+                workerless = nil
                 changed = true
                 let died = { @Sendable [weak self] (_: Process) -> Void in self?.noteDeath() }
                 process.terminationHandler = died
             } catch {
-                log("cannot start a worker (\(workerCommand[0])): \(error)")
+                // Foundation's spawn errors are NSErrors: their errno says it in words.
+                let ns = error as NSError
+                let reason = ns.domain == NSPOSIXErrorDomain ? String(cString: strerror(Int32(ns.code))) + " (errno \(ns.code))" : "\(error)"
+                log("cannot start a worker (\(workerCommand[0])): \(reason)")
+                refusedWorker(reason)
                 return changed
             }
         }
@@ -248,6 +289,7 @@ public final class Supervisor: @unchecked Sendable {
         spool.retireSupervisor()
         while cacheCap?.isRunning == true && Date() < deadline.addingTimeInterval(20) { usleep(20_000) }
         RequestTargets.retract(in: spool)
+        EndpointPolicy.retract(in: spool)
         log("stopped")
     }
 }
@@ -319,7 +361,8 @@ struct SupervisorPace {
     func sleep(poll: Double, now: Date) -> Double { ownActive ? min(poll, 0.5) : poll }
 }
 
-/// One log line per request: accepted, then done (bytes and time) or failed (the reason).
+/// One log line per request: accepted, then done (bytes and time) or failed (the reason); or
+/// refused (where it points, or its Hub), never accepted.
 struct RequestLog {
     private var open: [String: (since: Date, bytes: Int64)] = [:]
     private var settled: Set<String> = []
@@ -337,7 +380,12 @@ struct RequestLog {
             let state = spool.state(of: request.id)
             let bytes = request.files.reduce(Int64(0)) { $0 + $1.size }
             guard let seen = open[request.id] else {
-                if state == .active {
+                if state == .active, let refusal = spool.targetRefusal(of: request) {
+                    // Refused, never accepted: the planner fails it with this reason.
+                    log("refused \(request.repo) @ \(request.commit.prefix(12)) (request \(request.id), node \(request.node)): \(refusal)")
+                    metrics?.settled(failedBecause: refusal)
+                    settled.insert(request.id)
+                } else if state == .active {
                     open[request.id] = (Date(), bytes)
                     log("accepted \(request.repo) @ \(request.commit.prefix(12)): \(request.files.count) files, "
                         + "\(mebibytes(bytes)) into \(request.modelDir) (request \(request.id), node \(request.node))")

@@ -12,8 +12,8 @@ import Transfer
 public final class Worker: @unchecked Sendable {
     public let spool: Spool
     let sharing: SpoolSharing
-    /// One fetcher per slot: each slot transfers one range at a time on its own connection.
-    let fetchers: [RangeFetch]
+    /// One fetcher per slot (per Hub it fetches from): each slot transfers one range at a time on its own connection.
+    let fetchers: [SlotFetchers]
     let settings: DownloadSettings
     let log: @Sendable (String) -> Void
     /// Claim only jobs planned for requests made on this node.
@@ -48,11 +48,12 @@ public final class Worker: @unchecked Sendable {
         self.settings = settings
         (spool, sharing) = try Spool.served(base: cacheBase, settings: settings)
         spool.targets = RequestTargets.daemon(base: cacheBase, environment: environment)
+        spool.endpoints = EndpointPolicy.daemon(environment: environment)
         live = LiveProgress(spool: spool)
         nodeNamesView = NodeNamesView(spool: spool)
         // Workers use the credential of the node they run on, never one from the spool.
         let client = HubClient.fromEnvironment(environment, retry: settings.retry, stallTimeout: settings.stallTimeout)
-        fetchers = try (0..<max(1, slots)).map { _ in try RangeFetch(client: client, settings: settings) }
+        fetchers = try (0..<max(1, slots)).map { _ in SlotFetchers(own: try RangeFetch(client: client, settings: settings)) }
         self.log = log
     }
 
@@ -131,7 +132,7 @@ public final class Worker: @unchecked Sendable {
     /// next. An idle slot sleeps until woken (a new job here or on another node, through inotify
     /// or the wake word); it looks again by itself only while another node holds claims (one may
     /// stall, and the endgame races it), once per poll for the whole process.
-    private func slot(_ fetcher: RangeFetch, poll: Int, wakeup: Wakeup, done: @escaping @Sendable () -> Bool) {
+    private func slot(_ fetcher: SlotFetchers, poll: Int, wakeup: Wakeup, done: @escaping @Sendable () -> Bool) {
         var seen = -1
         var afterWork = false
         while !done() {
@@ -201,7 +202,7 @@ public final class Worker: @unchecked Sendable {
     let plansLock = NSLock()
     var plans: [String: PlannedFile] = [:]
 
-    private func work(_ claim: ClaimedJob, fetcher: RangeFetch, shouldStop: @escaping @Sendable () -> Bool) {
+    private func work(_ claim: ClaimedJob, fetcher: SlotFetchers, shouldStop: @escaping @Sendable () -> Bool) {
         let plan = claim.plan
         let temp = spool.partTempPath(claim)
         let range = plan.range(claim.index)
@@ -216,6 +217,7 @@ public final class Worker: @unchecked Sendable {
         defer { if !handedToPublisher { entry?.remove() } }
         do {
             let repo = try RepoID(plan.repo)
+            let fetcher = try fetcher.fetcher(for: plan.endpoint)
             // A part a killed claimant of this range left behind is adopted: only its tail is fetched.
             let adopted = spool.adoptPart(claim, as: temp, rangeLength: range.end - range.start + 1)
             if adopted > 0 { log("\(plan.file.path) part \(claim.index): adopted \(adopted) bytes a gone worker left") }

@@ -48,11 +48,8 @@ extension StagingFile {
             fchmod(fd, 0o666 & ~StagingFile.umaskValue)
             try directory.installBlob(from: dataURL.path, file: file)
         } else {
-            let target = directory.finalURL(file.path)
-            try ModelDirectory.makeDirectories(target.deletingLastPathComponent().path)
-            guard rename(dataURL.path, target.path) == 0 else {
-                throw CacheError.io(path: target.path, operation: "rename into place", errno: errno)
-            }
+            // Through descriptors of the repo path's folders: a folder that is a link is not followed.
+            try directory.renameIntoPlace(from: dataURL.path, repoPath: file.path)
         }
         unlink(sidecarURL.path)
         StagingFile.removeStagingIfEmpty(directory)

@@ -51,6 +51,9 @@ public enum DownloadNotice: Sendable, Equatable {
     /// The daemon serving the request is gone (stopped, killed); this call finishes the
     /// transfer itself from what the daemon staged.
     case daemonGone(spool: String)
+    /// A speech-fetchd serves the spool but would not fetch this call as asked (another Hub:
+    /// docs/protocol.md, "Endpoints"): the call fetches in its own process, and this says why.
+    case notHandedOver(reason: String)
     /// The call has waited a few seconds for something another process holds (a
     /// huggingface_hub blob lock): what, and how long it waits at most.
     case waiting(String)

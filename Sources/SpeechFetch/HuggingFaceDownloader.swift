@@ -157,13 +157,19 @@ public final class HuggingFaceDownloader: Sendable {
             HuggingFaceDownloader.reportComplete(served.files, in: directory.atCommit(snapshot.commit), progress: progress)
             return served
         }
+        // A base another user's daemon serves is that user's to write (docs/protocol.md, "Trust").
+        let spoolBase = cacheBaseDir ?? defaultCacheBase
+        if huggingFaceCache == nil, directory.path.hasPrefix(spoolBase.standardizedFileURL.path + "/"),
+           let foreign = ForeignDaemon.serving(base: spoolBase, node: settings.node, lease: settings.lease) {
+            throw DownloadError.servedByAnotherUser(repo: repo.description, base: spoolBase.path, user: foreign.user, pid: foreign.pid)
+        }
         try checkLocations(cacheDir: cacheDir, cacheBaseDir: cacheBaseDir, forWriting: true)
         if let huggingFaceCache {
             try HubCache.checkNoPlantedLinks(hub: huggingFaceCache, repo: repo, commit: snapshot.commit)
             HubCache.tag(huggingFaceCache)
         }
         var result = try fetch(snapshot, repo: repo, selection: selection, into: directory.atCommit(snapshot.commit),
-                               spoolBase: cacheBaseDir ?? defaultCacheBase, force: forceDownload,
+                               spoolBase: spoolBase, force: forceDownload,
                                host: host, requestTimeout: requestTimeout, progress: progress, isCancelled: isCancelled, notice: notice)
         result.unmatchedPatterns = HuggingFaceDownloader.unmatched(selection, in: snapshot.files)
         return result
@@ -253,16 +259,28 @@ public final class HuggingFaceDownloader: Sendable {
         let handoff = force || settings.maxRate != nil ? nil : handoff(base: spoolBase).flatMap {
             $0.accepts(directory, repo: repo.description, commit: snapshot.commit) ? $0 : nil
         }
+        // The Hub this call resolved the commit against: a daemon fetches it from there or not at
+        // all (docs/protocol.md, "Endpoints"). Its URL only: the token stays in this process.
+        let endpoint = client.endpoint.url
         if !missing.isEmpty, let handoff {
             // A file larger than the free disk is refused before it is handed over too (the
             // engine checks the same before it stages anything).
             try DiskSpace.checkRoom(for: missing, in: directory)
             let daemon = handoff.daemonServes
+            // A serving daemon that would not fetch from this call's Hub is not handed the call:
+            // it is fetched below, in this process (a detached one cannot be: it fails saying why).
+            let refusal = daemon ? handoff.endpointRefusal(repo: repo.description, endpoint: endpoint) : nil
             switch host {
+            case .detach where refusal != nil:
+                throw HandoffError.notServed(reason: refusal ?? "")
+            case .automatic where refusal != nil:
+                notice(.notHandedOver(reason: refusal ?? ""))
+                handoff.adopt(missing, commit: snapshot.commit, directory: directory)
+                missing = missing.filter { !directory.isComplete($0) }
             case .detach(let executable):
                 let request = SpoolRequest(repo: repo.description, revision: snapshot.revision, commit: snapshot.commit,
                                            modelDir: directory.path, files: needed, node: settings.node,
-                                           layout: directory.layoutName)
+                                           layout: directory.layoutName, endpoint: endpoint)
                 try handoff.submit(request)
                 let started = daemon ? nil : try handoff.startDaemon(executable: executable, base: spoolBase)
                 return DownloadResult(directory: directory.filesURL, files: needed.map(\.path), commit: snapshot.commit,
@@ -270,7 +288,7 @@ public final class HuggingFaceDownloader: Sendable {
             case .automatic where daemon:
                 let request = SpoolRequest(repo: repo.description, revision: snapshot.revision, commit: snapshot.commit,
                                            modelDir: directory.path, files: needed, node: settings.node,
-                                           layout: directory.layoutName)
+                                           layout: directory.layoutName, endpoint: endpoint)
                 try handoff.submit(request)
                 notice(.handedToDaemon(spool: handoff.spool.root))
                 do {

@@ -50,16 +50,30 @@ public struct Splicer: Sendable {
     /// the embedded engine asks only for its tail (the part stays for a worker to adopt).
     @discardableResult
     public func splice(_ plan: PlannedFile, salvagingTempParts: Bool = false) -> SpliceOutcome {
-        if let refusal = spool.targets?.cachedRefusal(plan) {
+        let anchor: TargetAnchor
+        switch spool.anchor(plan) {
+        case .success(let opened):
+            anchor = opened
+        case .failure(let refusal) where refusal.transient:
+            return .failed(refusal.reason)  // could not open it now: not a verdict on the target
+        case .failure(let refusal):
             // A plan pointing out of the cache (planted: a request that points there is never
-            // planned) is dropped when it is this node's, else left to its node.
+            // planned), or whose folder was swapped for a link after it was judged, is dropped
+            // when it is this node's, else left to its node.
             if plan.node == spool.owner.node {
-                spool.recordFailure(plan.key, reason: refusal)
+                spool.recordFailure(plan.key, reason: refusal.reason)
                 spool.dropPlan(plan)
             }
-            return .failed(refusal)
+            return .failed(refusal.reason)
         }
-        let directory = plan.directory
+        // Every write of the pass goes through the directory opened (its /proc/self/fd name).
+        return withExtendedLifetime(anchor) {
+            splice(plan, into: anchor.directory, salvagingTempParts: salvagingTempParts, told: anchor.told)
+        }
+    }
+
+    private func splice(_ plan: PlannedFile, into directory: ModelDirectory, salvagingTempParts: Bool,
+                        told: (String) -> String) -> SpliceOutcome {
         if directory.isComplete(plan.file) {
             spool.dropPlan(plan)
             return .finalized
@@ -92,9 +106,9 @@ public struct Splicer: Sendable {
                 JobWindow.refill(plan, spool: spool, done: staging.doneRanges)
             }
             guard staging.isFullyDone else { return pass.spliced == 0 && pass.listed.isEmpty ? .nothing : .progressed }
-            return finalize(plan, staging)
+            return finalize(plan, staging, told: told)
         } catch {
-            return .failed("\(error)")
+            return .failed(told("\(error)"))
         }
     }
 
@@ -215,7 +229,7 @@ public struct Splicer: Sendable {
 
     /// Checks a whole file and renames it into place, or hands it to its repair, or records its
     /// failure.
-    private func finalize(_ plan: PlannedFile, _ staging: StagingFile) -> SpliceOutcome {
+    private func finalize(_ plan: PlannedFile, _ staging: StagingFile, told: (String) -> String) -> SpliceOutcome {
         do {
             try staging.finalize()
         } catch CacheError.repairing(_, let ranges) {
@@ -224,11 +238,11 @@ public struct Splicer: Sendable {
             return .progressed
         } catch let error as CacheError where error.isTransient {
             // Could not look (a stale handle, EIO): the file is not bad; finish it next pass.
-            return .failed("\(error)")
+            return .failed(told("\(error)"))
         } catch {
-            spool.recordFailure(plan.key, reason: "\(error)")
+            spool.recordFailure(plan.key, reason: told("\(error)"))
             spool.dropPlan(plan)
-            return .failed("\(error)")
+            return .failed(told("\(error)"))
         }
         spool.dropPlan(plan)
         return .finalized
@@ -249,21 +263,37 @@ public struct Splicer: Sendable {
         // bumps the generation, which wakes it).
         for request in spool.activeRequests(skipping: spool.servedElsewhere) {
             if spool.targets?.cachedRefusal(request) != nil { continue }  // never written to (Planner fails it)
-            let directory = request.directory
-            var complete = true
-            for file in request.files where !directory.isComplete(file) {
-                complete = false
-                let key = PlannedFile.key(modelDir: request.modelDir, path: file.path, commit: request.commit)
-                if let reason = spool.failure(of: key) {
-                    spool.markFailed(request.id, reason: "\(file.path): \(reason)")
-                    break
-                }
+            // Looked at, and its ref written, through the directory opened by its judged path.
+            let anchor: TargetAnchor
+            switch spool.anchor(request, creating: false) {
+            case .success(let opened): anchor = opened
+            case .failure(let refusal) where refusal.replaced:
+                spool.markFailed(request.id, reason: "the request for \(request.repo) is refused: \(refusal.reason)")
+                continue
+            case .failure:
+                // Not there (or not openable) now: nothing in it is final, but a file's recorded
+                // failure (its folder could not be made) still fails the request.
+                settle(request, in: nil)
+                continue
             }
-            if complete {
-                // A detached request has no caller left to record the ref: the settler does.
-                try? directory.recordRevision(request.revision)
-                spool.markDone(request.id)
+            withExtendedLifetime(anchor) { settle(request, in: anchor.directory) }
+        }
+    }
+
+    private func settle(_ request: SpoolRequest, in directory: ModelDirectory?) {
+        var complete = true
+        for file in request.files where directory?.isComplete(file) != true {
+            complete = false
+            let key = PlannedFile.key(modelDir: request.modelDir, path: file.path, commit: request.commit)
+            if let reason = spool.failure(of: key) {
+                spool.markFailed(request.id, reason: "\(file.path): \(reason)")
+                break
             }
+        }
+        if complete {
+            // A detached request has no caller left to record the ref: the settler does.
+            try? directory?.recordRevision(request.revision)
+            spool.markDone(request.id)
         }
     }
 }

@@ -116,6 +116,13 @@ public final class Spool: @unchecked Sendable {
     }
     var allowedTargets: RequestTargets?
 
+    /// The Hubs this spool's requests may be fetched from (a daemon's processes set it); nil: not checked.
+    public var endpoints: EndpointPolicy? {
+        get { lock.withLock { allowedEndpoints } }
+        set { lock.withLock { allowedEndpoints = newValue } }
+    }
+    var allowedEndpoints: EndpointPolicy?
+
     /// The spool of `base` when it has one (never created here).
     public static func existing(base: URL, node: String, lease: Double) -> Spool? {
         var st = stat()

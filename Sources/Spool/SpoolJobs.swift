@@ -98,8 +98,14 @@ extension Spool {
     /// `plan` is the job's plan when the caller read it already (a scan reads each file's plan
     /// once): it is not read again for every job tried.
     public func claim(_ name: String, plan known: PlannedFile? = nil) -> ClaimedJob? {
-        guard let (key, index) = PlannedFile.parseJob(name), let plan = known?.key == key ? known : plannedFile(key),
-              targets?.cachedRefusal(plan) == nil else { return nil }
+        guard let (key, index) = PlannedFile.parseJob(name), let plan = known?.key == key ? known : plannedFile(key) else { return nil }
+        if let refusal = targets?.cachedRefusal(plan) {
+            // Refused here though planned: recorded, so that the request fails and its waiters
+            // hear why, rather than waiting for a claim no worker will make.
+            if failure(of: key) == nil { recordFailure(key, reason: refusal) }
+            return nil
+        }
+        guard endpoints?.allows(plan.endpoint) != false else { return nil }
         let path = layout.claim(name, by: owner)
         // Fresh mtime before the rename: a claim is never seen with its planning-time age.
         guard SharedFS.touch(layout.ready(name)), rename(layout.ready(name), path) == 0 else { return nil }

@@ -13,6 +13,9 @@ public protocol ModelDirectoryRecord {
     /// `"hf"`: `modelDir` is a huggingface_hub repo folder (`models--org--name`), written in
     /// that layout (blobs, snapshots/<commit>, refs/<revision>). Absent: the native layout.
     var layout: String? { get }
+    /// The Hub (`HF_ENDPOINT`'s URL, never a token) the commit was resolved against; absent in
+    /// records written before it was recorded, meaning the daemon's own endpoint.
+    var endpoint: String? { get }
 }
 
 extension ModelDirectoryRecord {
@@ -34,9 +37,11 @@ public struct SpoolRequest: Codable, Sendable, Equatable, ModelDirectoryRecord {
     public let createdAt: Double
     /// `"hf"` or absent (`ModelDirectoryRecord.layout`).
     public var layout: String?
+    /// The Hub the caller resolved the commit against (`ModelDirectoryRecord.endpoint`).
+    public var endpoint: String?
 
     public init(repo: String, revision: String, commit: String, modelDir: String, files: [RepoFile], node: String,
-                layout: String? = nil) {
+                layout: String? = nil, endpoint: String? = nil) {
         let paths = files.map(\.path).sorted().joined(separator: "\n")
         id = String(SHA256.smallHex(of: Data("\(modelDir)\n\(commit)\n\(paths)".utf8)).prefix(24))
         self.repo = repo
@@ -47,6 +52,7 @@ public struct SpoolRequest: Codable, Sendable, Equatable, ModelDirectoryRecord {
         self.node = node
         createdAt = Date().timeIntervalSince1970
         self.layout = layout
+        self.endpoint = endpoint
     }
 }
 
@@ -75,9 +81,11 @@ public struct PlannedFile: Codable, Sendable, Equatable, ModelDirectoryRecord {
     public let node: String
     /// As in the request: "hf" or absent.
     public var layout: String?
+    /// As in the request: the Hub its workers fetch from, or absent (the daemon's own).
+    public var endpoint: String?
 
     public init(repo: String, modelDir: String, commit: String, file: RepoFile, rangeSize: Int64, node: String,
-                layout: String? = nil) {
+                layout: String? = nil, endpoint: String? = nil) {
         key = PlannedFile.key(modelDir: modelDir, path: file.path, commit: commit)
         self.repo = repo
         self.modelDir = modelDir
@@ -87,6 +95,7 @@ public struct PlannedFile: Codable, Sendable, Equatable, ModelDirectoryRecord {
         rangeCount = Int((file.size + rangeSize - 1) / rangeSize)
         self.node = node
         self.layout = layout
+        self.endpoint = endpoint
     }
 
     /// The file's key in job and part names: a digest of directory, path and commit.

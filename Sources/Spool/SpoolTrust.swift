@@ -116,6 +116,12 @@ public enum SpoolTrust {
         return n > 0 && groups.prefix(Int(n)).contains(gid)
     }
 
+    /// The account's login name alone (for a command to run as it), or the uid.
+    public static func accountName(_ uid: uid_t) -> String {
+        guard let pw = getpwuid(uid), let name = pw.pointee.pw_name else { return "\(uid)" }
+        return String(cString: name)
+    }
+
     static func userName(_ uid: uid_t) -> String {
         guard let pw = getpwuid(uid), let name = pw.pointee.pw_name else { return "\(uid)" }
         return "\(String(cString: name)) (\(uid))"
@@ -183,8 +189,10 @@ public struct RequestTargets: Sendable {
     /// True when the directory `dir` (a resolved path) says its owner asked for `repo` at
     /// `commit` there: its manifest (`.speech-fetch.json`, which a caller writes before it hands a
     /// request over) is a regular file of the directory's owner naming them, and its staging
-    /// folder, if there, is a real folder of the same owner (no link out of it). Whoever can plant
-    /// that manifest can write the directory already.
+    /// folder, if there, is a real folder of the same owner or of this process's user (no link out
+    /// of it: the daemon makes that folder itself when it plans the request, so a verdict does not
+    /// change once it did, whichever of its processes judges and when). Whoever can plant that
+    /// manifest can write the directory already.
     static func vouched(_ dir: String, repo: String, commit: String) -> Bool {
         var folder = stat(), manifest = stat(), staging = stat()
         let manifestPath = dir + "/" + ModelLayout.manifest
@@ -192,7 +200,7 @@ public struct RequestTargets: Sendable {
               lstat(manifestPath, &manifest) == 0, (manifest.st_mode & S_IFMT) == S_IFREG, manifest.st_uid == folder.st_uid
         else { return false }
         if lstat(dir + "/" + ModelLayout.staging, &staging) == 0 {
-            guard (staging.st_mode & S_IFMT) == S_IFDIR, staging.st_uid == folder.st_uid else { return false }
+            guard (staging.st_mode & S_IFMT) == S_IFDIR, staging.st_uid == folder.st_uid || staging.st_uid == geteuid() else { return false }
         }
         guard let data = SharedFS.read(manifestPath, limit: 256 << 20).value, let snapshot = RepoSnapshot.decode(data) else { return false }
         return snapshot.repo == repo && snapshot.commit == commit
@@ -203,18 +211,22 @@ public struct RequestTargets: Sendable {
     }
 
     /// `refusal`, judged once per target by this process: what a worker asks of every job it
-    /// claims (the splicer, which writes into the target, judges it afresh).
-    public func cachedRefusal(_ record: ModelDirectoryRecord) -> String? {
+    /// claims. Writers open the judged real path afresh for every pass (`Spool.anchor`).
+    public func cachedRefusal(_ record: ModelDirectoryRecord) -> String? { cachedJudgement(record).refusal }
+
+    /// `refusal` and the real path it judged (nil when the path is not absolute), once per target
+    /// by this process: one verdict, whichever step asks.
+    public func cachedJudgement(_ record: ModelDirectoryRecord) -> (refusal: String?, resolved: String?) {
         let key = [record.layout ?? "", record.modelDir, record.repo, record.commit].joined(separator: "\n")
         if let known = memo.verdict(key) { return known }
-        let verdict = refusal(record)
+        let verdict = (refusal(record), RequestTargets.resolve(record.modelDir))
         memo.remember(key, verdict)
         return verdict
     }
 
     /// The real path of `path`: its longest existing prefix resolved (symlinks followed), then the
     /// rest; nil when it is not absolute or a component of the rest is `.`, `..` or empty.
-    static func resolve(_ path: String) -> String? {
+    public static func resolve(_ path: String) -> String? {
         guard path.hasPrefix("/") else { return nil }
         let parts = path.split(separator: "/", omittingEmptySubsequences: true).map(String.init)
         guard !parts.contains(where: { $0 == "." || $0 == ".." }) else { return nil }
@@ -260,15 +272,16 @@ public struct RequestTargets: Sendable {
 
 /// Verdicts of `RequestTargets.cachedRefusal` (a few hundred at most: one per model directory).
 final class TargetVerdicts: @unchecked Sendable {
+    typealias Verdict = (refusal: String?, resolved: String?)
     private let lock = NSLock()
-    private var verdicts: [String: String?] = [:]
+    private var verdicts: [String: Verdict] = [:]
 
-    func verdict(_ key: String) -> String?? { lock.withLock { verdicts[key] } }
+    func verdict(_ key: String) -> Verdict? { lock.withLock { verdicts[key] } }
 
-    func remember(_ key: String, _ verdict: String?) {
+    func remember(_ key: String, _ verdict: Verdict) {
         lock.withLock {
             if verdicts.count > 4096 { verdicts.removeAll() }
-            verdicts[key] = .some(verdict)
+            verdicts[key] = verdict
         }
     }
 }

@@ -208,6 +208,8 @@ enum DownloadCommand {
                     case .handedToDaemon(let spool):
                         printer.note("speech-fetchd serving \(spool) fetches \(request.repo); Ctrl-C stops only this wait",
                                      json: ["event": "daemon", "spool": spool])
+                    case .notHandedOver(let reason):
+                        printer.note(reason, json: ["event": "notHandedOver", "reason": reason])
                     case .daemonGone(let spool):
                         printer.note("speech-fetchd is gone from \(spool); this process finishes the transfer itself from what it staged",
                                      json: ["event": "daemonGone", "spool": spool])

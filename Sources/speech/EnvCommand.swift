@@ -47,7 +47,7 @@ enum EnvCommand {
             ("cache base", base.path, baseSource),
             ("hf cache", downloader.defaultHubCache.path, hubCacheSource),
             ("spool", spoolExists ? spool : "\(spool) (not created yet)", nil),
-            ("daemon", admin.daemonServesBase ? "speech-fetchd serves this base" : "none serves this base (downloads run in the calling process)", nil),
+            ("daemon", daemonLine(admin), nil),
             ("libcurl", speechProgram.libcurl(), nil),
             ("proxy", proxies.isEmpty ? "none set" : proxies.map { "\($0.0)=\($0.1)" }.joined(separator: " "), nil),
             ("kernel", release, nil),
@@ -78,5 +78,16 @@ enum EnvCommand {
             }.joined())
         }
         exit(0)
+    }
+
+    /// Who serves the base, as `speech status` sees it: this user's daemon, another user's (whose
+    /// spool this user may not use), or none.
+    static func daemonLine(_ admin: CacheAdmin) -> String {
+        if admin.daemonServesBase { return "speech-fetchd serves this base" }
+        if let other = admin.otherUsersDaemon {
+            return "speech-fetchd running as \(other.user)\(other.pid.map { " (pid \($0))" } ?? "") serves this base; its spool is "
+                + "\(other.user)'s, so downloads as \(Messages.accountName(geteuid())) are refused there: run them as \(other.user) (sudo -u \(other.user) speech …)"
+        }
+        return "none serves this base (downloads run in the calling process)"
     }
 }

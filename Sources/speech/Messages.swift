@@ -51,12 +51,35 @@ enum Messages {
                     + "check the network and the endpoint \(endpoint) (HF_ENDPOINT), or use only what is cached: "
                     + "--offline (HF_HUB_OFFLINE=1)"
             }
+            if case .servedByAnotherUser(let repo, let base, let user, let pid) = error {
+                return "\(base) is served by a speech-fetchd running as \(user)\(pid.map { " (pid \($0))" } ?? ""); this process "
+                    + "(\(accountName(geteuid()))) may not use its spool, and fetching \(repo) here would leave folders "
+                    + "\(user) cannot write, so nothing was written. Run it as \(user): \(asUser(user))"
+            }
             return "\(error)"
         default:
             let ns = error as NSError
             if ns.domain == NSCocoaErrorDomain || ns.domain == NSPOSIXErrorDomain { return describe(cocoa: error) }
             return String(describing: error)
         }
+    }
+
+    /// A uid's login name, or the uid.
+    static func accountName(_ uid: uid_t) -> String {
+        guard let pw = getpwuid(uid), let name = pw.pointee.pw_name else { return "\(uid)" }
+        return String(cString: name)
+    }
+
+    /// This very command line run as `user` (`sudo -u USER …`), a token given on it left out.
+    static func asUser(_ user: String, arguments: [String] = CommandLine.arguments) -> String {
+        var words: [String] = []
+        var hideNext = false
+        for word in arguments {
+            if hideNext { words.append("…"); hideNext = false; continue }
+            if word == "--token" { hideNext = true }
+            words.append(word.hasPrefix("--token=") ? "--token=…" : shellQuoted(word))
+        }
+        return (["sudo", "-u", shellQuoted(user)] + words).joined(separator: " ")
     }
 
     /// What works for a model in flight: `speech wait`/`speech cancel` act on spool requests; a

@@ -46,6 +46,11 @@ enum StatusCommand {
         do {
             status = try SpoolStatus.read(cacheBase: base)
         } catch {
+            // Another user's daemon: said in one line, with the command that can look (as `speech env` says it).
+            if let other = admin.otherUsersDaemon {
+                speechProgram.fail("\(base.path) is served by a speech-fetchd running as \(other.user)\(other.pid.map { " (pid \($0))" } ?? ""), "
+                                   + "whose spool \(Messages.accountName(geteuid())) may not read; run it as \(other.user): \(Messages.asUser(other.user))")
+            }
             speechProgram.fail(Messages.describe(error))
         }
         var staged = admin.stagedTransfers()

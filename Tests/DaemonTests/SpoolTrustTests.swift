@@ -93,6 +93,53 @@ final class SpoolTrustTests: DaemonTestCase {
         XCTAssertEqual(hub.bodyBytes(for: "\(repo)/\(path)"), 0, "nothing fetched")
     }
 
+    /// A refused request is logged "refused" with its reason, never "accepted" first.
+    func testARefusedRequestIsLoggedRefusedNotAccepted() throws {
+        let (_, log) = try startDaemon(workers: 1)
+        let outside = temp.appendingPathComponent("outside/victim")
+        try FileManager.default.createDirectory(at: outside, withIntermediateDirectories: true)
+        let planted = SpoolRequest(repo: repo, revision: "main", commit: String(repeating: "a", count: 40), modelDir: outside.path,
+                                   files: [RepoFile(path: path, size: 10, blobID: String(repeating: "b", count: 40), sha256: nil)],
+                                   node: "somewhere")
+        try makeSpool().submit(planted)
+        XCTAssertTrue(waitUntil(timeout: 15) { self.contents(log).contains("request \(planted.id)") &&
+                FileManager.default.fileExists(atPath: self.spoolPath("failed/\(planted.id).json")) }, contents(log))
+        let lines = contents(log).split(separator: "\n").filter { $0.contains("request \(planted.id)") }
+        XCTAssertEqual(lines.count, 1, "one line for it: \(lines)")
+        XCTAssertTrue(lines.first?.contains("refused \(repo) @ aaaaaaaaaaaa (request \(planted.id), node somewhere): its target") == true,
+                      "\(lines)")
+        XCTAssertFalse(contents(log).contains("accepted \(repo)"), contents(log))
+    }
+
+    /// A --cache-dir of another user, vouched for by its manifest, is served: the staging folder
+    /// the daemon makes there itself does not turn the workers' verdict into a refusal while the
+    /// supervisor's says accepted (a request nobody fetched and nobody failed: its waiter hung).
+    func testAVouchedFolderOfAnotherUserIsServedAfterTheDaemonMadeItsStagingFolder() throws {
+        guard geteuid() == 0 else { throw XCTSkip("needs root: the folder must belong to another user (nobody) that the daemon can still write") }
+        try TestHub.generateRepo(root: root, repo: repo, files: [path: 2 << 20])
+        let own = temp.appendingPathComponent("their-models/trust")
+        // Its owner's earlier download: the manifest names repo and commit. Then the file is lost.
+        let first = try downloader().downloadBlocking(repo: repo, cacheDir: own)
+        let snapshot = try XCTUnwrap(ModelDirectory(own).readManifest())
+        XCTAssertEqual(unlink(first.directory.appendingPathComponent(path).path), 0)
+        try? FileManager.default.removeItem(at: own.appendingPathComponent(".incomplete"))
+        for item in [own.path] + ((try? FileManager.default.subpathsOfDirectory(atPath: own.path)) ?? []).map({ own.path + "/" + $0 }) {
+            XCTAssertEqual(lchown(item, 65534, 65534), 0, item)
+        }
+        try startDaemon(workers: 1)
+        // Asked on this node: its supervisor splices it as parts arrive.
+        let node = environment()["SPEECH_FETCH_NODE"] ?? ProcessInfo.processInfo.hostName
+        let request = SpoolRequest(repo: repo, revision: "main", commit: snapshot.commit, modelDir: own.path,
+                                   files: snapshot.files.filter { $0.path == path }, node: node)
+        try makeSpool().submit(request)
+        let done = spoolPath("done/\(request.id)"), failed = spoolPath("failed/\(request.id).json")
+        XCTAssertTrue(waitUntil(timeout: 20) {
+            FileManager.default.fileExists(atPath: done) || FileManager.default.fileExists(atPath: failed)
+        }, "the request is settled, not left waiting: \(names("done")) \(names("failed")) \(names("jobs/ready"))")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: failed), (try? reasonOf(failed)) ?? "")
+        XCTAssertEqual(try Data(contentsOf: own.appendingPathComponent(path)), try source(repo, path))
+    }
+
     /// A target under the base reached through a planted symlink out of it is refused too.
     func testAPlantedRequestThroughASymlinkOutOfTheBaseFails() throws {
         try startDaemon(workers: 1)

@@ -27,6 +27,8 @@ public struct FetchdOptions: Sendable {
     public var ownRequestsOnly: Bool
     /// huggingface_hub caches requests may point into, besides the cache base (`--hf-cache`).
     public var hubCaches: [String]
+    /// Hubs besides its own `HF_ENDPOINT` whose requests it fetches (`--allow-endpoint`).
+    public var allowedEndpoints: [String]
     /// Serve Prometheus metrics at http://host:port/metrics (the supervisor only).
     public var metrics: (host: String, port: UInt16)?
     /// A cap on the node's download rate in bytes per second, shared by all its workers.
@@ -43,7 +45,7 @@ public struct FetchdOptions: Sendable {
     public var build: [(String, String)]
 
     public init(cacheBase: URL? = nil, workers: Int? = nil, slots: Int = 4, node: String? = nil,
-                isWorker: Bool = false, ownRequestsOnly: Bool = false, hubCaches: [String] = [], metrics: (host: String, port: UInt16)? = nil,
+                isWorker: Bool = false, ownRequestsOnly: Bool = false, hubCaches: [String] = [], allowedEndpoints: [String] = [], metrics: (host: String, port: UInt16)? = nil,
                 maxRate: Int64? = nil, maxCacheSize: Int64? = nil, cacheGrace: Double? = nil, capHubCache: URL? = nil, log: String? = nil, build: [(String, String)] = []) {
         self.cacheBase = cacheBase
         self.workers = workers
@@ -52,6 +54,7 @@ public struct FetchdOptions: Sendable {
         self.isWorker = isWorker
         self.ownRequestsOnly = ownRequestsOnly
         self.hubCaches = hubCaches
+        self.allowedEndpoints = allowedEndpoints
         self.metrics = metrics
         self.maxRate = maxRate
         self.log = log
@@ -81,6 +84,9 @@ public enum FetchdProcess {
         if let node = options.node { environment["SPEECH_FETCH_NODE"] = node }
         // The supervisor's workers are started with this environment: they judge targets alike.
         if !options.hubCaches.isEmpty { environment[RequestTargets.hubCachesVariable] = options.hubCaches.joined(separator: ":") }
+        // Spelled as a caller's HubEndpoint spells its HF_ENDPOINT, so that the two compare.
+        let allowed = options.allowedEndpoints.compactMap { HubEndpoint($0)?.url }
+        if !allowed.isEmpty { environment[EndpointPolicy.allowedVariable] = allowed.joined(separator: " ") }
         let cacheBase = options.cacheBase ?? HuggingFaceDownloader(environment: environment).defaultCacheBase
         let stop = StopSignal()
         stop.install()
