@@ -18,6 +18,7 @@ extension TransferRun {
             startJobs()
             for (easy, result) in multi.poll(timeoutMs: active.isEmpty ? 20 : 100) {
                 guard let entry = active.removeValue(forKey: ObjectIdentifier(easy)) else { continue }
+                entry.job.task.staging.releaseDescriptor()
                 idleHandles.append(easy)
                 handle(entry.job, result)
             }
@@ -124,6 +125,8 @@ extension TransferRun {
             cap?.take(bytes.count)
             return writer.write(bytes)
         })
+        // The staging file stays open while the range is in flight (released as it leaves `active`).
+        task.staging.holdDescriptor()
         active[ObjectIdentifier(easy)] = (job, easy)
         multi.add(easy)
     }
@@ -227,6 +230,7 @@ extension TransferRun {
         for (key, entry) in active where entry.job.task === task {
             multi.remove(entry.easy)
             active.removeValue(forKey: key)
+            task.staging.releaseDescriptor()
             idleHandles.append(entry.easy)
         }
     }
