@@ -5,6 +5,7 @@ import Curl
 import Foundation
 import HubClient
 import ModelCache
+import SharedFiles
 
 extension TransferRun {
     func loop() throws {
@@ -51,11 +52,11 @@ extension TransferRun {
     /// Notes the ranges of every file that got `partialNoteBytes` since its last note, or any
     /// bytes and `partialNoteInterval` has passed.
     private func notePartialRangesWhenDue() {
-        let now = Date()
+        let now = MonotonicClock.seconds()
         var due = Set<ObjectIdentifier>()
         for task in tasks where !task.finalizing && task.countedBytes != task.notedBytes {
             if task.countedBytes - task.notedBytes >= TransferRun.partialNoteBytes
-                || now.timeIntervalSince(task.notedAt) >= TransferRun.partialNoteInterval {
+                || now - task.notedAt >= TransferRun.partialNoteInterval {
                 due.insert(ObjectIdentifier(task))
                 task.notedBytes = task.countedBytes
                 task.notedAt = now
@@ -86,7 +87,7 @@ extension TransferRun {
 
     private func startJobs() {
         guard fatal == nil else { return }
-        let now = Date()
+        let now = MonotonicClock.seconds()
         var i = 0
         while active.count < settings.concurrency && i < ready.count {
             let job = ready[i]
@@ -141,7 +142,7 @@ extension TransferRun {
         case .retry(let delay, let cause):
             RetryEvents.report(RetryEvent(subject: job.task.file.path, error: cause, attempt: job.count.attempts + 1,
                                           attempts: policy.retry.attempts, wait: delay))
-            job.notBefore = Date().addingTimeInterval(delay)
+            job.notBefore = MonotonicClock.seconds() + delay
             if job.writer.written == job.writtenAtAttempt { job.task.probing = true }
             ready.append(job)
         case .follow(let target):
