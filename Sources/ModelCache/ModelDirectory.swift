@@ -128,17 +128,17 @@ public struct ModelDirectory: Sendable {
             defer { if directoryFD >= 0 { close(directoryFD) } }
             guard let selected = try? FilePlan.select(snapshot.files, selection, repo: repo) else {
                 // A named file the manifest does not list: that one is missing, the named files on disk are not.
-                let listed = Dictionary(snapshot.files.map { ($0.path, $0) }, uniquingKeysWith: { a, _ in a })
+                let listed = Dictionary(snapshot.files.map { (PathBytes($0.path), $0) }, uniquingKeysWith: { a, _ in a })
                 let named = selection.literalPaths
-                return OfflineCheck(missing: named.filter { listed[$0].map { !isComplete($0, directoryFD: directoryFD) } ?? true },
-                                    present: named.filter { listed[$0].map { isComplete($0, directoryFD: directoryFD) } ?? false },
+                return OfflineCheck(missing: named.filter { listed[PathBytes($0)].map { !isComplete($0, directoryFD: directoryFD) } ?? true },
+                                    present: named.filter { listed[PathBytes($0)].map { isComplete($0, directoryFD: directoryFD) } ?? false },
                                     commit: snapshot.commit)
             }
-            var complete: [String: Bool] = [:]
+            var complete: [PathBytes: Bool] = [:]  // bytes: `é` in NFC and in NFD are two files
             func isHere(_ file: RepoFile) -> Bool {
-                if let known = complete[file.path] { return known }
+                if let known = complete[PathBytes(file.path)] { return known }
                 let here = isComplete(file, directoryFD: directoryFD)
-                complete[file.path] = here
+                complete[PathBytes(file.path)] = here
                 return here
             }
             var missing = selected.filter { ShardIndex.isIndexPath($0.path) && !isHere($0) }.map(\.path)

@@ -221,7 +221,8 @@ public final class HuggingFaceDownloader: Sendable {
 
         var missing: [RepoFile]
         if force {
-            missing = needed.filter { file in !staleIndexes.contains { $0.path == file.path } }
+            let fetchedIndexes = Set(staleIndexes.map { PathBytes($0.path) })
+            missing = needed.filter { !fetchedIndexes.contains(PathBytes($0.path)) }
         } else {
             missing = needed.filter { !isCurrent($0, in: directory, previous: previous) }
             // A blob huggingface_hub (or an earlier snapshot) already holds is checked and linked, not fetched.
@@ -274,7 +275,8 @@ public final class HuggingFaceDownloader: Sendable {
                 missing = missing.filter { !directory.isComplete($0) }
             }
         }
-        let present = needed.filter { file in !missing.contains { $0.path == file.path } }
+        let missingPaths = Set(missing.map { PathBytes($0.path) })
+        let present = needed.filter { !missingPaths.contains(PathBytes($0.path)) }
         try engine.fetch(missing, alreadyComplete: present, repo: repo, commit: snapshot.commit, into: directory,
                          progress: progress, isCancelled: isCancelled)
         handoff?.retirePlans(missing, commit: snapshot.commit, directory: directory)
@@ -325,7 +327,7 @@ public final class HuggingFaceDownloader: Sendable {
     /// which content it had, that content is the one this commit lists (no re-hashing).
     private func isCurrent(_ file: RepoFile, in directory: ModelDirectory, previous: RepoSnapshot?) -> Bool {
         guard directory.isComplete(file) else { return false }
-        guard let old = previous?.files.first(where: { $0.path == file.path }) else { return true }
+        guard let old = previous?.files.first(where: { $0.path.isSamePath(as: file.path) }) else { return true }
         return (old.sha256 ?? old.blobID) == (file.sha256 ?? file.blobID)
     }
 
@@ -333,9 +335,9 @@ public final class HuggingFaceDownloader: Sendable {
     /// replaced, so "current" stays judged against what is actually there.
     private func mergedManifest(_ snapshot: RepoSnapshot, previous: RepoSnapshot?, directory: ModelDirectory) -> RepoSnapshot {
         guard let previous else { return snapshot }
-        let old = Dictionary(previous.files.map { ($0.path, $0) }, uniquingKeysWith: { a, _ in a })
+        let old = Dictionary(previous.files.map { (PathBytes($0.path), $0) }, uniquingKeysWith: { a, _ in a })
         let files = snapshot.files.map { file -> RepoFile in
-            guard let before = old[file.path], (before.sha256 ?? before.blobID) != (file.sha256 ?? file.blobID),
+            guard let before = old[PathBytes(file.path)], (before.sha256 ?? before.blobID) != (file.sha256 ?? file.blobID),
                   directory.isComplete(before) else { return file }
             return before
         }
