@@ -152,20 +152,31 @@ public struct ModelDirectory: Sendable {
             }
             missing += needed.filter { !ShardIndex.isIndexPath($0.path) && !isHere($0) }.map(\.path)
             let present = selected.filter { isHere($0) }.map(\.path)
-            return OfflineCheck(missing: missing.sorted(), present: present, commit: snapshot.commit)
+            var check = OfflineCheck(missing: missing.sorted(), present: present, commit: snapshot.commit)
+            check.unmatched = ModelDirectory.unmatched(selection, among: snapshot.files.map(\.path))
+            return check
         }
         // No manifest, or another repo's (e.g. a bundle shipped with an app): judge by what is present.
         let present = listFiles()
-        return OfflineCheck(missing: missingWithoutManifest(selection, present: present),
-                            present: present.filter { selection.matches($0) }.sorted(), commit: nil)
+        var check = OfflineCheck(missing: missingWithoutManifest(selection, present: present),
+                                 present: present.filter { selection.matches($0) }.sorted(), commit: nil)
+        check.unmatched = present.isEmpty ? [] : ModelDirectory.unmatched(selection, among: Array(present))
+        return check
+    }
+
+    /// The globs of `selection` that match none of `paths`. Like `hf download --include`, a glob
+    /// that matches nothing is not a miss: the call warns and goes on with what the rest selects.
+    static func unmatched(_ selection: FileSelection, among paths: [String]) -> [String] {
+        selection.patterns.filter { pattern in
+            FileSelection.isPattern(pattern) && !paths.contains { FileSelection.glob(pattern, matches: $0) }
+        }
     }
 
     private func missingWithoutManifest(_ selection: FileSelection, present: Set<String>) -> [String] {
         var missing = selection.literalPaths.filter { !present.contains($0) }
-        for pattern in selection.patterns where FileSelection.isPattern(pattern) {
-            if !present.contains(where: { FileSelection.glob(pattern, matches: $0) }) { missing.append(pattern) }
-        }
-        if selection.isAll && present.isEmpty { missing.append("(any file)") }
+        // A glob that matches no file present is a warning (`OfflineCheck.unmatched`), as online;
+        // but nothing of the repo on disk at all is a miss whatever the selection.
+        if present.isEmpty && (selection.isAll || missing.isEmpty) { missing.append("(any file)") }
         for indexPath in present where ShardIndex.isIndexPath(indexPath) && selection.matches(indexPath) {
             guard let index = try? ShardIndex(contentsOf: finalURL(indexPath), path: indexPath) else {
                 missing.append(indexPath)
@@ -203,6 +214,9 @@ public struct OfflineCheck: Sendable {
     public let present: [String]
     /// The commit the manifest records, when there is one.
     public let commit: String?
+    /// Globs of the selection that match no file: of the manifest's listing, else of the files
+    /// present. A warning, not a miss (docs/cli.md, `--include`).
+    public var unmatched: [String] = []
 
     public init(missing: [String], present: [String], commit: String?) {
         self.missing = missing

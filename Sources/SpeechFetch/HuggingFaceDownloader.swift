@@ -33,11 +33,18 @@ public final class HuggingFaceDownloader: Sendable {
     /// `token`, when given, replaces the environment's token for this downloader's requests.
     public init(environment: [String: String] = ProcessInfo.processInfo.environment, settings: DownloadSettings? = nil,
                 token: String? = nil) {
+        let given = settings
         let settings = (settings ?? DownloadSettings.fromEnvironment(environment)).normalized()
         self.environment = environment
         self.settings = settings
         self.token = token
+        invalidSetting = given == nil ? InvalidSetting.first(in: environment) : nil
     }
+
+    /// A variable of the environment the settings came from that cannot be read
+    /// (`SPEECH_FETCH_MAX_RATE=20MB`): every download and plan fails naming it, as an invalid
+    /// flag does, rather than run without it.
+    private let invalidSetting: InvalidSetting?
 
     /// A Hub client for the endpoint of `environment`, with `token` or else the environment's.
     private func makeClient(retry: RetryPolicy, stallTimeout: Double) -> HubClient {
@@ -95,6 +102,7 @@ public final class HuggingFaceDownloader: Sendable {
                                  isCancelled: @escaping @Sendable () -> Bool = { false },
                                  notice: @escaping @Sendable (DownloadNotice) -> Void = { _ in }) throws -> DownloadResult {
         if cacheDir != nil && (cacheBaseDir != nil || huggingFaceCache != nil) { throw DownloadError.conflictingDirectories }
+        if let invalidSetting { throw invalidSetting }
         let repo = try RepoID(rawRepo)
         try checkLocations(cacheDir: cacheDir, cacheBaseDir: cacheBaseDir, forWriting: false)
         let selection = FileSelection(include, excluding: exclude)
@@ -125,7 +133,12 @@ public final class HuggingFaceDownloader: Sendable {
                 throw CacheError.cacheMiss(repo: repo.description, directory: checked, missing: cached.missing,
                                            reason: "offline mode")
             }
-            return DownloadResult(directory: directory.filesURL, files: cached.present, commit: cached.commit, fetched: [], warning: nil)
+            var result = DownloadResult(directory: directory.filesURL, files: cached.present, commit: cached.commit, fetched: [], warning: nil)
+            // A glob that matches no file is a warning offline as online (as hf), never a miss.
+            result.unmatchedPatterns = cached.unmatched.map {
+                UnmatchedPattern(pattern: $0, nearPaths: FileSelection.nearest(to: $0, among: cached.present, limit: 3))
+            }
+            return result
         }
 
         // Resolution always asks the Hub. When the cache already satisfies the call, one attempt is
@@ -170,6 +183,7 @@ public final class HuggingFaceDownloader: Sendable {
     public func plan(repo rawRepo: String, revision: String = "main", include: [String] = [], exclude: [String] = [],
                      cacheDir: URL? = nil, cacheBaseDir: URL? = nil) throws -> DownloadPlan {
         if cacheDir != nil && cacheBaseDir != nil { throw DownloadError.conflictingDirectories }
+        if let invalidSetting { throw invalidSetting }
         let repo = try RepoID(rawRepo)
         let directory = ModelDirectory(cacheDir ?? CacheLocation.modelDirectory(base: cacheBaseDir ?? defaultCacheBase, repo: repo))
         let snapshot = try client.snapshot(of: repo, revision: revision)

@@ -201,4 +201,16 @@ final class DownloadTests: HubTestCase {
         hub.resetCounters()
         XCTAssertEqual(try download(repo).fetched, [])
     }
+
+    func testAnUnreadableMaxRateVariableFailsTheCallNamingItAndWritesNothing() throws {
+        try makeRepo()
+        XCTAssertThrowsError(try download(repo, extra: ["SPEECH_FETCH_MAX_RATE": "20MB"])) { error in
+            XCTAssertEqual((error as? InvalidSetting)?.variable, "SPEECH_FETCH_MAX_RATE", "\(error)")
+            XCTAssertTrue("\(error)".contains("'20MB'") && "\(error)".contains("like 500K or 20M"), "\(error)")
+        }
+        XCTAssertFalse(FileManager.default.fileExists(atPath: modelDir(repo).path), "nothing was written")
+        XCTAssertEqual(hub.requestLog(), [], "nothing was asked of the Hub")
+        try download(repo, extra: ["SPEECH_FETCH_MAX_RATE": "100M"])
+        try assertSameBytes(repo, "config.json")
+    }
 }
