@@ -158,14 +158,13 @@ public struct ModelDirectory: Sendable {
         }
         // No manifest, or another repo's (e.g. a bundle shipped with an app): judge by what is present.
         let present = listFiles()
-        var check = OfflineCheck(missing: missingWithoutManifest(selection, present: present),
-                                 present: present.filter { selection.matches($0) }.sorted(), commit: nil)
-        check.unmatched = present.isEmpty ? [] : ModelDirectory.unmatched(selection, among: Array(present))
-        return check
+        return OfflineCheck(missing: missingWithoutManifest(selection, present: present),
+                            present: present.filter { selection.matches($0) }.sorted(), commit: nil)
     }
 
-    /// The globs of `selection` that match none of `paths`. Like `hf download --include`, a glob
-    /// that matches nothing is not a miss: the call warns and goes on with what the rest selects.
+    /// The globs of `selection` that match none of `paths` (the repo's listing). Like
+    /// `hf download --include`, a glob that matches no file of the repo is not a miss: the call
+    /// warns and goes on with what the rest selects.
     static func unmatched(_ selection: FileSelection, among paths: [String]) -> [String] {
         selection.patterns.filter { pattern in
             FileSelection.isPattern(pattern) && !paths.contains { FileSelection.glob(pattern, matches: $0) }
@@ -174,9 +173,13 @@ public struct ModelDirectory: Sendable {
 
     private func missingWithoutManifest(_ selection: FileSelection, present: Set<String>) -> [String] {
         var missing = selection.literalPaths.filter { !present.contains($0) }
-        // A glob that matches no file present is a warning (`OfflineCheck.unmatched`), as online;
-        // but nothing of the repo on disk at all is a miss whatever the selection.
-        if present.isEmpty && (selection.isAll || missing.isEmpty) { missing.append("(any file)") }
+        // Without a manifest the repo's listing is unknown: a glob that matches no file on disk
+        // may name files not fetched (a bundle without its weights), so it is a miss, not the
+        // warning a glob the listing does not match gets.
+        for pattern in selection.patterns where FileSelection.isPattern(pattern) {
+            if !present.contains(where: { FileSelection.glob(pattern, matches: $0) }) { missing.append(pattern) }
+        }
+        if selection.isAll && present.isEmpty { missing.append("(any file)") }
         for indexPath in present where ShardIndex.isIndexPath(indexPath) && selection.matches(indexPath) {
             guard let index = try? ShardIndex(contentsOf: finalURL(indexPath), path: indexPath) else {
                 missing.append(indexPath)
@@ -214,8 +217,8 @@ public struct OfflineCheck: Sendable {
     public let present: [String]
     /// The commit the manifest records, when there is one.
     public let commit: String?
-    /// Globs of the selection that match no file: of the manifest's listing, else of the files
-    /// present. A warning, not a miss (docs/cli.md, `--include`).
+    /// Globs of the selection that match no file of the manifest's listing (the repo at the
+    /// cached commit). A warning, not a miss (docs/cli.md, `--include`).
     public var unmatched: [String] = []
 
     public init(missing: [String], present: [String], commit: String?) {
