@@ -171,8 +171,16 @@ public struct CommandSpec: Sendable {
                 parsed.flags.insert(o.name)
             } else {
                 if inline == nil && o.valueIsOptional {
+                    // The next word is the value when it reads as a path (`/`, `./`, `../`, `~`),
+                    // names a directory that exists (`relative/dir`), or cannot be an operand
+                    // (the command takes no more); else it is an operand and the value is left
+                    // out (`org/x --hf-cache config.json`). `--hf-cache=DIR` is always the value.
                     let next = i < words.count ? words[i] : ""
-                    if ["/", "./", "../", "~"].contains(where: { next.hasPrefix($0) }) {
+                    var isDirectory: ObjCBool = false
+                    let operandsFull = maxOperands.map { parsed.operands.count >= $0 } ?? false
+                    if ["/", "./", "../", "~"].contains(where: { next.hasPrefix($0) })
+                        || (!next.isEmpty && !next.hasPrefix("-")
+                            && (operandsFull || (FileManager.default.fileExists(atPath: next, isDirectory: &isDirectory) && isDirectory.boolValue))) {
                         inline = next
                         i += 1
                     } else {

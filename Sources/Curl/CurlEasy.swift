@@ -73,7 +73,8 @@ public final class CurlEasy: @unchecked Sendable {
     private var onBody: (UnsafeRawBufferPointer) -> Bool = { _ in true }
     private var onTick: () -> Bool = { true }
     /// The stall guard's clock: when a byte last arrived (or the request started).
-    private var lastActivity = Date()
+    /// When bytes last arrived, on the monotonic clock: a wall clock set back would hide a stall.
+    private var lastActivity = CurlEasy.monotonicSeconds()
     private var stalled = false
 
     public init() {
@@ -106,7 +107,7 @@ public final class CurlEasy: @unchecked Sendable {
         collected = Data()
         abortedByUs = false
         overLimit = nil
-        lastActivity = Date()
+        lastActivity = CurlEasy.monotonicSeconds()
         stalled = false
 
         setString(CURLOPT_URL, request.url)
@@ -163,13 +164,20 @@ public final class CurlEasy: @unchecked Sendable {
 
     /// True when the attempt must be abandoned: nothing arrived for the stall timeout.
     private func checkStall() -> Bool {
-        if Date().timeIntervalSince(lastActivity) < request.stallTimeout { return false }
+        if CurlEasy.monotonicSeconds() - lastActivity < request.stallTimeout { return false }
         stalled = true
         return true
     }
 
+    /// CLOCK_MONOTONIC in seconds (this module sits below SharedFiles' `MonotonicClock`).
+    static func monotonicSeconds() -> Double {
+        var ts = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &ts)
+        return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
+    }
+
     private func headerLine(_ bytes: UnsafeRawBufferPointer) {
-        lastActivity = Date()
+        lastActivity = CurlEasy.monotonicSeconds()
         let line = String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
         if line.hasPrefix("HTTP/") {
             // A new response (e.g. after a 100 Continue): start over.
@@ -193,7 +201,7 @@ public final class CurlEasy: @unchecked Sendable {
     }
 
     private func body(_ bytes: UnsafeRawBufferPointer) -> Bool {
-        lastActivity = Date()
+        lastActivity = CurlEasy.monotonicSeconds()
         if !headersDone { decide() }
         switch disposition {
         case .abort:

@@ -109,7 +109,8 @@ public struct Handoff: Sendable {
         let poll = sharing.waiterPoll(watching: watcher != nil)
         let live = progress == nil ? nil : LiveProgress(spool: spool)
         let splicer = Splicer(spool: spool)
-        let deadline = timeout.map { Date().addingTimeInterval($0) }
+        // On the monotonic clock: a wall clock set back or forward must not stretch or cut --timeout.
+        let deadline = timeout.map { MonotonicClock.seconds() + $0 }
         let total = request.files.reduce(Int64(0)) { $0 + $1.size }
         var supervisorSeen = Date()
         var firstPass = true
@@ -232,8 +233,8 @@ public struct Handoff: Sendable {
                 // until its heartbeat is a lease old. A plain waiter gives a restarting daemon a lease.
                 throw HandoffError.noDaemon(repo: request.repo, spool: spool.root)
             }
-            if let deadline, Date() >= deadline { throw HandoffError.timedOut(repo: request.repo) }
-            var seconds = Double(deadline.map { max(1, min(poll, Int($0.timeIntervalSinceNow.rounded(.up)))) } ?? poll)
+            if let deadline, MonotonicClock.seconds() >= deadline { throw HandoffError.timedOut(repo: request.repo) }
+            var seconds = Double(deadline.map { max(1, min(poll, Int(($0 - MonotonicClock.seconds()).rounded(.up)))) } ?? poll)
             if progress != nil { seconds = min(seconds, 0.5) }
             if ownWakes { seconds = min(seconds, max(0.05, shared.untilDue(now: Date()))) }
             woken = true
@@ -251,18 +252,18 @@ public struct Handoff: Sendable {
                 // default, is used up by other waiters): sleep on the spool's wake word, which
                 // whoever publishes a marker bumps (any request's: then look and sleep again).
                 // Ctrl-C ends the sleep (EINTR, StopSignal's handler), as on the inotify path.
-                let until = Date().addingTimeInterval(Double(seconds))
+                let until = MonotonicClock.seconds() + Double(seconds)
                 while !isCancelled() {
                     let generation = wake.generation  // before the check: a bump after it ends the nap
-                    let left = until.timeIntervalSinceNow
+                    let left = until - MonotonicClock.seconds()
                     guard left > 0, spool.state(of: request.id) == .active else { break }
                     wake.wait(whileGeneration: generation, seconds: left)
                 }
             } else {
                 // Neither: check the markers every 50 ms (two access(2) calls), the full pass at
                 // the poll interval.
-                let until = Date().addingTimeInterval(Double(seconds))
-                while Date() < until && spool.state(of: request.id) == .active && !isCancelled() {
+                let until = MonotonicClock.seconds() + Double(seconds)
+                while MonotonicClock.seconds() < until && spool.state(of: request.id) == .active && !isCancelled() {
                     usleep(50_000)
                 }
             }

@@ -97,7 +97,7 @@ public final class HubClient: Sendable {
         var next: String? = apiURL(repo, "tree", commit) + "?recursive=true"
         var files: [RepoFile] = []
         var seenPages = Set<String>()
-        var seenPaths = Set<String>()
+        var seenPaths = Set<PathBytes>()  // bytes: the NFC and NFD spellings of a name are two files
         while let url = next {
             guard seenPages.insert(url).inserted else {
                 throw HubError.badResponse(url: url, reason: "the tree listing's Link header leads back to a page already read (a loop)")
@@ -107,7 +107,7 @@ public final class HubClient: Sendable {
             }
             let response = try retry.run { try get(url, repo: repo, revision: commit, bodyLimit: BodyLimit.treePage) }
             for file in try HubClient.treeFiles(response.body, of: repo, url: url) {
-                guard seenPaths.insert(file.path).inserted else {
+                guard seenPaths.insert(PathBytes(file.path)).inserted else {
                     throw HubError.badTreeEntry(repo: repo, path: file.path, field: "path", reason: "the listing names it twice")
                 }
                 files.append(file)

@@ -58,9 +58,10 @@ public struct RetryPolicy: Sendable, Equatable {
 /// Interruptible sleeping in small steps.
 public enum Sleep {
     public static func seconds(_ seconds: Double, unless stop: () -> Bool) {
-        let end = Date().addingTimeInterval(seconds)
+        // systemUptime is CLOCK_MONOTONIC: a wall clock set back must not stretch the sleep.
+        let end = ProcessInfo.processInfo.systemUptime + seconds
         while !stop() {
-            let left = end.timeIntervalSinceNow
+            let left = end - ProcessInfo.processInfo.systemUptime
             if left <= 0 { return }
             Thread.sleep(forTimeInterval: min(left, 0.05))
         }

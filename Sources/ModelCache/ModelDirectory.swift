@@ -128,17 +128,17 @@ public struct ModelDirectory: Sendable {
             defer { if directoryFD >= 0 { close(directoryFD) } }
             guard let selected = try? FilePlan.select(snapshot.files, selection, repo: repo) else {
                 // A named file the manifest does not list: that one is missing, the named files on disk are not.
-                let listed = Dictionary(snapshot.files.map { ($0.path, $0) }, uniquingKeysWith: { a, _ in a })
+                let listed = Dictionary(snapshot.files.map { (PathBytes($0.path), $0) }, uniquingKeysWith: { a, _ in a })
                 let named = selection.literalPaths
-                return OfflineCheck(missing: named.filter { listed[$0].map { !isComplete($0, directoryFD: directoryFD) } ?? true },
-                                    present: named.filter { listed[$0].map { isComplete($0, directoryFD: directoryFD) } ?? false },
+                return OfflineCheck(missing: named.filter { listed[PathBytes($0)].map { !isComplete($0, directoryFD: directoryFD) } ?? true },
+                                    present: named.filter { listed[PathBytes($0)].map { isComplete($0, directoryFD: directoryFD) } ?? false },
                                     commit: snapshot.commit, revision: snapshot.revision)
             }
-            var complete: [String: Bool] = [:]
+            var complete: [PathBytes: Bool] = [:]  // bytes: `é` in NFC and in NFD are two files
             func isHere(_ file: RepoFile) -> Bool {
-                if let known = complete[file.path] { return known }
+                if let known = complete[PathBytes(file.path)] { return known }
                 let here = isComplete(file, directoryFD: directoryFD)
-                complete[file.path] = here
+                complete[PathBytes(file.path)] = here
                 return here
             }
             var missing = selected.filter { ShardIndex.isIndexPath($0.path) && !isHere($0) }.map(\.path)
@@ -152,7 +152,9 @@ public struct ModelDirectory: Sendable {
             }
             missing += needed.filter { !ShardIndex.isIndexPath($0.path) && !isHere($0) }.map(\.path)
             let present = selected.filter { isHere($0) }.map(\.path)
-            return OfflineCheck(missing: missing.sorted(), present: present, commit: snapshot.commit, revision: snapshot.revision)
+            var check = OfflineCheck(missing: missing.sorted(), present: present, commit: snapshot.commit, revision: snapshot.revision)
+            check.unmatched = ModelDirectory.unmatched(selection, among: snapshot.files.map(\.path))
+            return check
         }
         // No manifest, or another repo's (e.g. a bundle shipped with an app): judge by what is present.
         let present = listFiles()
@@ -160,8 +162,20 @@ public struct ModelDirectory: Sendable {
                             present: present.filter { selection.matches($0) }.sorted(), commit: nil)
     }
 
+    /// The globs of `selection` that match none of `paths` (the repo's listing). Like
+    /// `hf download --include`, a glob that matches no file of the repo is not a miss: the call
+    /// warns and goes on with what the rest selects.
+    static func unmatched(_ selection: FileSelection, among paths: [String]) -> [String] {
+        selection.patterns.filter { pattern in
+            FileSelection.isPattern(pattern) && !paths.contains { FileSelection.glob(pattern, matches: $0) }
+        }
+    }
+
     private func missingWithoutManifest(_ selection: FileSelection, present: Set<String>) -> [String] {
         var missing = selection.literalPaths.filter { !present.contains($0) }
+        // Without a manifest the repo's listing is unknown: a glob that matches no file on disk
+        // may name files not fetched (a bundle without its weights), so it is a miss, not the
+        // warning a glob the listing does not match gets.
         for pattern in selection.patterns where FileSelection.isPattern(pattern) {
             if !present.contains(where: { FileSelection.glob(pattern, matches: $0) }) { missing.append(pattern) }
         }
@@ -208,6 +222,9 @@ public struct OfflineCheck: Sendable {
     public let commit: String?
     /// The revision (branch, tag or commit) the manifest records as resolved to `commit`.
     public let revision: String?
+    /// Globs of the selection that match no file of the manifest's listing (the repo at the
+    /// cached commit). A warning, not a miss (docs/cli.md, `--include`).
+    public var unmatched: [String] = []
 
     public init(missing: [String], present: [String], commit: String?, revision: String? = nil) {
         self.missing = missing

@@ -18,7 +18,8 @@ public final class StagingFile: @unchecked Sendable {
     public let rangeCount: Int
     public let dataURL: URL
     public let sidecarURL: URL
-    let fd: Int32
+    /// The staging file's descriptor, borrowed by every use (StagingDescriptor.swift).
+    let descriptor: StagingDescriptor
     /// The staging file's inode when opened: finalize renames only this file, never one that
     /// replaced it at the same path.
     let inode: UInt64
@@ -87,7 +88,7 @@ public final class StagingFile: @unchecked Sendable {
                 throw CacheError.io(path: dataURL.path, operation: "size staging file", errno: code)
             }
         }
-        self.fd = fd
+        descriptor = StagingDescriptor(path: path, fd: fd, inode: UInt64(st.st_ino))
         self.inode = UInt64(st.st_ino)
         isRemote = FilesystemKind.isRemote(fileDescriptor: fd)
         var record = kept ?? wanted
@@ -117,7 +118,15 @@ public final class StagingFile: @unchecked Sendable {
     /// The done ranges of the last record written after a sync of the staging file.
     var durableDone: [Int] = []
 
-    deinit { close(fd) }
+    /// Keeps the descriptor open only while a use needs it (StagingDescriptor.swift): for a host
+    /// that stages a whole selection at once.
+    public func closeDescriptorWhenIdle() { descriptor.closeWhenIdle() }
+
+    /// Holds the descriptor open while a range is in flight (its chunks do not reopen the file).
+    public func holdDescriptor() { descriptor.hold() }
+
+    /// Ends a `holdDescriptor`.
+    public func releaseDescriptor() { descriptor.release() }
 
     public var doneRanges: Set<Int> { lock.withLock { Set(record.done) } }
 
@@ -128,7 +137,7 @@ public final class StagingFile: @unchecked Sendable {
 
     /// Writes bytes at a file offset (any thread; each range has one writer).
     public func write(_ bytes: UnsafeRawBufferPointer, at offset: Int64) throws {
-        if let code = FileIO.writeAll(fd, bytes, at: offset) {
+        if let code = try descriptor.borrow({ FileIO.writeAll($0, bytes, at: offset) }) {
             throw CacheError.io(path: dataURL.path, operation: "write", errno: code)
         }
     }

@@ -11,6 +11,10 @@ extension StagingFile {
     /// cannot be repaired (one range, or every range fetched again) is deleted with its sidecar
     /// and the error says so: a corrupt file is never cached.
     public func finalize() throws {
+        try descriptor.borrow { try finalize(using: $0) }
+    }
+
+    private func finalize(using fd: Int32) throws {
         var st = stat()
         // An unreadable size is not a wrong size: nothing is discarded on a stale handle.
         guard SharedFS.retry({ fstat(fd, &st) }) == 0 else {

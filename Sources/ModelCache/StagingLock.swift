@@ -4,6 +4,7 @@
 // (`node@pid`); the holder refreshes its mtime. Anyone may break it when the holder is a dead
 // process on this node, or when its mtime is older than the lease time on the filesystem's clock.
 import Foundation
+import HubTypes
 import SharedFiles
 
 public final class StagingLock: @unchecked Sendable {
@@ -209,11 +210,12 @@ public final class HeldLocks: @unchecked Sendable {
     }
 }
 
-/// A set of strings shared between threads.
+/// A set of paths shared between threads, told apart by their bytes (the locks of `é` in NFC
+/// and in NFD are two locks).
 final class LockedSet: @unchecked Sendable {
     private let lock = NSLock()
-    private var items = Set<String>()
-    func insert(_ s: String) { lock.withLock { _ = items.insert(s) } }
-    func remove(_ s: String) { lock.withLock { _ = items.remove(s) } }
-    func contains(_ s: String) -> Bool { lock.withLock { items.contains(s) } }
+    private var items = Set<PathBytes>()
+    func insert(_ s: String) { lock.withLock { _ = items.insert(PathBytes(s)) } }
+    func remove(_ s: String) { lock.withLock { _ = items.remove(PathBytes(s)) } }
+    func contains(_ s: String) -> Bool { lock.withLock { items.contains(PathBytes(s)) } }
 }

@@ -61,7 +61,7 @@ extension StagingFile {
         }
         guard to > from else { return }
         var h = current
-        try h.update(fileDescriptor: fd, path: dataURL.path, from: from, to: to)
+        try descriptor.borrow { try h.update(fileDescriptor: $0, path: dataURL.path, from: from, to: to) }
         lock.withLock {
             if record.hashedBytes == from {  // nobody reset us meanwhile
                 hasher = h
@@ -109,7 +109,8 @@ extension StagingFile {
             early.partialBoot = boot
             try writeRecord(early)
         }
-        guard fdatasync(fd) == 0 else { throw CacheError.io(path: dataURL.path, operation: "sync", errno: errno) }
+        let failure = try descriptor.borrow { fdatasync($0) == 0 ? 0 : errno }
+        guard failure == 0 else { throw CacheError.io(path: dataURL.path, operation: "sync", errno: failure) }
         snapshot.partialBoot = nil
         try writeRecord(snapshot)
         lock.withLock { durableDone = snapshot.done }

@@ -70,9 +70,12 @@ extension StagingFile {
         guard !bytes.isEmpty else { return false }
         let staged = UnsafeMutableRawBufferPointer.allocate(byteCount: bytes.count, alignment: 16)
         defer { staged.deallocate() }
-        let n = FileIO.readFull(fd, into: staged, at: offset)
+        let (n, code) = try descriptor.borrow { fd -> (Int, Int32) in
+            let n = FileIO.readFull(fd, into: staged, at: offset)
+            return (n, n < 0 ? errno : EIO)
+        }
         guard n == bytes.count else {
-            throw CacheError.io(path: dataURL.path, operation: "read back (to compare) the staging file", errno: n < 0 ? errno : EIO)
+            throw CacheError.io(path: dataURL.path, operation: "read back (to compare) the staging file", errno: code)
         }
         if memcmp(staged.baseAddress!, bytes.baseAddress!, bytes.count) == 0 { return false }
         try noteRepairChange()
@@ -110,7 +113,7 @@ extension StagingFile {
         try advanceHash()
         let (from, checkpoint) = lock.withLock { (record.hashedBytes, hasher) }
         var h = checkpoint
-        if from < file.size { try h.update(fileDescriptor: fd, path: dataURL.path, from: from, to: file.size) }
+        if from < file.size { try descriptor.borrow { try h.update(fileDescriptor: $0, path: dataURL.path, from: from, to: file.size) } }
         return h.finalizeHex()
     }
 

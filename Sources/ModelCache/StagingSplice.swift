@@ -52,24 +52,27 @@ extension StagingFile {
             }
             return length
         }
-        if sf_clone_range(part, 0, length, fd, r.start) == 0 { return length }
-        var inOffset: Int64 = 0
-        var outOffset: Int64 = r.start
-        while inOffset < length {
-            let n = sf_copy_file_range(part, &inOffset, fd, &outOffset, Int(length - inOffset))
-            if n < 0 {
-                if errno == EINTR { continue }
-                // Across filesystems (EXDEV) or where the kernel cannot: copy through memory.
-                if [EXDEV, EOPNOTSUPP, ENOSYS, EINVAL, EBADF].contains(errno) {
-                    try copyThroughMemory(from: part, partPath: partPath, at: inOffset, to: outOffset, count: length - inOffset)
-                    return length
+        // The kernel's copy into the staging file, through its descriptor.
+        return try descriptor.borrow { fd -> Int64 in
+            if sf_clone_range(part, 0, length, fd, r.start) == 0 { return length }
+            var inOffset: Int64 = 0
+            var outOffset: Int64 = r.start
+            while inOffset < length {
+                let n = sf_copy_file_range(part, &inOffset, fd, &outOffset, Int(length - inOffset))
+                if n < 0 {
+                    if errno == EINTR { continue }
+                    // Across filesystems (EXDEV) or where the kernel cannot: copy through memory.
+                    if [EXDEV, EOPNOTSUPP, ENOSYS, EINVAL, EBADF].contains(errno) {
+                        try copyThroughMemory(from: part, partPath: partPath, at: inOffset, to: outOffset, count: length - inOffset)
+                        return length
+                    }
+                    throw CacheError.io(path: dataURL.path, operation: "splice a part into", errno: errno)
                 }
-                throw CacheError.io(path: dataURL.path, operation: "splice a part into", errno: errno)
+                // Shorter than the size just read: the client contradicts itself; keep the part for a later look.
+                if n == 0 { throw CacheError.io(path: partPath, operation: "read all \(length) bytes of part", errno: EAGAIN) }
             }
-            // Shorter than the size just read: the client contradicts itself; keep the part for a later look.
-            if n == 0 { throw CacheError.io(path: partPath, operation: "read all \(length) bytes of part", errno: EAGAIN) }
+            return length
         }
-        return length
     }
 
     /// Opens a part and reads its size, judged only on what was read consistently. A size that

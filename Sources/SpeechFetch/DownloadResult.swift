@@ -14,6 +14,8 @@ public typealias DownloadSettings = Transfer.DownloadSettings
 /// parser of its rates (`20M`, `500K`).
 public typealias RateCap = Transfer.RateCap
 public typealias ByteRate = ByteUnits.ByteRate
+/// A variable of the environment set to a value that cannot be read (`SPEECH_FETCH_MAX_RATE=20MB`).
+public typealias InvalidSetting = Transfer.InvalidSetting
 
 /// What a download call produced.
 public struct DownloadResult: Sendable {

@@ -3,6 +3,7 @@
 // against the seed's library compiles and behaves the same on Linux (docs/api.md).
 import Foundation
 import ModelCache
+import SharedFiles
 import Synchronization
 
 extension HuggingFaceDownloader {
@@ -227,10 +228,11 @@ private final class Outcome: Sendable {
 }
 
 /// When progress last moved (from any thread): a report of the same value again is no progress.
+/// On the monotonic clock: a wall clock set back must not hide a stall.
 private final class ProgressClock: Sendable {
-    private let last = Mutex((at: Date(), value: -1.0))
+    private let last = Mutex((at: MonotonicClock.seconds(), value: -1.0))
     func tick(_ value: Double) {
-        last.withLock { if value != $0.value { $0 = (Date(), value) } }
+        last.withLock { if value != $0.value { $0 = (MonotonicClock.seconds(), value) } }
     }
-    var idleSeconds: Double { last.withLock { Date().timeIntervalSince($0.at) } }
+    var idleSeconds: Double { last.withLock { MonotonicClock.seconds() - $0.at } }
 }

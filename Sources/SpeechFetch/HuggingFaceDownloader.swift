@@ -33,11 +33,18 @@ public final class HuggingFaceDownloader: Sendable {
     /// `token`, when given, replaces the environment's token for this downloader's requests.
     public init(environment: [String: String] = ProcessInfo.processInfo.environment, settings: DownloadSettings? = nil,
                 token: String? = nil) {
+        let given = settings
         let settings = (settings ?? DownloadSettings.fromEnvironment(environment)).normalized()
         self.environment = environment
         self.settings = settings
         self.token = token
+        invalidSetting = given == nil ? InvalidSetting.first(in: environment) : nil
     }
+
+    /// A variable of the environment the settings came from that cannot be read
+    /// (`SPEECH_FETCH_MAX_RATE=20MB`): every download and plan fails naming it, as an invalid
+    /// flag does, rather than run without it.
+    private let invalidSetting: InvalidSetting?
 
     /// A Hub client for the endpoint of `environment`, with `token` or else the environment's.
     private func makeClient(retry: RetryPolicy, stallTimeout: Double) -> HubClient {
@@ -95,6 +102,7 @@ public final class HuggingFaceDownloader: Sendable {
                                  isCancelled: @escaping @Sendable () -> Bool = { false },
                                  notice: @escaping @Sendable (DownloadNotice) -> Void = { _ in }) throws -> DownloadResult {
         if cacheDir != nil && (cacheBaseDir != nil || huggingFaceCache != nil) { throw DownloadError.conflictingDirectories }
+        if let invalidSetting { throw invalidSetting }
         let repo = try RepoID(rawRepo)
         try checkLocations(cacheDir: cacheDir, cacheBaseDir: cacheBaseDir, forWriting: false)
         let selection = FileSelection(include, excluding: exclude)
@@ -127,7 +135,12 @@ public final class HuggingFaceDownloader: Sendable {
                                            reason: "offline mode")
             }
             HuggingFaceDownloader.reportComplete(cached.present, in: directory, progress: progress)
-            return DownloadResult(directory: directory.filesURL, files: cached.present, commit: cached.commit, fetched: [], warning: nil)
+            var result = DownloadResult(directory: directory.filesURL, files: cached.present, commit: cached.commit, fetched: [], warning: nil)
+            // A glob that matches no file is a warning offline as online (as hf), never a miss.
+            result.unmatchedPatterns = cached.unmatched.map {
+                UnmatchedPattern(pattern: $0, nearPaths: FileSelection.nearest(to: $0, among: cached.present, limit: 3))
+            }
+            return result
         }
 
         // Resolution always asks the Hub. When the cache already satisfies the call, one attempt is
@@ -192,6 +205,7 @@ public final class HuggingFaceDownloader: Sendable {
     public func plan(repo rawRepo: String, revision: String = "main", include: [String] = [], exclude: [String] = [],
                      cacheDir: URL? = nil, cacheBaseDir: URL? = nil) throws -> DownloadPlan {
         if cacheDir != nil && cacheBaseDir != nil { throw DownloadError.conflictingDirectories }
+        if let invalidSetting { throw invalidSetting }
         let repo = try RepoID(rawRepo)
         let directory = ModelDirectory(cacheDir ?? CacheLocation.modelDirectory(base: cacheBaseDir ?? defaultCacheBase, repo: repo))
         let snapshot = try client.snapshot(of: repo, revision: revision)
@@ -243,7 +257,8 @@ public final class HuggingFaceDownloader: Sendable {
 
         var missing: [RepoFile]
         if force {
-            missing = needed.filter { file in !staleIndexes.contains { $0.path == file.path } }
+            let fetchedIndexes = Set(staleIndexes.map { PathBytes($0.path) })
+            missing = needed.filter { !fetchedIndexes.contains(PathBytes($0.path)) }
         } else {
             missing = needed.filter { !isCurrent($0, in: directory, previous: previous) }
             // A blob huggingface_hub (or an earlier snapshot) already holds is checked and linked, not fetched.
@@ -309,7 +324,8 @@ public final class HuggingFaceDownloader: Sendable {
                 missing = missing.filter { !directory.isComplete($0) }
             }
         }
-        let present = needed.filter { file in !missing.contains { $0.path == file.path } }
+        let missingPaths = Set(missing.map { PathBytes($0.path) })
+        let present = needed.filter { !missingPaths.contains(PathBytes($0.path)) }
         try engine.fetch(missing, alreadyComplete: present, repo: repo, commit: snapshot.commit, into: directory,
                          progress: progress, isCancelled: isCancelled)
         handoff?.retirePlans(missing, commit: snapshot.commit, directory: directory)
@@ -362,7 +378,7 @@ public final class HuggingFaceDownloader: Sendable {
     /// which content it had, that content is the one this commit lists (no re-hashing).
     private func isCurrent(_ file: RepoFile, in directory: ModelDirectory, previous: RepoSnapshot?) -> Bool {
         guard directory.isComplete(file) else { return false }
-        guard let old = previous?.files.first(where: { $0.path == file.path }) else { return true }
+        guard let old = previous?.files.first(where: { $0.path.isSamePath(as: file.path) }) else { return true }
         return (old.sha256 ?? old.blobID) == (file.sha256 ?? file.blobID)
     }
 
@@ -370,9 +386,9 @@ public final class HuggingFaceDownloader: Sendable {
     /// replaced, so "current" stays judged against what is actually there.
     private func mergedManifest(_ snapshot: RepoSnapshot, previous: RepoSnapshot?, directory: ModelDirectory) -> RepoSnapshot {
         guard let previous else { return snapshot }
-        let old = Dictionary(previous.files.map { ($0.path, $0) }, uniquingKeysWith: { a, _ in a })
+        let old = Dictionary(previous.files.map { (PathBytes($0.path), $0) }, uniquingKeysWith: { a, _ in a })
         let files = snapshot.files.map { file -> RepoFile in
-            guard let before = old[file.path], (before.sha256 ?? before.blobID) != (file.sha256 ?? file.blobID),
+            guard let before = old[PathBytes(file.path)], (before.sha256 ?? before.blobID) != (file.sha256 ?? file.blobID),
                   directory.isComplete(before) else { return file }
             return before
         }

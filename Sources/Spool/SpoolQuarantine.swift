@@ -59,6 +59,6 @@ extension Spool {
     }
 
     static func report(_ line: String) {
-        FileHandle.standardError.write(Data((line + "\n").utf8))
+        StandardError.write(line + "\n")  // a line stderr cannot take is dropped, never a crash
     }
 }

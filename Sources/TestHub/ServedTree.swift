@@ -50,14 +50,15 @@ struct ServedTree: Sendable {
     let lastModified: Date
     /// Every file and directory, depth first, each directory before what it holds.
     let nodes: [TreeNode]
-    private let fileIndex: [String: Int]
+    /// Keyed by the path's bytes: `é` in NFC and in NFD are two files, as on the Hub.
+    private let fileIndex: [[UInt8]: Int]
 
     init(repo: String, nodes: [TreeNode], lastModified: Date) {
         self.repo = repo
         self.nodes = nodes
         self.lastModified = lastModified
-        var index: [String: Int] = [:]
-        for (i, node) in nodes.enumerated() { index[node.path] = i }
+        var index: [[UInt8]: Int] = [:]
+        for (i, node) in nodes.enumerated() { index[Array(node.path.utf8)] = i }
         fileIndex = index
         var commitHash = SHA1()
         commitHash.update(text: "testhub commit of \(repo)\n")
@@ -72,7 +73,7 @@ struct ServedTree: Sendable {
     }
 
     func file(at path: String) -> ServedFile? {
-        guard let i = fileIndex[path], case .file(let f) = nodes[i] else { return nil }
+        guard let i = fileIndex[Array(path.utf8)], case .file(let f) = nodes[i] else { return nil }
         return f
     }
 
@@ -86,7 +87,7 @@ struct ServedTree: Sendable {
     func listing(under directory: String, recursive: Bool) -> [TreeNode]? {
         let trimmed = directory.split(separator: "/").joined(separator: "/")
         if !trimmed.isEmpty {
-            guard let i = fileIndex[trimmed], case .directory = nodes[i] else { return nil }
+            guard let i = fileIndex[Array(trimmed.utf8)], case .directory = nodes[i] else { return nil }
         }
         let prefix = trimmed.isEmpty ? "" : trimmed + "/"
         return nodes.filter { node in

@@ -74,7 +74,8 @@ public struct DownloadSettings: Sendable, Equatable {
             if ["0", "false", "no", "off"].contains(v) { s.endgame = false }
             if ["1", "true", "yes", "on"].contains(v) { s.endgame = true }
         }
-        if let raw = env["SPEECH_FETCH_MAX_RATE"], let v = ByteRate.parse(raw) {
+        // A value that cannot be read is not ignored: a call fails naming it (InvalidSetting).
+        if let raw = env["SPEECH_FETCH_MAX_RATE"], let v = ByteRate.parse(raw), v >= RateCap.minimum {
             s.maxRate = v
         }
         if let raw = env["SPEECH_FETCH_NODE_MAX_RATE"], let v = Int64(raw), v > 0,

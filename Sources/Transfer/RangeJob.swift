@@ -2,6 +2,7 @@
 import Foundation
 import HubTypes
 import ModelCache
+import SharedFiles
 
 /// A file being transferred: its staging file, where its bytes come from, and what is left.
 final class FileTask: @unchecked Sendable {
@@ -21,7 +22,7 @@ final class FileTask: @unchecked Sendable {
     var countedBytes: Int64 = 0
     /// `countedBytes` and the time when this file's ranges in flight were last noted.
     var notedBytes: Int64 = 0
-    var notedAt = Date()
+    var notedAt = MonotonicClock.seconds()
     var finalizing = false
     /// A range of this file failed without a byte: its other ranges wait (those never tried
     /// do not start) until one of its ranges gets bytes again, so a file that cannot be had
@@ -58,7 +59,8 @@ final class RangeJob {
     /// Set for a range of a file under repair: its bytes are compared, not just written.
     let repair: RepairSink?
     var count = RangeAttemptCount()
-    var notBefore = Date.distantPast
+    /// Not started again before this (MonotonicClock seconds): a retry's delay.
+    var notBefore = 0.0
     var url: String
     /// `writer.written` when the current attempt began: an attempt that ends with no more got nothing.
     var writtenAtAttempt: Int64 = 0

@@ -176,7 +176,10 @@ final class TransferRun: @unchecked Sendable {
 
     /// Stops every transfer and makes the progress so far durable, for a resume.
     private func shutDown() {
-        for (_, entry) in active { multi.remove(entry.easy) }
+        for (_, entry) in active {
+            multi.remove(entry.easy)
+            entry.job.task.staging.releaseDescriptor()
+        }
         // The heads of unfinished ranges go into the sidecar (after the sync below), so the
         // next call resumes each range where it stopped, not from its start.
         for job in active.values.map(\.job) + ready { recordHead(job) }

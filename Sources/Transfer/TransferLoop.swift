@@ -21,6 +21,7 @@ extension TransferRun {
             startJobs()
             for (easy, result) in multi.poll(timeoutMs: active.isEmpty ? 20 : 100) {
                 guard let entry = active.removeValue(forKey: ObjectIdentifier(easy)) else { continue }
+                entry.job.task.staging.releaseDescriptor()
                 idleHandles.append(easy)
                 // Stopped by the cancel (above): not a failure to judge; the loop ends next.
                 if isCancelled() && !entry.job.writer.isComplete {
@@ -72,11 +73,11 @@ extension TransferRun {
     /// Notes the ranges of every file that got `partialNoteBytes` since its last note, or any
     /// bytes and `partialNoteInterval` has passed.
     private func notePartialRangesWhenDue() {
-        let now = Date()
+        let now = MonotonicClock.seconds()
         var due = Set<ObjectIdentifier>()
         for task in tasks where !task.finalizing && task.countedBytes != task.notedBytes {
             if task.countedBytes - task.notedBytes >= TransferRun.partialNoteBytes
-                || now.timeIntervalSince(task.notedAt) >= TransferRun.partialNoteInterval {
+                || now - task.notedAt >= TransferRun.partialNoteInterval {
                 due.insert(ObjectIdentifier(task))
                 task.notedBytes = task.countedBytes
                 task.notedAt = now
@@ -107,7 +108,7 @@ extension TransferRun {
 
     private func startJobs() {
         guard fatal == nil else { return }
-        let now = Date()
+        let now = MonotonicClock.seconds()
         var i = 0
         while active.count < settings.concurrency && i < ready.count {
             let job = ready[i]
@@ -153,6 +154,8 @@ extension TransferRun {
             cap?.take(bytes.count)
             return writer.write(bytes)
         })
+        // The staging file stays open while the range is in flight (released as it leaves `active`).
+        task.staging.holdDescriptor()
         active[ObjectIdentifier(easy)] = (job, easy)
         multi.add(easy)
     }
@@ -167,7 +170,7 @@ extension TransferRun {
         case .retry(let delay, let cause):
             RetryEvents.report(RetryEvent(subject: job.task.file.path, error: cause, attempt: job.count.attempts + 1,
                                           attempts: policy.retry.attempts, wait: delay))
-            job.notBefore = Date().addingTimeInterval(delay)
+            job.notBefore = MonotonicClock.seconds() + delay
             if job.writer.written == job.writtenAtAttempt { job.task.probing = true }
             ready.append(job)
         case .follow(let target):
@@ -256,6 +259,7 @@ extension TransferRun {
         for (key, entry) in active where entry.job.task === task {
             multi.remove(entry.easy)
             active.removeValue(forKey: key)
+            task.staging.releaseDescriptor()
             idleHandles.append(entry.easy)
         }
     }

@@ -1,5 +1,5 @@
 // TransferPlan - the first step of a run: take each file's staging lock, open (or resume) its
-// staging file, locate the files that go as ranges, and queue the ranges still missing.
+// staging file (its descriptor closed until used), locate the files that go as ranges, and queue the ranges still missing.
 import Foundation
 import HubTypes
 import ModelCache
@@ -25,6 +25,10 @@ extension TransferRun {
             let ranged = file.size >= settings.rangeThreshold
             let staging = try StagingFile(file: file, in: directory, commit: commit,
                                           rangeSize: ranged ? settings.rangeSize : file.size)
+            // Every file of the selection is staged here, thousands of them at once: a file's
+            // descriptor is open only while its ranges are in flight or a hash, sync or
+            // finalization uses it, so `ulimit -n` bounds the connections, not the selection.
+            staging.closeDescriptorWhenIdle()
             let task = FileTask(file: file, staging: staging, ranged: ranged,
                                 url: engine.client.resolveURL(repo, commit: commit, path: file.path))
             tasks.append(task)

@@ -99,6 +99,11 @@ enum DownloadCommand {
         request.quiet = parsed.flag("quiet")
         request.detach = parsed.flag("detach")
         request.force = parsed.flag("force-download")
+        // The caller's SPEECH_FETCH_MAX_RATE is read only without --max-rate; one that cannot be
+        // read is refused as the flag would be, never silently dropped.
+        if parsed.value("max-rate") == nil, let invalid = InvalidSetting.first(in: environment) {
+            speechProgram.usageError("speech download: \(invalid)", help: spec.name)
+        }
         if let raw = parsed.value("max-rate") {
             guard let rate = ByteRate.parse(raw), rate >= RateCap.minimum else {
                 speechProgram.usageError("speech download: --max-rate needs bytes per second of at least 1K: a number with K, M or G (1024-based, as curl's --limit-rate), like 500K or 20M, or plain bytes like 65536; not '\(raw)'", help: spec.name)
@@ -318,7 +323,8 @@ enum DownloadCommand {
         let width = plan.files.map { Format.bytes($0.size).count }.max() ?? 0
         for file in plan.files {
             let size = Format.bytes(file.size)
-            emit(String(repeating: " ", count: width - size.count) + size + "  " + (file.cached ? "cached  " : "fetch   ") + file.path + "\n")
+            emit(String(repeating: " ", count: width - size.count) + size + "  " + (file.cached ? "cached  " : "fetch   ")
+                 + TerminalText.escaped(file.path) + "\n")
         }
         let fetch = plan.files.filter { !$0.cached }
         emit("dry run: \(request.repo) @ \(plan.commit.prefix(12)) would fetch \(fetch.count) of \(plan.files.count) files "

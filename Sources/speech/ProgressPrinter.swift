@@ -60,7 +60,7 @@ final class ProgressPrinter: @unchecked Sendable {
                 emitJSON(event)
             case .lines:
                 if let file = p.completedFile {
-                    emit("done \(file) (\(p.filesDone)/\(p.filesTotal) files, \(Format.bytes(p.completedBytes)) of \(Format.bytes(p.totalBytes)))\n")
+                    emit("done \(TerminalText.escaped(file)) (\(p.filesDone)/\(p.filesTotal) files, \(Format.bytes(p.completedBytes)) of \(Format.bytes(p.totalBytes)))\n")
                     lastLine = Date()
                 }
             case .terminal:

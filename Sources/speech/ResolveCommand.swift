@@ -34,7 +34,8 @@ enum ResolveCommand {
             }
             emit("\(repo) @ \(snapshot.commit) (\(client.endpoint))\n")
             for file in snapshot.files {
-                emit(String(format: "%12lld  %@  %@", file.size, file.isLFS ? "lfs" : "git", file.path) + "\n")
+                // A name's control characters are shown escaped, never sent to the terminal (TerminalText).
+                emit(String(format: "%12lld  %@  ", file.size, file.isLFS ? "lfs" : "git") + TerminalText.escaped(file.path) + "\n")
             }
             exit(0)
         } catch {

@@ -40,6 +40,33 @@ final class CommandSpecTests: XCTestCase {
         XCTAssertEqual(file.operands, ["org/x", "config.json"])
     }
 
+    func testAnOptionalValueTakesTheNextWordWhenItCannotBeAnOperandOrNamesADirectory() throws {
+        // `speech cache prune --hf-cache relative/dir`: prune takes no operand.
+        let prune = CommandSpec(name: "prune", summary: "s", options: [.optionalValue("hf-cache", "DIR", "h")])
+        guard case .run(let p) = try prune.parse(["--hf-cache", "relative/dir"]) else { return XCTFail("not run") }
+        XCTAssertEqual(p.value("hf-cache"), "relative/dir")
+        XCTAssertEqual(p.operands, [])
+        guard case .run(let bare) = try prune.parse(["--hf-cache"]) else { return XCTFail("not run") }
+        XCTAssertEqual(bare.value("hf-cache"), "", "no word after it: the default")
+        // `speech download org/x --hf-cache relative/dir` where relative/dir exists.
+        let download = CommandSpec(name: "download", operands: "<org/name> [FILE]...", summary: "s",
+                                   options: [.optionalValue("hf-cache", "DIR", "h")], minOperands: 1, maxOperands: nil)
+        let cwd = FileManager.default.currentDirectoryPath
+        let temp = FileManager.default.temporaryDirectory.appendingPathComponent("spec-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: temp.appendingPathComponent("relative/dir"), withIntermediateDirectories: true)
+        defer {
+            _ = FileManager.default.changeCurrentDirectoryPath(cwd)
+            try? FileManager.default.removeItem(at: temp)
+        }
+        XCTAssertTrue(FileManager.default.changeCurrentDirectoryPath(temp.path))
+        guard case .run(let d) = try download.parse(["org/x", "--hf-cache", "relative/dir"]) else { return XCTFail("not run") }
+        XCTAssertEqual(d.value("hf-cache"), "relative/dir")
+        XCTAssertEqual(d.operands, ["org/x"])
+        guard case .run(let f) = try download.parse(["org/x", "--hf-cache", "weights/model.bin"]) else { return XCTFail("not run") }
+        XCTAssertEqual(f.value("hf-cache"), "", "a repo file that is no directory here stays a FILE")
+        XCTAssertEqual(f.operands, ["org/x", "weights/model.bin"])
+    }
+
     func testHelpAndVersionWinAnywhere() throws {
         guard case .help = try spec.parse(["org/x", "-h"]) else { return XCTFail("-h is help") }
         guard case .help = try spec.parse(["--help"]) else { return XCTFail("--help is help, even without operands") }

@@ -443,3 +443,57 @@ final class StampedLines: @unchecked Sendable {
     }
     var all: [(time: Date, text: String)] { lock.withLock { lines } }
 }
+
+extension CommandLineTests {
+    // MARK: Names, settings and selections a user can get wrong
+
+    func testResolveAndDryRunShowAFileNamesTerminalEscapesEscaped() throws {
+        let red = "red\u{1B}[31m.txt", title = "title\u{1B}]0;pwned\u{07}.json"
+        try TestHub.writeRepo(root: root, repo: repo, files: [red: Data("r\n".utf8), title: Data("{}\n".utf8)])
+        for words in [["resolve", repo], ["download", repo, "--dry-run", "--cache-base", cacheBase.path]] {
+            let r = run(words)
+            XCTAssertEqual(r.status, 0, "\(words): \(r.err)")
+            XCTAssertFalse(r.out.unicodeScalars.contains { $0.value < 0x20 && $0 != "\n" }, "\(words) prints no control character: \(Array(r.out.utf8))")
+            XCTAssertTrue(r.out.contains("red\\x1B[31m.txt"), "\(words): \(r.out)")
+            XCTAssertTrue(r.out.contains("title\\x1B]0;pwned\\x07.json"), "\(words): \(r.out)")
+        }
+        // --json carries the names as they are (JSON escapes them itself).
+        let json = run(["resolve", repo, "--json"])
+        let object = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(json.out.utf8)) as? [String: Any])
+        let paths = (object["files"] as? [[String: Any]] ?? []).compactMap { $0["path"] as? String }
+        XCTAssertTrue(paths.contains { $0.unicodeScalars.elementsEqual(red.unicodeScalars) }, "\(paths)")
+    }
+
+    func testAnUnreadableMaxRateVariableFailsTheCallNamingIt() throws {
+        try makeRepo()
+        let r = run(["download", repo, "--cache-base", cacheBase.path], extra: ["SPEECH_FETCH_MAX_RATE": "20MB"])
+        XCTAssertEqual(r.status, 64, r.err)
+        XCTAssertTrue(r.err.contains("SPEECH_FETCH_MAX_RATE='20MB'") && r.err.contains("like 500K or 20M"), r.err)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: modelDir(repo).path), "nothing was fetched")
+        // The flag replaces the variable: the call goes on with the flag's cap.
+        let flagged = run(["download", repo, "--cache-base", cacheBase.path, "--max-rate", "100M"], extra: ["SPEECH_FETCH_MAX_RATE": "20MB"])
+        XCTAssertEqual(flagged.status, 0, flagged.err)
+    }
+
+    func testAnIncludeThatMatchesNoFileOfTheListingIsTheSameWarningOnlineAndOffline() throws {
+        try makeRepo()
+        let warning = "--include '*.gguf' matches no file of \(repo); nothing was fetched for it"
+        // Online.
+        let online = run(["download", repo, "--cache-base", cacheBase.path, "--include", "*.gguf", "--include", "config.json"])
+        XCTAssertEqual(online.status, 0, online.err)
+        XCTAssertTrue(online.err.contains(warning), online.err)
+        // Offline, with the manifest the online call wrote.
+        let withManifest = run(["download", repo, "--cache-base", cacheBase.path, "--offline", "--include", "*.gguf", "--include", "config.json"])
+        XCTAssertEqual(withManifest.status, 0, withManifest.err)
+        XCTAssertTrue(withManifest.err.contains(warning), "offline with a manifest: \(withManifest.err)")
+        // Offline in a folder without a manifest (an app's bundle) there is no listing to judge
+        // the glob by: matching no file on disk, it may name files never fetched, a miss
+        // (OfflineTests.testOfflineBundleWithoutManifestIsJudgedByItsFiles pins the same).
+        let bundle = temp.appendingPathComponent("bundle")
+        try FileManager.default.createDirectory(at: bundle, withIntermediateDirectories: true)
+        try Data("{\"a\": 1}".utf8).write(to: bundle.appendingPathComponent("config.json"))
+        let withoutManifest = run(["download", repo, "--cache-dir", bundle.path, "--offline", "--include", "*.gguf", "--include", "config.json"])
+        XCTAssertEqual(withoutManifest.status, 1, "offline without a manifest: \(withoutManifest.err)")
+        XCTAssertTrue(withoutManifest.err.contains("*.gguf"), "the miss names the glob: \(withoutManifest.err)")
+    }
+}

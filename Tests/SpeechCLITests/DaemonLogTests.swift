@@ -96,4 +96,47 @@ final class DaemonLogTests: DaemonTestCase {
         XCTAssertEqual(empty.terminationStatus, 64, contents(emptyErr))
         XCTAssertTrue(contents(emptyErr).contains("--log needs a value"), contents(emptyErr))
     }
+
+    /// A download handed to the daemon at `supervisor`: it succeeds, and the supervisor and the
+    /// worker it had all live on (a failed log write is dropped, never a crash).
+    func assertServesADownload(_ supervisor: Process, file: StaticString = #filePath, line: UInt = #line) throws {
+        XCTAssertTrue(waitUntil(timeout: 15) {
+            self.supervisorPid() == supervisor.processIdentifier && !self.descendants(of: supervisor.processIdentifier).isEmpty
+        }, "speech-fetchd serves the base", file: file, line: line)
+        let workers = descendants(of: supervisor.processIdentifier)
+        try TestHub.generateRepo(root: root, repo: repo, files: ["a.bin": 1 << 20, "b.bin": 300_000])
+        let client = try speech(["download", repo, "--cache-base", cacheBase.path])
+        XCTAssertTrue(waitForExit(client.process, timeout: 30), file: file, line: line)
+        XCTAssertEqual(client.process.terminationStatus, 0, contents(client.stderr), file: file, line: line)
+        XCTAssertTrue(contents(client.stderr).contains("speech-fetchd"), "the daemon hosted it: \(contents(client.stderr))", file: file, line: line)
+        try assertSameBytes(repo, "a.bin", file: file, line: line)
+        try assertSameBytes(repo, "b.bin", file: file, line: line)
+        XCTAssertTrue(supervisor.isRunning, "the supervisor lives on", file: file, line: line)
+        for worker in workers { XCTAssertEqual(kill(worker, 0), 0, "worker \(worker) lives on", file: file, line: line) }
+    }
+
+    func testADaemonWhoseLogFileIsFullKeepsServing() throws {
+        // /dev/full: every write fails with ENOSPC, as on a full log filesystem.
+        let (p, _, _) = try launch(fetchdBinary, ["--cache-base", cacheBase.path, "--workers", "1", "--slots", "2", "--log", "/dev/full"],
+                                   environment: environment(), hint: "full")
+        try assertServesADownload(p)
+    }
+
+    func testADaemonWhoseStderrPipeIsClosedWithSIGPIPEIgnoredKeepsServing() throws {
+        // systemd's default: SIGPIPE ignored, so a write to a pipe nobody reads fails with EPIPE.
+        let pipe = Pipe()
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/bin/sh")
+        p.arguments = ["-c", "trap '' PIPE && exec \"$0\" \"$@\"", fetchdBinary.path,
+                       "--cache-base", cacheBase.path, "--workers", "1", "--slots", "2"]
+        p.environment = environment()
+        p.standardInput = FileHandle.nullDevice
+        p.standardOutput = pipe
+        p.standardError = pipe
+        track(p)
+        try p.run()
+        try pipe.fileHandleForReading.close()
+        try? pipe.fileHandleForWriting.close()
+        try assertServesADownload(p)
+    }
 }

@@ -251,6 +251,64 @@ final class MetricsTests: DaemonTestCase {
         XCTAssertLessThan(Date().timeIntervalSince(started), 5, "the silent client was dropped after the 2 s read timeout")
     }
 
+    /// A connected socket to 127.0.0.1:`port` (-1 when the connection failed).
+    func connectTo(_ port: UInt16) -> Int32 {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var sa = sockaddr_in()
+        sa.sin_family = sa_family_t(AF_INET)
+        sa.sin_port = port.bigEndian
+        sa.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &sa) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
+        }
+        if !connected { close(fd); return -1 }
+        return fd
+    }
+
+    func testNeitherASlowClientNorThirtyIdleOnesKeepAScrapeWaiting() throws {
+        let port = try freePort()
+        _ = try startMetricsDaemon(port: port, workers: 1)
+        // One client sends its head a byte every 1.9 s (each read within a per-read limit of 2 s).
+        let slow = connectTo(port)
+        XCTAssertGreaterThanOrEqual(slow, 0)
+        defer { close(slow) }
+        let stopSlow = expectation(description: "the slow client stopped")
+        let slowDone = NSLock()
+        nonisolated(unsafe) var stopping = false
+        Thread.detachNewThread {
+            for byte in Array("GET /metrics HTTP/1.1\r\n\r\n".utf8) {
+                if slowDone.withLock({ stopping }) { break }
+                var b = byte
+                if send(slow, &b, 1, Int32(MSG_NOSIGNAL)) != 1 { break }
+                Thread.sleep(forTimeInterval: 1.9)
+            }
+            stopSlow.fulfill()
+        }
+        // Thirty connect and say nothing; they stay connected through the scrapes below.
+        let idle = (0..<30).map { _ in connectTo(port) }
+        defer { for fd in idle where fd >= 0 { close(fd) } }
+        XCTAssertTrue(idle.allSatisfy { $0 >= 0 }, "thirty idle connections")
+        // exchange gives up after 10 s of silence: served one connection at a time, the idle
+        // ones alone held a scrape for 30 x 2 s.
+        for _ in 0..<3 {
+            let answer = exchange("GET /metrics HTTP/1.1\r\n\r\n", port: port)
+            XCTAssertTrue(answer.hasPrefix("HTTP/1.1 200 ") && answer.contains("speech_fetchd_"), "a scrape is answered while they wait: \(answer)")
+        }
+        slowDone.withLock { stopping = true }
+        wait(for: [stopSlow], timeout: 5)
+    }
+
+    func testARequestHeadPastTheLimitGetsA400NotAReset() throws {
+        let port = try freePort()
+        _ = try startMetricsDaemon(port: port, workers: 1)
+        // A well-formed request whose head is 9 KiB (a header past the 8 KiB limit).
+        let request = "GET /metrics HTTP/1.1\r\nX-Filler: " + String(repeating: "x", count: 9 << 10) + "\r\n\r\n"
+        for _ in 0..<5 {
+            let answer = exchange(request, port: port)
+            XCTAssertTrue(answer.hasPrefix("HTTP/1.1 400 ") && answer.contains("at most 8 KiB"), "a 400 saying the limit: \(answer)")
+        }
+    }
+
     func testAddressesThatCannotBeServedAreRefusedClearly() throws {
         for bad in ["nonsense", "127.0.0.1:99999", "example.com:9464", "127.0.0.1:", ":x", "[::1]9464", "0"] {
             let (p, _, err) = try launch(fetchdBinary, ["--cache-base", cacheBase.path, "--metrics", bad], environment: environment(), hint: "bad")

@@ -177,4 +177,40 @@ final class DownloadTests: HubTestCase {
         XCTAssertLessThan(Date().timeIntervalSince(started), 5)
         try assertSameBytes(repo, "model.safetensors")
     }
+
+    func testTheNFCAndNFDSpellingsOfOneNameAreTwoFilesBothDownloaded() throws {
+        // `é` as one scalar (NFC) and as `e` + a combining acute (NFD): equal Swift strings,
+        // different bytes, so two files to the Hub, git and the disk (huggingface_hub fetches both).
+        let nfc = "caf\u{E9}.txt", nfd = "cafe\u{301}.txt"
+        let nfcWeights = "voix/\u{E9}t\u{E9}.bin", nfdWeights = "voix/e\u{301}te\u{301}.bin"
+        XCTAssertEqual(nfc, nfd, "Swift takes them for one name")
+        XCTAssertNotEqual(Array(nfc.utf8), Array(nfd.utf8))
+        try TestHub.writeRepo(root: root, repo: repo, files: [nfc: Data("composed\n".utf8)])
+        try TestHub.writeRepo(root: root, repo: repo, files: [nfd: Data("decomposed, longer\n".utf8)])
+        try TestHub.generateRepo(root: root, repo: repo, files: [nfcWeights: (1 << 20) + 4321], seed: 1)  // ranged
+        try TestHub.generateRepo(root: root, repo: repo, files: [nfdWeights: (1 << 20) + 4321], seed: 2)
+        let result = try download(repo)
+        XCTAssertEqual(result.files.count, 4, "\(result.files)")
+        for path in [nfc, nfd, nfcWeights, nfdWeights] {
+            let got = FileManager.default.contents(atPath: modelDir(repo).path + "/" + path)
+            let served = FileManager.default.contents(atPath: root.path + "/" + repo + "/" + path)
+            XCTAssertNotNil(got, "\(Array(path.utf8)) is on disk")
+            XCTAssertEqual(got.map { SHA256.hex(of: $0) }, served.map { SHA256.hex(of: $0) }, "\(Array(path.utf8)) is byte-identical to the Hub's")
+        }
+        // Each is current as it is: a second call fetches nothing.
+        hub.resetCounters()
+        XCTAssertEqual(try download(repo).fetched, [])
+    }
+
+    func testAnUnreadableMaxRateVariableFailsTheCallNamingItAndWritesNothing() throws {
+        try makeRepo()
+        XCTAssertThrowsError(try download(repo, extra: ["SPEECH_FETCH_MAX_RATE": "20MB"])) { error in
+            XCTAssertEqual((error as? InvalidSetting)?.variable, "SPEECH_FETCH_MAX_RATE", "\(error)")
+            XCTAssertTrue("\(error)".contains("'20MB'") && "\(error)".contains("like 500K or 20M"), "\(error)")
+        }
+        XCTAssertFalse(FileManager.default.fileExists(atPath: modelDir(repo).path), "nothing was written")
+        XCTAssertEqual(hub.requestLog(), [], "nothing was asked of the Hub")
+        try download(repo, extra: ["SPEECH_FETCH_MAX_RATE": "100M"])
+        try assertSameBytes(repo, "config.json")
+    }
 }

@@ -9,6 +9,7 @@ import Digest
 import Foundation
 import HubClient
 import ModelCache
+import SharedFiles
 import Spool
 
 /// What one daemon process is to do.
@@ -95,7 +96,8 @@ public enum FetchdProcess {
         let role = options.isWorker ? "speech-fetchd[\(getpid())] worker" : "speech-fetchd[\(getpid())]"
         let log: @Sendable (String) -> Void = { line in
             let stamp = ISO8601DateFormatter().string(from: Date())
-            FileHandle.standardError.write(Data("\(stamp) \(role): \(line)\n".utf8))
+            // A line the log cannot take (a full disk, a closed pipe) is dropped, never a crash.
+            StandardError.write("\(stamp) \(role): \(line)\n")
         }
         RetryEvents.watch { event in
             log("\(event.subject): \(event.reason); retrying, attempt \(event.attempt) of \(event.attempts) in \(String(format: "%.1f", event.wait)) s")
