@@ -175,7 +175,11 @@ public final class Supervisor: @unchecked Sendable {
                 spool.beginPass()  // one listing of requests/ for the whole pass
                 requestLog.look(spool: spool, log: log)
                 planner.planRequests()
-                splicer.spliceAll(leaving: leaves)
+                // While every active request is another serving node's, their parts are that
+                // node's to splice: no listing of parts/ on each change (in a herd, every node's
+                // pass on every generation move). Orphans wait for the quarter-lease look below.
+                let inFlight = spool.activeRequests()
+                if inFlight.isEmpty || !inFlight.allSatisfy({ spool.servedElsewhere($0) }) { splicer.spliceAll(leaving: leaves) }
                 requestLog.look(spool: spool, log: log)
                 let active = spool.activeRequests()
                 pace.busy = !active.isEmpty
