@@ -81,6 +81,8 @@ public final class Spool: @unchecked Sendable {
     /// The listing of `requests/` within one supervisor pass (`beginPass`): a pass plans,
     /// splices, settles and logs, and each of those looks at the requests.
     var passRequestIDs: [String]?
+    /// Per request, the index of its first file not final at the last settle (`settleResume`).
+    var settleResumes: [String: Int] = [:]
     var inPass = false
     /// The generation file and this node's supervisor record, held open (`HeldFile`).
     lazy var heldGeneration = HeldFile(path: layout.generation)

@@ -179,4 +179,19 @@ extension Spool {
     public func failure(of key: String) -> String? { record(layout.failure(key), decode: Spool.decodeReason) }
 
     public func clearFailure(_ key: String) { unlink(layout.failure(key)) }
+
+    /// True when `failures/` was listed and holds nothing (no file of any request failed).
+    public func hasNoFailures() -> Bool { SharedFS.names(layout.path(.failures))?.isEmpty == true }
+
+    /// Where the settling of a request resumes: its files before this index were final at the
+    /// last look (this process's memory, not the spool's).
+    public func settleResume(_ id: String) -> Int { lock.withLock { settleResumes[id] ?? 0 } }
+
+    /// Remembers where the settling of a request resumes; nil forgets it.
+    public func noteSettleResume(_ id: String, _ index: Int?) {
+        lock.withLock {
+            if index != nil && settleResumes.count >= 4096 { settleResumes.removeAll() }
+            settleResumes[id] = index
+        }
+    }
 }
