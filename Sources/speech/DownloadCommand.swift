@@ -25,6 +25,7 @@ enum DownloadCommand {
             .optionalValue("hf-cache", "DIR", "write a huggingface_hub cache instead (DIR, else HF_HUB_CACHE, HF_HOME/hub, ~/.cache/huggingface/hub)"),
             .value("token", "TOKEN", "Hub token for this call instead of HF_TOKEN; `-` reads it from stdin (never echoed)"),
             .flag("force-download", "fetch the selected files again even when cached (in this process)"),
+            .value("repo-type", "TYPE", "hf's flag: model, the default, is the only type speech fetches"),
             .flag("offline", "use only the cache (as HF_HUB_OFFLINE=1)"),
             .flag("dry-run", "print what would be fetched, with sizes; write nothing"),
             .flag("json", "one JSON object per progress, retry and result event"),
@@ -45,7 +46,6 @@ enum DownloadCommand {
         """,
         optionHints: [
             "max-workers": "speech has no --max-workers: HF_DOWNLOAD_RANGE_CONCURRENCY sets the ranges in flight (default 16)",
-            "repo-type": "speech fetches model repos only, so there is no --repo-type",
             "local-dir-use-symlinks": "speech writes real files under --cache-dir (or a huggingface_hub cache with --hf-cache)",
             "resume-download": "speech always resumes: what an interrupted call staged under .incomplete/ is kept",
         ])
@@ -96,6 +96,10 @@ enum DownloadCommand {
         request.quiet = parsed.flag("quiet")
         request.detach = parsed.flag("detach")
         request.force = parsed.flag("force-download")
+        if let type = parsed.value("repo-type"), type != "model" {
+            speechProgram.usageError("speech download: --repo-type \(type): speech fetches model repos only "
+                + "(for a \(type == "dataset" || type == "space" ? type : "repo of another type"), use `hf download --repo-type \(type)`)")
+        }
         if let raw = parsed.value("max-rate") {
             guard let rate = ByteRate.parse(raw), rate >= RateCap.minimum else {
                 speechProgram.usageError("speech download: --max-rate needs bytes per second of at least 1K: a number with K, M or G (1024-based, as curl's --limit-rate), like 500K or 20M, or plain bytes like 65536; not '\(raw)'", help: spec.name)
@@ -289,7 +293,8 @@ enum DownloadCommand {
             speechProgram.fail("interrupted; what was transferred is kept under \(dir)/.incomplete; run the same command again to resume",
                                code: ExitCode.interrupted)
         }
-        let message = Messages.describe(error, baseArgument: request.baseArgument, offlineBy: offlineBy, catalog: catalog)
+        var message = Messages.describe(error, baseArgument: request.baseArgument, offlineBy: offlineBy, catalog: catalog)
+        if request.token != nil { message = Messages.tokenFromFlag(message) }
         if request.json { emitJSON(["event": "error", "message": message]) }
         if case RepoError.invalidRepoID = error { speechProgram.fail(message, code: ExitCode.usage) }
         speechProgram.fail(message)

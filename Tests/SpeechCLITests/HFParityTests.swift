@@ -58,7 +58,8 @@ final class HFParityTests: DaemonTestCase {
             (["download", "org/x", "--cache_dir", "A"], "did you mean --cache-dir?"),
             (["download", "org/x", "--exclud", "*.bin"], "did you mean --exclude?"),
             (["download", "org/x", "--max-workers", "8"], "HF_DOWNLOAD_RANGE_CONCURRENCY"),
-            (["download", "org/x", "--repo-type", "model"], "model repos only"),
+            (["download", "org/x", "--repo-type", "dataset"], "model repos only"),
+            (["download", "org/x", "--repo-type", "space"], "hf download --repo-type space"),
             (["wait", "org/x", "--timout", "3"], "did you mean --timeout?"),
         ]
         for (words, hint) in cases {
@@ -90,6 +91,15 @@ final class HFParityTests: DaemonTestCase {
         let wrong = try run(["download", repo, "config.json", "--cache-base", cacheBase.path, "--token", "hf_wrong_one"])
         XCTAssertEqual(wrong.status, 1)
         XCTAssertFalse(wrong.err.contains("hf_wrong_one"), "a refused token is not echoed either: \(wrong.err)")
+        XCTAssertTrue(wrong.err.contains("the token given with --token was refused"), wrong.err)
+        XCTAssertFalse(wrong.err.contains("set HF_TOKEN"), "the refused token came from --token: \(wrong.err)")
+    }
+
+    func testRepoTypeModelIsAcceptedAsHfDoes() throws {
+        try makeRepo()
+        let r = try run(["download", repo, "config.json", "--cache-base", cacheBase.path, "--repo-type", "model"])
+        XCTAssertEqual(r.status, 0, r.err)
+        XCTAssertTrue(FileManager.default.fileExists(atPath: modelDir(repo).appendingPathComponent("config.json").path))
     }
 
     func testATokenNeverReachesADetachedDaemonsArgvOrEnvironment() throws {
