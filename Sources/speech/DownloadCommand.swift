@@ -5,6 +5,7 @@ import Foundation
 import HubClient
 import HubTypes
 import ModelCache
+import SharedFiles
 import SpeechFetch
 
 enum DownloadCommand {
@@ -241,7 +242,7 @@ enum DownloadCommand {
                 emit("\(request.repo): handed to speech-fetchd; `speech wait \(request.repo)\(request.baseArgument.replacingOccurrences(of: "--cache-dir", with: "--cache-base"))` blocks until it is ready\n")
             } else {
                 let rate = printer.bytesMoved > 0 ? ", \(Format.bytes(Int64(printer.averageRate)))/s average" : ""
-                emit("\(request.repo): \(result.files.count) files in \(result.directory.path) (\(result.fetched.count) fetched, "
+                emit("\(request.repo): \(counted(result.files.count, "file")) in \(result.directory.path) (\(result.fetched.count) fetched, "
                      + "\(String(format: "%.1f", seconds)) s\(rate))\n")
             }
             return 0
@@ -312,7 +313,7 @@ enum DownloadCommand {
             emit(String(repeating: " ", count: width - size.count) + size + "  " + (file.cached ? "cached  " : "fetch   ") + file.path + "\n")
         }
         let fetch = plan.files.filter { !$0.cached }
-        emit("dry run: \(request.repo) @ \(plan.commit.prefix(12)) would fetch \(fetch.count) of \(plan.files.count) files "
+        emit("dry run: \(request.repo) @ \(plan.commit.prefix(12)) would fetch \(fetch.count) of \(counted(plan.files.count, "file")) "
              + "(\(Format.bytes(plan.bytesToFetch))) into \(plan.directory.path); nothing was written\n")
     }
 
@@ -348,7 +349,7 @@ enum DownloadCommand {
                 } else if request.quiet {
                     emit(part.directory.path + "\n")
                 } else {
-                    emit("\(entry.displayName) \(part.role.rawValue): \(part.repo) → \(part.directory.path) (\(part.files.count) files, \(part.fetched.count) fetched)\n")
+                    emit("\(entry.displayName) \(part.role.rawValue): \(part.repo) → \(part.directory.path) (\(counted(part.files.count, "file")), \(part.fetched.count) fetched)\n")
                 }
             }
             return 0

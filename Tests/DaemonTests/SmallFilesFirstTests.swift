@@ -34,6 +34,7 @@ final class SmallFilesFirstTests: DaemonTestCase {
         }
         XCTAssertTrue(waitForExit(client.process, timeout: 60), "the download finished")
         XCTAssertEqual(client.process.terminationStatus, 0, contents(client.stderr) + contents(daemon.log))
+        XCTAssertTrue(contents(daemon.log).contains("with 1 worker × 4 ranges"), "no \"1 workers\": \(contents(daemon.log))")
         guard let served = bigBytesWhenSmallDone else { return XCTFail("the small files never became final") }
         print("small files final when \(served) of \(bigSize) bytes of the big file were served")
         XCTAssertLessThan(served, bigSize / 2,

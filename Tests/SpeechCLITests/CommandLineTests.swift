@@ -129,7 +129,7 @@ final class CommandLineTests: DaemonTestCase {
                         extra: ["HF_HUB_DISABLE_PROGRESS_BARS": "1"])
         XCTAssertEqual(plain.status, 0, plain.err)
         XCTAssertFalse(plain.out.contains("done voices"), "no progress lines: \(plain.out)")
-        XCTAssertTrue(plain.out.contains("\(repo): 1 files in"), plain.out)
+        XCTAssertTrue(plain.out.contains("\(repo): 1 file in"), plain.out)
     }
 
     func testPipedDownloadPrintsProgressLinesWhileAFileIsInFlightAndTheAverageRateAtTheEnd() throws {
