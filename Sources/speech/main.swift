@@ -19,7 +19,7 @@ let speechSpec = CommandSpec(
       status                                  the spool: daemons, workers, requests
       cancel <org/name>                       withdraw a repo's request from speech-fetchd (staged bytes kept)
       resolve <org/name>                      the commit and the file tree, no file bodies
-      cache ls | verify | rm | clean | import-hf
+      cache \(CacheCommand.commandNames.joined(separator: " | "))
                                               manage the cache
       env                                     what speech would use here (endpoint, cache, daemon, kernel)
       demo                                    a local test Hub and a demo download
