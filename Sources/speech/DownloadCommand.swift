@@ -89,6 +89,13 @@ enum DownloadCommand {
         request.include = parsed.values("include")
         request.exclude = parsed.values("exclude")
         request.cacheDir = parsed.value("cache-dir")
+        if let dir = request.cacheDir, let names = try? FileManager.default.contentsOfDirectory(atPath: dir),
+           names.contains(where: { $0.hasPrefix("models--") }) {
+            // hf's --cache-dir names a huggingface_hub cache root; ours names the model's own
+            // folder: loose files written into that root would sit beside its models--* folders.
+            speechProgram.usageError("speech download: --cache-dir \(dir) is a huggingface_hub cache (it holds models--* folders); "
+                + "--cache-dir names the model's own folder here: write into that cache with --hf-cache \(shellQuoted(dir))")
+        }
         request.cacheBase = parsed.value("cache-base")
         request.hubCache = parsed.value("hf-cache")
         request.offline = parsed.flag("offline")

@@ -95,6 +95,16 @@ final class HFParityTests: DaemonTestCase {
         XCTAssertFalse(wrong.err.contains("set HF_TOKEN"), "the refused token came from --token: \(wrong.err)")
     }
 
+    func testCacheDirAtAHuggingFaceHubCacheRootIsRefusedSuggestingHfCache() throws {
+        try makeRepo()
+        let root = temp.appendingPathComponent("hf-hub")
+        try FileManager.default.createDirectory(at: root.appendingPathComponent("models--org--other"), withIntermediateDirectories: true)
+        let r = try run(["download", repo, "config.json", "--cache-dir", root.path])
+        XCTAssertEqual(r.status, 64, r.err)
+        XCTAssertTrue(r.err.contains("--hf-cache \(root.path)"), r.err)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: root.appendingPathComponent("config.json").path), "nothing written into the root")
+    }
+
     func testRepoTypeModelIsAcceptedAsHfDoes() throws {
         try makeRepo()
         let r = try run(["download", repo, "config.json", "--cache-base", cacheBase.path, "--repo-type", "model"])
