@@ -149,7 +149,9 @@ enum DownloadCommand {
     static func download(_ request: Request, environment: [String: String]) -> Int32 {
         if !request.repo.contains("/") {
             guard let entry = ModelCatalog.find(request.repo) else {
-                speechProgram.usageError("speech download: unknown model '\(request.repo)': give org/name, or a model name from `speech models`", help: spec.name)
+                let names = ModelCatalog.all.filter { $0.variant == nil }.flatMap { [$0.name.lowercased()] + $0.aliases }
+                let near = CommandSpec.nearest(to: request.repo.lowercased(), among: names).map { " (did you mean \($0)?)" } ?? ""
+                speechProgram.usageError("speech download: unknown model '\(request.repo)'\(near): give org/name, or a model name from `speech models`", help: spec.name)
             }
             if request.hubCache != nil {
                 speechProgram.usageError("speech download: --hf-cache takes a repo id (org/name); give the repos of '\(request.repo)' one by one (`speech models` lists them)", help: spec.name)

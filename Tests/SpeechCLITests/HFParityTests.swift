@@ -68,6 +68,9 @@ final class HFParityTests: DaemonTestCase {
             XCTAssertEqual(r.err.split(separator: "\n").count, 1, r.err)
             XCTAssertTrue(r.err.contains(hint), "\(words): \(r.err)")
         }
+        let typo = try run(["download", "kokor"])
+        XCTAssertEqual(typo.status, 64, typo.err)
+        XCTAssertTrue(typo.err.contains("did you mean kokoro?"), "a catalog typo gets the nearest name: \(typo.err)")
         let far = try run(["download", "org/x", "--frobnicate"])
         XCTAssertFalse(far.err.contains("did you mean"), "nothing is near --frobnicate: \(far.err)")
     }
