@@ -94,11 +94,17 @@ public struct CommandSpec: Sendable {
         let known = options.flatMap { [$0.name] + $0.aliases } + ["help", "version"]
         let typed = name.lowercased().replacingOccurrences(of: "_", with: "-")
         if known.contains(typed) { return "; did you mean --\(typed)?" }
-        let scored = known.map { ($0, CommandSpec.editDistance(typed, $0)) }
+        guard let best = CommandSpec.nearest(to: typed, among: known) else { return "" }
+        return "; did you mean --\(best)?"
+    }
+
+    /// The name of `known` nearest to `typed` when it is near enough to be a typo (a few edits,
+    /// or `typed` a prefix of three characters or more); nil when none is. The command line's
+    /// one "did you mean" rule: options, catalog model names.
+    public static func nearest(to typed: String, among known: [String]) -> String? {
+        known.map { ($0, editDistance(typed, $0)) }
             .filter { $0.1 <= max(1, min(3, $0.0.count / 3)) || ($0.0.hasPrefix(typed) && typed.count >= 3) }
-            .sorted { $0.1 < $1.1 }
-        guard let best = scored.first else { return "" }
-        return "; did you mean --\(best.0)?"
+            .min { $0.1 < $1.1 }?.0
     }
 
     /// Levenshtein distance over characters (names are short: O(n·m) is nothing).

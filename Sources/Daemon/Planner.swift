@@ -34,7 +34,9 @@ public struct Planner: Sendable {
             // arrival); the others only once it is gone.
             if spool.servedElsewhere(request) { continue }
             if !spool.acceptsTarget(of: request) { continue }
-            let wanted = request.files.filter { file in
+            // Smallest first: the small files a loader reads first (config.json, the tokenizer)
+            // get their jobs before a big file's ranges fill the queue.
+            let wanted = request.files.sorted(by: { $0.size < $1.size }).filter { file in
                 let key = PlannedFile.key(modelDir: request.modelDir, path: file.path, commit: request.commit)
                 // Planned only when the plan is positively absent (an unreadable one may stand).
                 return !request.directory.isComplete(file) && spool.failure(of: key) == nil && spool.lookPlan(key).isAbsent
@@ -103,7 +105,11 @@ public struct Planner: Sendable {
         let done = staging.doneRanges
         // A sidecar that was there is left as it is: the record read from it may be older than
         // the file's last writer's (a network filesystem's client), and is not written back.
-        if !staging.openedFromRecord { try? staging.persist() }
+        // A file of one range has no sidecar to write: nothing of it is done, and its one part is
+        // spliced and the file finalized without a record (two syncs a file saved, which were most
+        // of planning many small files); a splicer that finds its staging file without a sidecar
+        // starts it afresh, as it would.
+        if !staging.openedFromRecord && planned.rangeCount > 1 { try? staging.persist() }
         // The first ranges it needs, up to the job window: the splicer publishes the next ones as
         // ranges become done (JobWindow).
         let pending = JobWindow.fitting((0..<planned.rangeCount).filter { !done.contains($0) }, inFlight: 0)
@@ -120,6 +126,11 @@ public struct Planner: Sendable {
         // node, not every node, looks at its jobs); by any node once it is gone.
         let round = spool.leaseRound()
         var served: [String: Bool] = [:]
+        // `jobs/ready` and `jobs/claimed` are listed once per repair, not once per plan (a
+        // listing per plan grew with the plans times the jobs: quadratic in a repo's files), ready
+        // before claimed, and each plan's parts and sidecar looked at after both.
+        var readyListing: Set<String>??
+        var claimedListing: Set<String>??
         for plan in spool.plannedFiles() {
             if plan.node != spool.owner.node {
                 let serving = served[plan.node] ?? spool.supervisorServes(plan.node, round: round)
@@ -134,9 +145,12 @@ public struct Planner: Sendable {
             // while we look is seen at a later stage, never missed. A range is lost only when
             // every look succeeded and found nothing: an unreadable directory, part or sidecar
             // may hold it.
-            guard let ready = spool.lookReadyJobs().map(Set.init) else { continue }
+            if readyListing == nil { readyListing = .some(spool.lookReadyJobs().map(Set.init)) }
+            guard let ready = readyListing ?? nil else { continue }
             let unready = (0..<plan.rangeCount).filter { !ready.contains(plan.jobName($0)) }
-            guard !unready.isEmpty, let claimedJobs = spool.claimedJobs() else { continue }
+            guard !unready.isEmpty else { continue }
+            if claimedListing == nil { claimedListing = .some(spool.claimedJobs()) }
+            guard let claimedJobs = claimedListing ?? nil else { continue }
             let candidates = unready.filter { !claimedJobs.contains(plan.jobName($0)) && spool.hasPart(plan, $0) == false }
             guard !candidates.isEmpty else { continue }
             let record: Sidecar?

@@ -105,7 +105,7 @@ public final class Supervisor: @unchecked Sendable {
         for node in spool.liveSupervisors() where node != settings.node {
             log("node \(node)'s speech-fetchd serves this spool too; both take jobs from it")
         }
-        log("serving \(spool.root) as node \(settings.node) with \(workerCount) workers × \(slots) ranges"
+        log("serving \(spool.root) as node \(settings.node) with \(counted(workerCount, "worker")) × \(counted(slots, "range"))"
             + (ownRequestsOnly ? ", own requests only" : "")
             + (spool.endpoints.map { ", from \(([$0.own] + $0.allowed).joined(separator: ", "))" } ?? ""))
         spool.remembersSettled = true
@@ -281,7 +281,7 @@ public final class Supervisor: @unchecked Sendable {
     private func noteDeath() { deathLock.withLock { recentDeaths.append(Date()) } }
 
     private func drain() {
-        log("draining \(workers.count) workers")
+        log("draining \(counted(workers.count, "worker"))")
         for w in workers where w.isRunning { kill(w.processIdentifier, SIGTERM) }
         let deadline = Date().addingTimeInterval(10)
         while workers.contains(where: \.isRunning) && Date() < deadline { usleep(20_000) }
@@ -391,7 +391,7 @@ struct RequestLog {
                     settled.insert(request.id)
                 } else if state == .active {
                     open[request.id] = (Date(), bytes)
-                    log("accepted \(request.repo) @ \(request.commit.prefix(12)): \(request.files.count) files, "
+                    log("accepted \(request.repo) @ \(request.commit.prefix(12)): \(counted(request.files.count, "file")), "
                         + "\(mebibytes(bytes)) into \(request.modelDir) (request \(request.id), node \(request.node))")
                 } else {
                     settled.insert(request.id)  // settled before this daemon saw it

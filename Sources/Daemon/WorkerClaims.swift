@@ -72,7 +72,7 @@ extension Worker {
         var plans: [String: PlannedFile] = [:]
         var unplanned = Set<String>()
         var tried = 0
-        for name in Worker.scanOrder(ready, from: scanStart) {
+        for name in Worker.claimOrder(ready, from: scanStart) {
             guard let (key, _) = PlannedFile.parseJob(name), !unplanned.contains(key) else { continue }
             guard let plan = plans[key] ?? spool.plannedFile(key) else {
                 unplanned.insert(key)
@@ -94,6 +94,20 @@ extension Worker {
         return .none
     }
 
+
+    /// The order a scan tries `ready` (sorted) in: every file's first range before any later
+    /// range, each group in `scanOrder`. A small file is one range, so its job is taken before the
+    /// next range of a big file whatever their keys: the small files a loader reads first are not
+    /// left waiting behind a big file's ranges; a big file still fills its prefix first.
+    static func claimOrder(_ ready: [String], from start: Int) -> [String] {
+        let firstSuffix = PlannedFile.jobName(key: "", index: 0)
+        var firsts: [String] = []
+        var later: [String] = []
+        for name in ready {
+            if name.hasSuffix(firstSuffix) { firsts.append(name) } else { later.append(name) }
+        }
+        return scanOrder(firsts, from: start) + scanOrder(later, from: start)
+    }
 
     /// `ready` (sorted) from a start: the lowest `window` jobs are tried first, from `start`
     /// modulo their count and round by a stride, then the rest in order. The window is the lowest jobs the

@@ -65,25 +65,26 @@ public final class HuggingFaceDownloader: Sendable {
     public var defaultHubCache: URL { HubCache.defaultDirectory(environment) }
 
     /// Downloads `repo` and returns the model directory (with `huggingFaceCache`, the snapshot folder).
-    public func download(repo: String, revision: String = "main", include: [String] = [],
+    public func download(repo: String, revision: String = "main", include: [String] = [], exclude: [String] = [],
                          cacheDir: URL? = nil, cacheBaseDir: URL? = nil, huggingFaceCache: URL? = nil,
-                         offlineMode: Bool? = nil,
+                         offlineMode: Bool? = nil, forceDownload: Bool = false,
                          progress: @escaping @Sendable (DownloadProgress) -> Void = { _ in }) async throws -> URL {
-        try await downloadWithResult(repo: repo, revision: revision, include: include, cacheDir: cacheDir,
+        try await downloadWithResult(repo: repo, revision: revision, include: include, exclude: exclude, cacheDir: cacheDir,
                                      cacheBaseDir: cacheBaseDir, huggingFaceCache: huggingFaceCache,
-                                     offlineMode: offlineMode, progress: progress).directory
+                                     offlineMode: offlineMode, forceDownload: forceDownload, progress: progress).directory
     }
 
     /// Downloads `repo` and says what happened. Cancelling the task stops the transfer and keeps
     /// everything staged so far for the next call.
-    public func downloadWithResult(repo: String, revision: String = "main", include: [String] = [],
+    public func downloadWithResult(repo: String, revision: String = "main", include: [String] = [], exclude: [String] = [],
                                    cacheDir: URL? = nil, cacheBaseDir: URL? = nil, huggingFaceCache: URL? = nil,
-                                   offlineMode: Bool? = nil, host: TransferHost = .automatic, requestTimeout: Double? = nil,
+                                   offlineMode: Bool? = nil, forceDownload: Bool = false,
+                                   host: TransferHost = .automatic, requestTimeout: Double? = nil,
                                    progress: @escaping @Sendable (DownloadProgress) -> Void = { _ in }) async throws -> DownloadResult {
         try await runOffThread { isCancelled in
-            try self.downloadBlocking(repo: repo, revision: revision, include: include, cacheDir: cacheDir,
+            try self.downloadBlocking(repo: repo, revision: revision, include: include, exclude: exclude, cacheDir: cacheDir,
                                       cacheBaseDir: cacheBaseDir, huggingFaceCache: huggingFaceCache,
-                                      offlineMode: offlineMode, host: host, requestTimeout: requestTimeout,
+                                      offlineMode: offlineMode, forceDownload: forceDownload, host: host, requestTimeout: requestTimeout,
                                       progress: progress, isCancelled: isCancelled)
         }
     }

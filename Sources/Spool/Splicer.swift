@@ -31,7 +31,7 @@ public struct Splicer: Sendable {
             switch spool.lookPlan(key) {
             case .found(let plan):
                 if leaving(plan) { continue }
-                outcomes[key] = splice(plan)
+                outcomes[key] = splice(plan, listed: indices)
             case .absent:
                 // A part whose plan is gone belongs to a file that is final or failed.
                 spool.dropParts(key: key, indices: indices)
@@ -48,8 +48,11 @@ public struct Splicer: Sendable {
     /// With `salvagingTempParts` (a caller about to fetch the file itself), the unfinished part of
     /// a range whose worker is gone is copied in too and recorded as that range's `partial`, so
     /// the embedded engine asks only for its tail (the part stays for a worker to adopt).
+    /// `listed`: the file's parts a listing of `parts/` just found (the pass's first look uses
+    /// them instead of listing again: one listing per pass over every file, not one per file,
+    /// which grew with the parts of every other file waiting).
     @discardableResult
-    public func splice(_ plan: PlannedFile, salvagingTempParts: Bool = false) -> SpliceOutcome {
+    public func splice(_ plan: PlannedFile, salvagingTempParts: Bool = false, listed: [Int]? = nil) -> SpliceOutcome {
         let anchor: TargetAnchor
         switch spool.anchor(plan) {
         case .success(let opened):
@@ -68,11 +71,11 @@ public struct Splicer: Sendable {
         }
         // Every write of the pass goes through the directory opened (its /proc/self/fd name).
         return withExtendedLifetime(anchor) {
-            splice(plan, into: anchor.directory, salvagingTempParts: salvagingTempParts, told: anchor.told)
+            splice(plan, into: anchor.directory, salvagingTempParts: salvagingTempParts, listed: listed, told: anchor.told)
         }
     }
 
-    private func splice(_ plan: PlannedFile, into directory: ModelDirectory, salvagingTempParts: Bool,
+    private func splice(_ plan: PlannedFile, into directory: ModelDirectory, salvagingTempParts: Bool, listed: [Int]?,
                         told: (String) -> String) -> SpliceOutcome {
         if directory.isComplete(plan.file) {
             spool.dropPlan(plan)
@@ -93,7 +96,7 @@ public struct Splicer: Sendable {
             // only `spool.settle` seconds after the lock was taken, so a pass with ranges to
             // record writes no sooner; it goes on looking for parts meanwhile.
             var pass = SplicePass(plan: plan, staging: staging, settled: ProcessInfo.processInfo.systemUptime + spool.settle)
-            spliceParts(&pass)
+            spliceParts(&pass, listed: listed)
             // Under repair a range's bytes are compared whole, never taken in as a prefix.
             let salvaged = salvagingTempParts && !staging.isRepairing && salvageTempParts(plan, staging)
             try record(pass, salvaged: salvaged)
@@ -143,11 +146,13 @@ public struct Splicer: Sendable {
     /// it looks at) are spliced in the same pass: it looks again until a look finds nothing new,
     /// so the last part of a file does not wait for the next pass to be spliced and the file
     /// finalized. A pass ends after 16 new parts, so the next one can drop them (it reads them back).
-    private func spliceParts(_ pass: inout SplicePass) {
+    private func spliceParts(_ pass: inout SplicePass, listed: [Int]?) {
         let plan = pass.plan
         var seen = Set<Int>()
         var looking = true
-        while pass.spliced < 16 {
+        var known = listed
+        // A file whose every range is here needs no further look.
+        while pass.spliced < 16 && !(pass.spliced > 0 && pass.staging.isFullyDone) {
             if !looking {
                 let wait = pass.settled - ProcessInfo.processInfo.systemUptime
                 guard pass.spliced > 0, !pass.staging.isFullyDone, wait > 0 else { break }
@@ -156,8 +161,10 @@ public struct Splicer: Sendable {
                 Thread.sleep(forTimeInterval: min(wait, 0.5))
             }
             looking = false
-            // One listing per look: the parts of this file that are there.
-            let present = Set(spool.partsByFile()[plan.key] ?? []).subtracting(seen)
+            // One listing per look: the parts of this file that are there (the first look may
+            // use the caller's).
+            let present = Set(known ?? spool.partsByFile()[plan.key] ?? []).subtracting(seen)
+            known = nil
             for index in present.sorted() where pass.spliced < 16 && index >= 0 && index < plan.rangeCount {
                 seen.insert(index)
                 if spliceOne(index, into: &pass) { looking = true }
@@ -261,6 +268,8 @@ public struct Splicer: Sendable {
     public func settleRequests() {
         // Another node's request is settled by that node while it serves (a failure recorded here
         // bumps the generation, which wakes it).
+        // One listing of failures/ (usually empty) instead of a look for each missing file's.
+        let noFailures = spool.hasNoFailures()
         for request in spool.activeRequests(skipping: spool.servedElsewhere) {
             if spool.targets?.cachedRefusal(request) != nil { continue }  // never written to (Planner fails it)
             // Looked at, and its ref written, through the directory opened by its judged path.
@@ -276,11 +285,30 @@ public struct Splicer: Sendable {
                 settle(request, in: nil)
                 continue
             }
-            withExtendedLifetime(anchor) { settle(request, in: anchor.directory) }
+            withExtendedLifetime(anchor) { settle(request, in: anchor.directory, noFailures: noFailures) }
         }
     }
 
-    private func settle(_ request: SpoolRequest, in directory: ModelDirectory?) {
+    private func settle(_ request: SpoolRequest, in directory: ModelDirectory?, noFailures: Bool = false) {
+        if noFailures, let directory {
+            // No file of any request failed: the request is active while one file is not
+            // final. A file once final stays so, so the look resumes at the first file the
+            // last one found missing (a look over every file at each settle grew with the
+            // files times the parts spliced); the request is done only after one more look
+            // over all of them (a file may have been removed meanwhile).
+            let files = request.files
+            var next = spool.settleResume(request.id)
+            while next < files.count && directory.isComplete(files[next]) { next += 1 }
+            if next < files.count {
+                spool.noteSettleResume(request.id, next)
+                return
+            }
+            spool.noteSettleResume(request.id, nil)
+            guard files.allSatisfy(directory.isComplete) else { return }
+            try? directory.recordRevision(request.revision)
+            spool.markDone(request.id)
+            return
+        }
         var complete = true
         for file in request.files where directory?.isComplete(file) != true {
             complete = false

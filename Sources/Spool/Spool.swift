@@ -85,6 +85,8 @@ public final class Spool: @unchecked Sendable {
     /// each): the pass's logging, planning, settling and its look at what is active share them.
     /// A marker this process publishes or clears is looked at again.
     var passStates: [String: RequestState] = [:]
+    /// Per request, the index of its first file not final at the last settle (`settleResume`).
+    var settleResumes: [String: Int] = [:]
     var inPass = false
     /// The generation file and this node's supervisor record, held open (`HeldFile`).
     lazy var heldGeneration = HeldFile(path: layout.generation)

@@ -32,7 +32,7 @@ extension Spool {
             if let plan = Spool.decodePlan(data, key: key) {
                 if case .found(let st) = seen {
                     lock.withLock {
-                        if planCache.count >= 256 { planCache.removeAll() }
+                        if planCache.count >= Spool.plansRemembered { planCache.removeAll() }
                         planCache[key] = (plan, FileIdentity(st))
                     }
                 }
@@ -45,6 +45,11 @@ extension Spool {
         case .unknown(let code): return .unknown(code)
         }
     }
+
+    /// Plans a process keeps parsed (a few hundred bytes each): more than a repo's files, so a
+    /// look at every plan of a ten-thousand-file download (the repair of lost jobs) is a stat
+    /// each, not a read each.
+    static let plansRemembered = 32_768
 
     static func decodePlan(_ data: Data, key: String) -> PlannedFile? {
         guard let plan = try? JSONDecoder().decode(PlannedFile.self, from: data), plan.key == key, plan.isConsistent
@@ -147,14 +152,21 @@ extension Spool {
         if rename(claim.path, layout.ready(claim.name)) == 0 { bumpGeneration() }
     }
 
+    /// Files of at most this many ranges have their jobs, parts and endgame markers dropped by
+    /// name (three lookups a range) rather than by listing the three folders.
+    static let rangesDroppedByName = 4
+
     /// Forgets a file once it is final or failed: its ready jobs, its leftover parts, its plan.
     public func dropPlan(_ file: PlannedFile) {
         // What is there is listed (three listings), not looked up range by range: an unlink of a
-        // name that is not there is still a lookup at the file server, three per range.
+        // name that is not there is still a lookup at the file server, three per range. A file of
+        // a few ranges is looked up by name: a listing costs as much as the folder holds, and
+        // dropping each of ten thousand small files' plans must not list the others' jobs and
+        // parts every time.
         let prefix = file.key + "."
         for folder in [SpoolLayout.Folder.ready, .parts, .endgame] {
-            guard let names = SharedFS.names(layout.path(folder)) else {
-                // Unlistable now: every name the plan can have, as before.
+            guard file.rangeCount > Spool.rangesDroppedByName, let names = SharedFS.names(layout.path(folder)) else {
+                // A few ranges, or unlistable now: every name the plan can have.
                 for index in 0..<file.rangeCount {
                     let job = file.jobName(index)
                     unlink(folder == .parts ? layout.part(job) : layout.path(folder, job))

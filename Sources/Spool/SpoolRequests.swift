@@ -202,4 +202,18 @@ extension Spool {
     /// Removes a file's recorded failure; true when there was one.
     @discardableResult
     public func clearFailure(_ key: String) -> Bool { unlink(layout.failure(key)) == 0 }
+    /// True when `failures/` was listed and holds nothing (no file of any request failed).
+    public func hasNoFailures() -> Bool { SharedFS.names(layout.path(.failures))?.isEmpty == true }
+
+    /// Where the settling of a request resumes: its files before this index were final at the
+    /// last look (this process's memory, not the spool's).
+    public func settleResume(_ id: String) -> Int { lock.withLock { settleResumes[id] ?? 0 } }
+
+    /// Remembers where the settling of a request resumes; nil forgets it.
+    public func noteSettleResume(_ id: String, _ index: Int?) {
+        lock.withLock {
+            if index != nil && settleResumes.count >= 4096 { settleResumes.removeAll() }
+            settleResumes[id] = index
+        }
+    }
 }

@@ -6,10 +6,15 @@ import Foundation
 import SpeechFetch
 
 enum CacheCommand {
+    /// Every `speech cache` command, in the order help lists them: `speech --help`, this
+    /// command's usage and its errors say them from here (the man page and docs/cli.md from
+    /// those helps).
+    static let commandNames = ["ls", "verify", "rm", "clean", "prune", "pin", "unpin", "import-hf"]
+
     static let baseOption = Option.value("cache-base", "DIR", "the cache base (default: $QWEN3_CACHE_DIR or ~/.cache/qwen3-speech)")
 
     static let spec = CommandSpec(
-        name: "speech cache", operands: "<ls | verify | rm | clean | prune | pin | unpin | import-hf> [...]",
+        name: "speech cache", operands: "<\(commandNames.joined(separator: " | "))> [...]",
         summary: """
         Manage the cache: list, re-hash, remove, clean up, adopt a huggingface_hub cache.
 
@@ -83,12 +88,12 @@ enum CacheCommand {
         }
         guard index < words.count else {
             _ = speechProgram.parse(spec, words)  // help, version, or a usage error
-            speechProgram.usageError("speech cache: missing command (ls, verify, rm, clean, prune, pin, unpin, import-hf)", help: spec.name)
+            speechProgram.usageError("speech cache: missing command (\(commandNames.joined(separator: ", ")))", help: spec.name)
         }
         let command = words[index]
         if command == "help" { emit(spec.help); exit(0) }
         guard let sub = subcommands[command] else {
-            speechProgram.usageError("speech cache: unknown command '\(command)' (ls, verify, rm, clean, prune, pin, unpin, import-hf)", help: spec.name)
+            speechProgram.usageError("speech cache: unknown command '\(command)' (\(commandNames.joined(separator: ", ")))", help: spec.name)
         }
         var rest = words
         rest.remove(at: index)

@@ -8,8 +8,8 @@ enum DemoCommand {
         name: "speech demo",
         summary: """
         Start the test Hub (the speech-testhub beside speech) on loopback with a sharded demo
-        repo and download it with progress into a fresh /tmp/speech-demo-<pid>/cache (or
-        --cache-base).
+        repo and download it with progress into a fresh /tmp/speech-demo-<pid>/cache, which is
+        removed when the demo ends (also on Ctrl-C); --cache-base DIR keeps the model in DIR.
         """,
         options: [
             .value("size", "BYTES", "bytes of shards (default 268435456; K, M, G suffixes taken)"),
@@ -39,6 +39,10 @@ enum DemoCommand {
         let root = temp.appendingPathComponent("hub")
         let log = temp.appendingPathComponent("testhub.log")
         let base = parsed.value("cache-base") ?? temp.appendingPathComponent("cache").path
+        // Whatever ends the demo (its end, a failure, Ctrl-C: every exit path runs atexit), the
+        // scratch folder goes, with the model when the cache is in it.
+        demoScratch = temp.path
+        atexit { if let scratch = demoScratch { removeDemoScratch(scratch) } }
         let hub: DemoHub
         do {
             hub = try DemoHub.start(testhub, root: root, size: size, log: log)
@@ -58,7 +62,9 @@ enum DemoCommand {
         request.quiet = parsed.flag("quiet")
         let code = DownloadCommand.download(request, environment: env)
         hub.stop()
-        removeScratch(root: root, log: log)
+        if parsed.value("cache-base") == nil && !parsed.flag("json") {
+            FileHandle.standardError.write(Data("speech demo: removed \(temp.path) (the demo's Hub and cache); --cache-base DIR keeps the model in DIR\n".utf8))
+        }
         exit(code)
     }
 
@@ -82,4 +88,12 @@ enum DemoCommand {
         guard let value = Double(number), value >= 0, value.isFinite else { return nil }
         return Int((value * multiplier).rounded())
     }
+}
+
+/// The demo's scratch folder, removed at exit (`atexit` takes no closure with captures).
+nonisolated(unsafe) private var demoScratch: String?
+
+/// Removes the demo's scratch folder and everything in it.
+private func removeDemoScratch(_ path: String) {
+    try? FileManager.default.removeItem(atPath: path)
 }

@@ -5,6 +5,7 @@ import Foundation
 import HubClient
 import HubTypes
 import ModelCache
+import SharedFiles
 import SpeechFetch
 
 enum DownloadCommand {
@@ -25,6 +26,7 @@ enum DownloadCommand {
             .optionalValue("hf-cache", "DIR", "write a huggingface_hub cache instead (DIR, else HF_HUB_CACHE, HF_HOME/hub, ~/.cache/huggingface/hub)"),
             .value("token", "TOKEN", "Hub token for this call instead of HF_TOKEN; `-` reads it from stdin (never echoed)"),
             .flag("force-download", "fetch the selected files again even when cached (in this process)"),
+            .value("repo-type", "TYPE", "hf's flag: model, the default, is the only type speech fetches"),
             .flag("offline", "use only the cache (as HF_HUB_OFFLINE=1)"),
             .flag("dry-run", "print what would be fetched, with sizes; write nothing"),
             .flag("json", "one JSON object per progress, retry and result event"),
@@ -46,7 +48,6 @@ enum DownloadCommand {
         exit codes: 0 done, 1 failed, 64 bad usage, 130 interrupted (what was fetched is kept).
         """,
         optionHints: [
-            "repo-type": "speech fetches model repos only, so there is no --repo-type",
             "local-dir-use-symlinks": "speech writes real files under --cache-dir (or a huggingface_hub cache with --hf-cache)",
             "resume-download": "speech always resumes: what an interrupted call staged under .incomplete/ is kept",
         ])
@@ -91,6 +92,13 @@ enum DownloadCommand {
         request.include = parsed.values("include")
         request.exclude = parsed.values("exclude")
         request.cacheDir = parsed.value("cache-dir")
+        if let dir = request.cacheDir, let names = try? FileManager.default.contentsOfDirectory(atPath: dir),
+           names.contains(where: { $0.hasPrefix("models--") }) {
+            // hf's --cache-dir names a huggingface_hub cache root; ours names the model's own
+            // folder: loose files written into that root would sit beside its models--* folders.
+            speechProgram.usageError("speech download: --cache-dir \(dir) is a huggingface_hub cache (it holds models--* folders); "
+                + "--cache-dir names the model's own folder here: write into that cache with --hf-cache \(shellQuoted(dir))")
+        }
         request.cacheBase = parsed.value("cache-base")
         request.hubCache = parsed.value("hf-cache")
         request.offline = parsed.flag("offline")
@@ -103,6 +111,10 @@ enum DownloadCommand {
         // read is refused as the flag would be, never silently dropped.
         if parsed.value("max-rate") == nil, let invalid = InvalidSetting.first(in: environment) {
             speechProgram.usageError("speech download: \(invalid)", help: spec.name)
+        }
+        if let type = parsed.value("repo-type"), type != "model" {
+            speechProgram.usageError("speech download: --repo-type \(type): speech fetches model repos only "
+                + "(for a \(type == "dataset" || type == "space" ? type : "repo of another type"), use `hf download --repo-type \(type)`)")
         }
         if let raw = parsed.value("max-rate") {
             guard let rate = ByteRate.parse(raw), rate >= RateCap.minimum else {
@@ -154,7 +166,9 @@ enum DownloadCommand {
     static func download(_ request: Request, environment: [String: String]) -> Int32 {
         if !request.repo.contains("/") {
             guard let entry = ModelCatalog.find(request.repo) else {
-                speechProgram.usageError("speech download: unknown model '\(request.repo)': give org/name, or a model name from `speech models`", help: spec.name)
+                let names = ModelCatalog.all.filter { $0.variant == nil }.flatMap { [$0.name.lowercased()] + $0.aliases }
+                let near = CommandSpec.nearest(to: request.repo.lowercased(), among: names).map { " (did you mean \($0)?)" } ?? ""
+                speechProgram.usageError("speech download: unknown model '\(request.repo)'\(near): give org/name, or a model name from `speech models`", help: spec.name)
             }
             if request.hubCache != nil {
                 speechProgram.usageError("speech download: --hf-cache takes a repo id (org/name); give the repos of '\(request.repo)' one by one (`speech models` lists them)", help: spec.name)
@@ -256,7 +270,7 @@ enum DownloadCommand {
                 emit("\(request.repo): handed to speech-fetchd; `speech wait \(request.repo)\(request.baseArgument.replacingOccurrences(of: "--cache-dir", with: "--cache-base"))` blocks until it is ready\n")
             } else {
                 let rate = printer.bytesMoved > 0 ? ", \(Format.bytes(Int64(printer.averageRate)))/s average" : ""
-                emit("\(request.repo): \(result.files.count) files in \(result.directory.path) (\(result.fetched.count) fetched, "
+                emit("\(request.repo): \(counted(result.files.count, "file")) in \(result.directory.path) (\(result.fetched.count) fetched, "
                      + "\(String(format: "%.1f", seconds)) s\(rate))\n")
             }
             return 0
@@ -308,7 +322,8 @@ enum DownloadCommand {
             speechProgram.fail("interrupted; what was transferred is kept under \(dir)/.incomplete; run the same command again to resume",
                                code: ExitCode.interrupted)
         }
-        let message = Messages.describe(error, baseArgument: request.baseArgument, offlineBy: offlineBy, catalog: catalog)
+        var message = Messages.describe(error, baseArgument: request.baseArgument, offlineBy: offlineBy, catalog: catalog)
+        if request.token != nil { message = Messages.tokenFromFlag(message) }
         if request.json { emitJSON(["event": "error", "message": message]) }
         if case RepoError.invalidRepoID = error { speechProgram.fail(message, code: ExitCode.usage) }
         speechProgram.fail(message)
@@ -327,7 +342,7 @@ enum DownloadCommand {
                  + TerminalText.escaped(file.path) + "\n")
         }
         let fetch = plan.files.filter { !$0.cached }
-        emit("dry run: \(request.repo) @ \(plan.commit.prefix(12)) would fetch \(fetch.count) of \(plan.files.count) files "
+        emit("dry run: \(request.repo) @ \(plan.commit.prefix(12)) would fetch \(fetch.count) of \(counted(plan.files.count, "file")) "
              + "(\(Format.bytes(plan.bytesToFetch))) into \(plan.directory.path); nothing was written\n")
     }
 
@@ -364,7 +379,7 @@ enum DownloadCommand {
                 } else if request.quiet {
                     emit(part.directory.path + "\n")
                 } else {
-                    emit("\(entry.displayName) \(part.role.rawValue): \(part.repo) → \(part.directory.path) (\(part.files.count) files, \(part.fetched.count) fetched)\n")
+                    emit("\(entry.displayName) \(part.role.rawValue): \(part.repo) → \(part.directory.path) (\(counted(part.files.count, "file")), \(part.fetched.count) fetched)\n")
                 }
             }
             return 0

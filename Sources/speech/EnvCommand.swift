@@ -56,7 +56,7 @@ enum EnvCommand {
                 : "no instance (waiters sleep on the spool's futex wake word)", nil),
             ("file look-ups", hasGetxattrat ? "fstatat + getxattrat (Linux 6.13+)" : "fstatat + lgetxattr (getxattrat needs Linux 6.13)", nil),
             ("splicing", "FICLONERANGE where the filesystem shares blocks, else copy_file_range", nil),
-            ("retries", "\(downloader.settings.retry.attempts) attempts",
+            ("retries", "\(counted(downloader.settings.retry.attempts, "attempt"))",
              environment["SPEECH_FETCH_RETRY_ATTEMPTS"] != nil ? "SPEECH_FETCH_RETRY_ATTEMPTS" : "default"),
         ]
         if let value = environment["HF_HUB_ENABLE_HF_TRANSFER"] {

@@ -82,6 +82,12 @@ enum Messages {
         return (["sudo", "-u", shellQuoted(user)] + words).joined(separator: " ")
     }
 
+    /// A Hub refusal's advice when the token came from `--token`: that token is the one refused,
+    /// so "set HF_TOKEN" would not help.
+    static func tokenFromFlag(_ message: String) -> String {
+        message.replacingOccurrences(of: "set HF_TOKEN to a token", with: "the token given with --token was refused: give a token")
+    }
+
     /// What works for a model in flight: `speech wait`/`speech cancel` act on spool requests; a
     /// download running in a process of its own (no request: only its staging lock) is ended
     /// by that process, so name it.

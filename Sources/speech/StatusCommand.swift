@@ -4,6 +4,7 @@ import CacheAdmin
 import CommandLineKit
 import Daemon
 import Foundation
+import SharedFiles
 import SpeechFetch
 
 enum StatusCommand {
@@ -96,7 +97,7 @@ enum StatusCommand {
         for (request, flow) in requests {
             out += "  \(request.repo) @ \(request.commit.prefix(10)) → \(request.modelDir) [\(request.state)] \(flow.text)\n"
             for file in request.files {
-                out += "    \(file.path): \(file.ready) ready, \(file.claimed) claimed, \(file.partsWaiting) parts waiting\n"
+                out += "    \(file.path): \(file.ready) ready, \(file.claimed) claimed, \(counted(file.partsWaiting, "part")) waiting\n"
             }
         }
         if !embedded.isEmpty {

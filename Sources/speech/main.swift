@@ -20,7 +20,7 @@ let speechSpec = CommandSpec(
       cancel <org/name>                       withdraw a repo's request from speech-fetchd (staged bytes kept)
       stop                                    stop this node's speech-fetchd (one --detach started)
       resolve <org/name>                      the commit and the file tree, no file bodies
-      cache ls | verify | rm | clean | import-hf
+      cache \(CacheCommand.commandNames.joined(separator: " | "))
                                               manage the cache
       env                                     what speech would use here (endpoint, cache, daemon, kernel)
       demo                                    a local test Hub and a demo download

@@ -32,7 +32,7 @@ final class CommandLineTests: DaemonTestCase {
 
     static let commands: [[String]] = [
         ["download"], ["models"], ["wait"], ["status"], ["cancel"], ["resolve"], ["demo"], ["env"],
-        ["cache"], ["cache", "ls"], ["cache", "verify"], ["cache", "rm"], ["cache", "clean"], ["cache", "import-hf"],
+        ["cache"], ["cache", "ls"], ["cache", "verify"], ["cache", "rm"], ["cache", "clean"], ["cache", "prune"], ["cache", "pin"], ["cache", "unpin"], ["cache", "import-hf"],
     ]
 
     func testEveryProgramAndSubcommandPrintsHelpToStdoutAndExitsZero() {
@@ -49,6 +49,23 @@ final class CommandLineTests: DaemonTestCase {
             XCTAssertEqual(r.status, 0, "\(program) --help: \(r.err)")
             XCTAssertTrue(r.out.hasPrefix("usage: \(program)"), r.out)
         }
+    }
+
+    func testSpeechHelpAndTheManPageListEveryCacheCommand() {
+        let cacheUsage = run(["cache", "--help"]).out.split(separator: "\n").first.map(String.init) ?? ""
+        guard let open = cacheUsage.firstIndex(of: "<"), let close = cacheUsage.firstIndex(of: ">") else {
+            return XCTFail("no <commands> in \(cacheUsage)")
+        }
+        let commands = cacheUsage[cacheUsage.index(after: open)..<close].split(separator: "|").map { $0.trimmingCharacters(in: .whitespaces) }
+        XCTAssertTrue(commands.contains("prune") && commands.contains("pin") && commands.contains("unpin"), cacheUsage)
+        let help = run(["--help"]).out
+        XCTAssertTrue(help.contains("cache " + commands.joined(separator: " | ")), "speech --help lists every cache command:\n\(help)")
+        // The man page the package installs, made from the same helps.
+        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../scripts/man-page").standardized
+        let binDir = speechBinary.deletingLastPathComponent().path
+        let man = run([script.path, "speech", "1", "speech models", binDir], program: "/usr/bin/python3")
+        XCTAssertEqual(man.status, 0, man.err)
+        for command in commands { XCTAssertTrue(man.out.contains("speech cache \(command)".replacingOccurrences(of: "-", with: "\\-")), "the man page has speech cache \(command)") }
     }
 
     func testVersionNamesTheReleaseTheCommitAndLibcurl() {
@@ -153,7 +170,7 @@ final class CommandLineTests: DaemonTestCase {
                         extra: ["HF_HUB_DISABLE_PROGRESS_BARS": "1"])
         XCTAssertEqual(plain.status, 0, plain.err)
         XCTAssertFalse(plain.out.contains("done voices"), "no progress lines: \(plain.out)")
-        XCTAssertTrue(plain.out.contains("\(repo): 1 files in"), plain.out)
+        XCTAssertTrue(plain.out.contains("\(repo): 1 file in"), plain.out)
     }
 
     func testPipedDownloadPrintsProgressLinesWhileAFileIsInFlightAndTheAverageRateAtTheEnd() throws {

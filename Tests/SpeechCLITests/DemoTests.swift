@@ -27,6 +27,15 @@ final class DemoTests: DaemonTestCase {
                        "the demo's scratch folder (Hub root, log) is removed: the cache is elsewhere")
     }
 
+    func testDemoWithoutACacheBaseLeavesNothingInTmpAndSaysSo() throws {
+        let demo = try speech(["demo", "--size", "1M"], hint: "demo")
+        XCTAssertTrue(waitForExit(demo.process, timeout: 60), "the demo finishes")
+        XCTAssertEqual(demo.process.terminationStatus, 0, contents(demo.stderr))
+        let scratch = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("speech-demo-\(demo.process.processIdentifier)")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: scratch.path), "the demo's Hub and cache are removed: \(scratch.path)")
+        XCTAssertTrue(contents(demo.stderr).contains("removed \(scratch.path)"), contents(demo.stderr))
+    }
+
     func testDemoWithoutSpeechTestHubBesideItSaysWhatToBuild() throws {
         let alone = temp.appendingPathComponent("alone", isDirectory: true)
         try FileManager.default.createDirectory(at: alone, withIntermediateDirectories: true)

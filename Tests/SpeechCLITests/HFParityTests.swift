@@ -57,7 +57,8 @@ final class HFParityTests: DaemonTestCase {
             (["download", "org/x", "--cache-dri", "A"], "did you mean --cache-dir?"),
             (["download", "org/x", "--cache_dir", "A"], "did you mean --cache-dir?"),
             (["download", "org/x", "--exclud", "*.bin"], "did you mean --exclude?"),
-            (["download", "org/x", "--repo-type", "model"], "model repos only"),
+            (["download", "org/x", "--repo-type", "dataset"], "model repos only"),
+            (["download", "org/x", "--repo-type", "space"], "hf download --repo-type space"),
             (["wait", "org/x", "--timout", "3"], "did you mean --timeout?"),
         ]
         for (words, hint) in cases {
@@ -66,6 +67,9 @@ final class HFParityTests: DaemonTestCase {
             XCTAssertEqual(r.err.split(separator: "\n").count, 1, r.err)
             XCTAssertTrue(r.err.contains(hint), "\(words): \(r.err)")
         }
+        let typo = try run(["download", "kokor"])
+        XCTAssertEqual(typo.status, 64, typo.err)
+        XCTAssertTrue(typo.err.contains("did you mean kokoro?"), "a catalog typo gets the nearest name: \(typo.err)")
         let far = try run(["download", "org/x", "--frobnicate"])
         XCTAssertFalse(far.err.contains("did you mean"), "nothing is near --frobnicate: \(far.err)")
     }
@@ -136,6 +140,25 @@ final class HFParityTests: DaemonTestCase {
         let wrong = try run(["download", repo, "config.json", "--cache-base", cacheBase.path, "--token", "hf_wrong_one"])
         XCTAssertEqual(wrong.status, 1)
         XCTAssertFalse(wrong.err.contains("hf_wrong_one"), "a refused token is not echoed either: \(wrong.err)")
+        XCTAssertTrue(wrong.err.contains("the token given with --token was refused"), wrong.err)
+        XCTAssertFalse(wrong.err.contains("set HF_TOKEN"), "the refused token came from --token: \(wrong.err)")
+    }
+
+    func testCacheDirAtAHuggingFaceHubCacheRootIsRefusedSuggestingHfCache() throws {
+        try makeRepo()
+        let root = temp.appendingPathComponent("hf-hub")
+        try FileManager.default.createDirectory(at: root.appendingPathComponent("models--org--other"), withIntermediateDirectories: true)
+        let r = try run(["download", repo, "config.json", "--cache-dir", root.path])
+        XCTAssertEqual(r.status, 64, r.err)
+        XCTAssertTrue(r.err.contains("--hf-cache \(root.path)"), r.err)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: root.appendingPathComponent("config.json").path), "nothing written into the root")
+    }
+
+    func testRepoTypeModelIsAcceptedAsHfDoes() throws {
+        try makeRepo()
+        let r = try run(["download", repo, "config.json", "--cache-base", cacheBase.path, "--repo-type", "model"])
+        XCTAssertEqual(r.status, 0, r.err)
+        XCTAssertTrue(FileManager.default.fileExists(atPath: modelDir(repo).appendingPathComponent("config.json").path))
     }
 
     func testATokenNeverReachesADetachedDaemonsArgvOrEnvironment() throws {
