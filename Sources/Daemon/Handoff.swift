@@ -139,6 +139,7 @@ public struct Handoff: Sendable {
         var shown: Int64 = 0
         var wordSeen = wakeWord?.generation ?? 0
         var wordFollowed = Date()
+        var judgePending = true  // the first pass judges
         while true {
             // The markers first (two access(2) calls): a wake-up that finds the request settled
             // costs next to nothing, which matters when hundreds of waiters wake at once.
@@ -172,9 +173,19 @@ public struct Handoff: Sendable {
             // or a marker's wake-up in between looks at the markers only.
             let full = progress == nil || firstPass || now.timeIntervalSince(lastFull) >= Double(poll)
             if full { lastFull = now }
-            if let wakeWord { wordSeen = wakeWord.generation }  // before the markers: a bump after it ends the sleep
+            if let wakeWord {
+                // Before the markers: a bump after it ends the sleep. A bump between the last
+                // sleep's timeout and this read is a wake-up too (else it would be slept through).
+                let word = wakeWord.generation
+                if word != wordSeen { woken = true }
+                wordSeen = word
+            }
             let alone = Handoff.waiters.withLock { $0 } == 1
-            let judges = full && (sharedDue || firstPass)
+            // A shared look that fell between full passes is judged at the next full pass, not
+            // dropped (a progress waiter's ticks and its shared looks rarely coincide).
+            if sharedDue { judgePending = true }
+            let judges = full && judgePending
+            if judges { judgePending = false }
             let looksAtMarkers = judges || (ownWakes ? woken : (woken || !own || !alone))
             // One look at the two markers serves both the full pass and the verdict below.
             let state = looksAtMarkers ? spool.state(of: request.id) : .active

@@ -178,8 +178,13 @@ public final class Supervisor: @unchecked Sendable {
                 // While every active request is another serving node's, their parts are that
                 // node's to splice: no listing of parts/ on each change (in a herd, every node's
                 // pass on every generation move). Orphans wait for the quarter-lease look below.
+                // A full pass resets the quarter-lease clock (`lastRevoke`), so the orphan look is
+                // also made here once a quarter lease has passed without any splice.
                 let inFlight = spool.activeRequests()
-                if inFlight.isEmpty || !inFlight.allSatisfy({ spool.servedElsewhere($0) }) { splicer.spliceAll(leaving: leaves) }
+                if inFlight.isEmpty || !inFlight.allSatisfy({ spool.servedElsewhere($0) }) || pace.orphanSpliceDue(now: now) {
+                    splicer.spliceAll(leaving: leaves)
+                    pace.spliced(now: now)
+                }
                 requestLog.look(spool: spool, log: log)
                 let active = spool.activeRequests()
                 pace.busy = !active.isEmpty
@@ -190,6 +195,7 @@ public final class Supervisor: @unchecked Sendable {
                 // full pass, here once something was spliced, and every quarter lease while this
                 // node has requests of its own in flight (another process may have finished one).
                 splicer.spliceAll(leaving: leaves, settlingAlways: look.revoke && pace.ownActive)
+                pace.spliced(now: now)
             }
             if look.repair {
                 // A range is made ready again only when a second look finds it lost too: 2 s
@@ -317,6 +323,8 @@ struct SupervisorPace {
     private var lastRepair = Date.distantPast
     private var repairInterval = 10.0
     private var lastBeat = Date()
+    /// The last listing of parts/ (a full pass's or a splice look's).
+    private var lastSplice = Date.distantPast
 
     init(lease: Double) {
         self.lease = lease
@@ -349,6 +357,12 @@ struct SupervisorPace {
         if look.revoke { lastRevoke = now }
         return look
     }
+
+    /// Orphans (parts whose plan's node is this one or gone while every active request is
+    /// another serving node's) are looked for at least every quarter lease while busy.
+    func orphanSpliceDue(now: Date) -> Bool { busy && now.timeIntervalSince(lastSplice) >= max(0.25, lease / 4) }
+
+    mutating func spliced(now: Date) { lastSplice = now }
 
     mutating func repaired(now: Date, suspects: Bool) {
         lastRepair = now
