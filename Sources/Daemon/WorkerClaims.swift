@@ -51,7 +51,7 @@ extension Worker {
     private func readyJobs(fresh: Bool) -> (names: [String], epoch: UInt64?) {
         let epoch = readyView?.epoch()
         if !fresh, let epoch, let view = readyView {
-            return (view.listing(at: epoch) { spool.readyJobs() }, epoch)
+            return (view.listing(at: epoch) { spool.lookReadyJobs() } ?? [], epoch)
         }
         let names = spool.readyJobs()
         if let epoch { readyView?.store(names, at: epoch) }

@@ -57,7 +57,9 @@ public struct ReadyView: Sendable {
     /// The names in `jobs/ready` at `epoch`: the shared listing when it is current, else `list()`
     /// run by one process of the machine at a time (the others, woken by the same change, wait
     /// for its listing and use it), then shared.
-    public func listing(at epoch: UInt64, list: () -> [String]) -> [String] {
+    /// A listing that failed (`list()` gives nil: a stale handle, EIO) is not shared: the others
+    /// would take it for an empty folder until the next wake-up.
+    public func listing(at epoch: UInt64, list: () -> [String]?) -> [String]? {
         if let names = names(at: epoch) { return names }
         guard LiveProgress.prepare(directory) else { return list() }
         let fd = open(listerPath, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
@@ -67,7 +69,7 @@ public struct ReadyView: Sendable {
         // A process that held the lock before us listed at this epoch (it read the epoch before
         // its listing, as we did): its listing is as fresh as ours would be.
         if let names = names(at: epoch) { return names }
-        let names = list()
+        guard let names = list()?.sorted() else { return nil }
         store(names, at: epoch)
         return names
     }

@@ -88,5 +88,10 @@ final class ReadyViewTests: XCTestCase {
         let now = try XCTUnwrap(other.epoch())
         XCTAssertEqual(other.listing(at: now) { listed += 1; return [jobs[1]] }, [jobs[1]], "after an arrival it lists afresh")
         XCTAssertEqual(listed, 2)
+        other.invalidate()
+        let later = try XCTUnwrap(other.epoch())
+        XCTAssertNil(view.listing(at: later) { listed += 1; return nil }, "a listing that failed")
+        XCTAssertEqual(other.listing(at: later) { listed += 1; return [jobs[0]] }, [jobs[0]], "is not shared as an empty folder")
+        XCTAssertEqual(listed, 4)
     }
 }
