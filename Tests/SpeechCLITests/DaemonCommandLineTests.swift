@@ -22,7 +22,8 @@ final class DaemonCommandLineTests: DaemonTestCase {
         let (p, out, err) = try speech(["download", repo, "--detach", "--cache-base", cacheBase.path])
         XCTAssertTrue(waitForExit(p, timeout: 30))
         XCTAssertEqual(p.terminationStatus, 0, contents(err))
-        let text = contents(out)
+        XCTAssertEqual(contents(out), modelDir(repo).path + "\n", "stdout is the directory the daemon fills")
+        let text = contents(err)
         guard let pid = supervisorPid() else { return XCTFail("no daemon serves the base: \(text)") }
         adoptStranger(pid)
         let log = spoolPath("fetchd-\(environment()["SPEECH_FETCH_NODE"] ?? ProcessInfo.processInfo.hostName).log")
@@ -39,7 +40,7 @@ final class DaemonCommandLineTests: DaemonTestCase {
         XCTAssertEqual(p.terminationStatus, 0, contents(err))
         guard let pid = supervisorPid() else { return XCTFail("no daemon serves the base: \(contents(out))") }
         adoptStranger(pid)
-        XCTAssertTrue(contents(out).contains("runs until `speech stop --cache-base \(cacheBase.path)`"), contents(out))
+        XCTAssertTrue(contents(err).contains("runs until `speech stop --cache-base \(cacheBase.path)`"), contents(err))
         let workers = descendants(of: pid)
         let stop = try speech(["stop", "--cache-base", cacheBase.path], hint: "stop")
         XCTAssertTrue(waitForExit(stop.process, timeout: 40))
