@@ -49,6 +49,10 @@ final class DaemonCommandLineTests: DaemonTestCase {
         XCTAssertFalse(isAlive(pid), "the supervisor is gone when stop returns")
         XCTAssertTrue(waitUntil(timeout: 5) { workers.allSatisfy { !self.isAlive($0) } }, "its workers drained with it")
         XCTAssertNil(supervisorPid(), "it retired its record")
+        var info = stat()
+        XCTAssertEqual(stat(spool.path, &info), 0)
+        let inRAM = "/dev/shm/speech-fetch-\(getuid())-\(info.st_dev)-\(info.st_ino)"
+        XCTAssertFalse(FileManager.default.fileExists(atPath: inRAM), "the drain removed the spool's folder in RAM: \((try? FileManager.default.contentsOfDirectory(atPath: inRAM)) ?? [])")
         // Nothing left to stop: said, exit 0 (as systemctl stop of a stopped unit).
         let again = try speech(["stop", "--cache-base", cacheBase.path], hint: "stop-again")
         XCTAssertTrue(waitForExit(again.process, timeout: 15))
