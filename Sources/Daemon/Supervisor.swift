@@ -295,7 +295,7 @@ public final class Supervisor: @unchecked Sendable {
         spool.revokeExpiredClaims()
         ReadyView(spool: spool)?.remove()
         NodeNamesView(spool: spool)?.remove()
-        if let live = LiveProgress(spool: spool) { rmdir(live.directory) }  // when no other daemon's worker has a record there
+        LiveProgress(spool: spool)?.removeIfUnused()
         spool.retireSupervisor()
         while cacheCap?.isRunning == true && Date() < deadline.addingTimeInterval(20) { usleep(20_000) }
         RequestTargets.retract(in: spool)

@@ -14,10 +14,12 @@ public struct NodeNamesView: Sendable {
     let recordPath: String
     let listerPath: String
     let directory: String
+    let live: LiveProgress
 
     /// The view of `spool`'s node names on this machine, or nil without a writable /dev/shm.
     public init?(spool: Spool) {
         guard let live = LiveProgress(spool: spool) else { return nil }
+        self.live = live
         directory = live.directory
         recordPath = live.directory + "/.nodes"
         listerPath = live.directory + "/.nodes-lister"
@@ -28,7 +30,7 @@ public struct NodeNamesView: Sendable {
     /// passed on and not shared.
     public func names(maxAge: Double, list: () -> [String]?) -> [String]? {
         if let names = fresh(maxAge: maxAge) { return names }
-        guard LiveProgress.prepare(directory) else { return list() }
+        guard live.prepare() else { return list() }
         let fd = open(listerPath, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard fd >= 0 else { return list() }
         defer { close(fd) }  // releases the lock

@@ -21,6 +21,7 @@ public struct ReadyView: Sendable {
     /// Held (flock, this machine only) by the one process listing `jobs/ready` for the others.
     let listerPath: String
     let directory: String
+    let live: LiveProgress
     /// A listing older than this is listed again even when no wake-up said it changed: the
     /// safety net under a wake-up that was lost.
     static let maxAge: UInt64 = 5_000_000_000
@@ -28,6 +29,7 @@ public struct ReadyView: Sendable {
     /// The view of `spool`'s ready jobs on this machine, or nil without a writable /dev/shm.
     public init?(spool: Spool) {
         guard let live = LiveProgress(spool: spool) else { return nil }
+        self.live = live
         directory = live.directory
         recordPath = live.directory + "/.ready"
         epochPath = live.directory + "/.ready-epoch"
@@ -61,7 +63,7 @@ public struct ReadyView: Sendable {
     /// would take it for an empty folder until the next wake-up.
     public func listing(at epoch: UInt64, list: () -> [String]?) -> [String]? {
         if let names = names(at: epoch) { return names }
-        guard LiveProgress.prepare(directory) else { return list() }
+        guard live.prepare() else { return list() }
         let fd = open(listerPath, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard fd >= 0 else { return list() }
         defer { close(fd) }  // releases the lock
@@ -124,7 +126,7 @@ public struct ReadyView: Sendable {
     }
 
     private func write(_ names: [String], at epoch: UInt64, listedAt: UInt64) {
-        guard LiveProgress.prepare(directory) else { return }
+        guard live.prepare() else { return }
         let temp = "\(recordPath).\(getpid()).\(UInt64(bitPattern: Int64(Int(bitPattern: pthread_self()))))"
         let text = "\(epoch) \(listedAt)\n" + names.map { $0 + "\n" }.joined()
         let fd = open(temp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0o600)
@@ -140,7 +142,7 @@ public struct ReadyView: Sendable {
     /// With `wordSeen`, the file's second 8 bytes hold the last wake word that ran `body`: a word
     /// seen already leaves the counter as it is.
     private func withCounter(exclusive: Bool, wordSeen: UInt32? = nil, _ body: (UInt64) -> UInt64) -> UInt64? {
-        guard LiveProgress.prepare(directory) else { return nil }
+        guard live.prepare() else { return nil }
         let fd = open(epochPath, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard fd >= 0 else { return nil }
         defer { close(fd) }

@@ -62,6 +62,8 @@ public final class RateCap: Sendable {
 
     /// Creates the node's schedule file for `speech-fetchd --max-rate` and returns its path:
     /// on /dev/shm when there is one (the workers' charges stay in RAM), else in `fallback`.
+    /// `name` ends in the daemon's pid (`speech-fetchd-rate-<uid>-<pid>`): the files of that
+    /// form whose pid no longer runs (a daemon killed with SIGKILL never removes its own) go.
     public static func makeSchedule(name: String, fallback: String) throws -> String {
         var isDirectory: ObjCBool = false
         let dir = FileManager.default.fileExists(atPath: "/dev/shm", isDirectory: &isDirectory) && isDirectory.boolValue
@@ -71,7 +73,18 @@ public final class RateCap: Sendable {
         let fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw RateCapUnavailable(path: path, errno: errno) }
         close(fd)
+        if let dash = name.lastIndex(of: "-"), Int32(name[name.index(after: dash)...]) != nil {
+            removeSchedulesOfDaemonsThatAreGone(in: dir, prefix: String(name[...dash]))
+        }
         return path
+    }
+
+    /// Unlinks `<prefix><pid>` files in `dir` whose pid is not running.
+    static func removeSchedulesOfDaemonsThatAreGone(in dir: String, prefix: String) {
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: dir)) ?? [] where name.hasPrefix(prefix) {
+            guard let pid = Int32(name.dropFirst(prefix.count)), pid > 0 else { continue }
+            if kill(pid, 0) != 0 && errno == ESRCH { unlink(dir + "/" + name) }
+        }
     }
 
     /// The receive buffer each connection should use under this cap: about 1/16 s of the

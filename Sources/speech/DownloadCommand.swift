@@ -30,7 +30,7 @@ enum DownloadCommand {
             .flag("offline", "use only the cache (as HF_HUB_OFFLINE=1)"),
             .flag("dry-run", "print what would be fetched, with sizes; write nothing"),
             .flag("json", "one JSON object per progress, retry and result event"),
-            .flag("quiet", short: "q", "print only the model directory (errors still go to stderr)"),
+            .flag("quiet", short: "q", "no progress or summary on stderr (stdout is the model directory either way; errors still go to stderr)"),
             .flag("detach", "hand the transfer to speech-fetchd (started if none serves the base) and return"),
             .value("max-rate", "RATE", "cap this call's download rate over all its connections: 20M, 500K (1024-based) or bytes per second; fetches in this process"),
             Option.value("max-workers", "N", short: "x", "ranges and files this process fetches at once, 1 to 16 (default 16, HF_DOWNLOAD_RANGE_CONCURRENCY); also --connections")
@@ -38,6 +38,8 @@ enum DownloadCommand {
         ],
         minOperands: 1, maxOperands: nil,
         epilogue: """
+        stdout is the model directory, one line (a catalog model: one line per repo), as hf download
+        prints it, so dir=$(speech download org/name) works; progress and the summary go to stderr.
         On a terminal one redrawn line shows the whole file set; piped, a line per finished file and
         a progress line at least every 5 s; HF_HUB_DISABLE_PROGRESS_BARS=1 turns progress off.
         Each retry prints one line (what failed, attempt k of n, the wait).
@@ -261,17 +263,22 @@ enum DownloadCommand {
                 }
                 if let daemon = result.startedDaemon { summary["daemonPid"] = Int(daemon.pid); summary["daemonLog"] = daemon.log }
                 printer.emitJSON(summary)
-            } else if request.quiet {
-                emit(result.directory.path + "\n")
-            } else if result.handedOver && result.fetched.isEmpty {
-                if let daemon = result.startedDaemon {
-                    emit("started speech-fetchd (pid \(daemon.pid), log \(daemon.log)); it runs until `speech stop\(request.cacheBase.map { " --cache-base \(shellQuoted($0))" } ?? "")`\n")
-                }
-                emit("\(request.repo): handed to speech-fetchd; `speech wait \(request.repo)\(request.baseArgument.replacingOccurrences(of: "--cache-dir", with: "--cache-base"))` blocks until it is ready\n")
             } else {
-                let rate = printer.bytesMoved > 0 ? ", \(Format.bytes(Int64(printer.averageRate)))/s average" : ""
-                emit("\(request.repo): \(counted(result.files.count, "file")) in \(result.directory.path) (\(result.fetched.count) fetched, "
-                     + "\(String(format: "%.1f", seconds)) s\(rate))\n")
+                // As `hf download`: stdout is the model directory alone, so `$(speech download …)`
+                // is the path; what happened goes to stderr (nothing with --quiet).
+                if request.quiet {
+                    // the path alone
+                } else if result.handedOver && result.fetched.isEmpty {
+                    if let daemon = result.startedDaemon {
+                        say("started speech-fetchd (pid \(daemon.pid), log \(daemon.log)); it runs until `speech stop\(request.cacheBase.map { " --cache-base \(shellQuoted($0))" } ?? "")`")
+                    }
+                    say("\(request.repo): handed to speech-fetchd; `speech wait \(request.repo)\(request.baseArgument.replacingOccurrences(of: "--cache-dir", with: "--cache-base"))` blocks until it is ready")
+                } else {
+                    let rate = printer.bytesMoved > 0 ? ", \(Format.bytes(Int64(printer.averageRate)))/s average" : ""
+                    say("\(request.repo): \(counted(result.files.count, "file")) in \(result.directory.path) (\(result.fetched.count) fetched, "
+                        + "\(String(format: "%.1f", seconds)) s\(rate))")
+                }
+                emit(result.directory.path + "\n")
             }
             return 0
         } catch {
@@ -376,10 +383,11 @@ enum DownloadCommand {
                 if request.json {
                     emitJSON(["event": "done", "model": entry.displayName, "role": part.role.rawValue, "repo": part.repo,
                               "directory": part.directory.path, "files": part.files, "fetched": part.fetched])
-                } else if request.quiet {
-                    emit(part.directory.path + "\n")
                 } else {
-                    emit("\(entry.displayName) \(part.role.rawValue): \(part.repo) → \(part.directory.path) (\(counted(part.files.count, "file")), \(part.fetched.count) fetched)\n")
+                    if !request.quiet {
+                        say("\(entry.displayName) \(part.role.rawValue): \(part.repo) → \(part.directory.path) (\(counted(part.files.count, "file")), \(part.fetched.count) fetched)")
+                    }
+                    emit(part.directory.path + "\n")  // one directory a line: the model's folders, as `hf download` prints one
                 }
             }
             return 0

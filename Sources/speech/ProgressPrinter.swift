@@ -1,5 +1,6 @@
-// ProgressPrinter - renders download progress: a redrawn line on a terminal, lines otherwise
-// (one per finished file, and one at least every 5 s while bytes move), JSON, or nothing.
+// ProgressPrinter - renders download progress on stderr (as hf's bars: stdout is the result):
+// a redrawn line on a terminal, lines otherwise (one per finished file, and one at least every
+// 5 s while bytes move); or JSON events on stdout; or nothing.
 import CommandLineKit
 import Foundation
 import SpeechFetch
@@ -23,7 +24,7 @@ final class ProgressPrinter: @unchecked Sendable {
     /// `json` wins; `quiet` (or HF_HUB_DISABLE_PROGRESS_BARS) prints no progress at all.
     init(json: Bool, quiet: Bool, environment: [String: String] = ProcessInfo.processInfo.environment) {
         lineInterval = environment["SPEECH_FETCH_PROGRESS_INTERVAL"].flatMap { Double($0) }.map { max(0.05, min($0, 5)) } ?? 5
-        style = json ? .json : quiet ? .silent : (isatty(STDOUT_FILENO) != 0 ? .terminal : .lines)
+        style = json ? .json : quiet ? .silent : (isatty(STDERR_FILENO) != 0 ? .terminal : .lines)
     }
 
     /// Piped: a line at least every 5 s even while no file finishes (a 300 MiB file). Started at
@@ -60,7 +61,7 @@ final class ProgressPrinter: @unchecked Sendable {
                 emitJSON(event)
             case .lines:
                 if let file = p.completedFile {
-                    emit("done \(TerminalText.escaped(file)) (\(p.filesDone)/\(p.filesTotal) files, \(Format.bytes(p.completedBytes)) of \(Format.bytes(p.totalBytes)))\n")
+                    say("done \(TerminalText.escaped(file)) (\(p.filesDone)/\(p.filesTotal) files, \(Format.bytes(p.completedBytes)) of \(Format.bytes(p.totalBytes)))")
                     lastLine = Date()
                 }
             case .terminal:
@@ -78,7 +79,7 @@ final class ProgressPrinter: @unchecked Sendable {
             switch style {
             case .json: emitJSON(json)
             case .terminal:
-                if lastWidth > 0 { emit("\r" + String(repeating: " ", count: lastWidth) + "\r") }
+                if lastWidth > 0 { write("\r" + String(repeating: " ", count: lastWidth) + "\r", to: STDERR_FILENO) }
                 write("speech: \(text)\n", to: STDERR_FILENO)
                 if let latest { lastWidth = 0; draw(latest) }
             case .lines, .silent:
@@ -91,8 +92,8 @@ final class ProgressPrinter: @unchecked Sendable {
         lock.withLock {
             guard !stopped, let p = latest, Date().timeIntervalSince(lastLine) >= lineInterval else { return }
             lastLine = Date()
-            emit("\(Format.percent(p.fraction)) \(Format.bytes(p.completedBytes)) of \(Format.bytes(p.totalBytes)), "
-                 + "\(Format.bytes(Int64(p.bytesPerSecond)))/s, \(p.filesDone)/\(p.filesTotal) files\n")
+            say("\(Format.percent(p.fraction)) \(Format.bytes(p.completedBytes)) of \(Format.bytes(p.totalBytes)), "
+                + "\(Format.bytes(Int64(p.bytesPerSecond)))/s, \(p.filesDone)/\(p.filesTotal) files")
         }
     }
 
@@ -107,7 +108,7 @@ final class ProgressPrinter: @unchecked Sendable {
                           eta, p.filesDone, p.filesTotal)
         let pad = max(0, lastWidth - line.count)
         lastWidth = line.count
-        emit("\r" + line + String(repeating: " ", count: pad))
+        write("\r" + line + String(repeating: " ", count: pad), to: STDERR_FILENO)
     }
 
     /// Bytes this call moved per second, start to end (not the last instant's rate).
@@ -126,7 +127,7 @@ final class ProgressPrinter: @unchecked Sendable {
     func finish() {
         lock.withLock {
             stopped = true
-            if style == .terminal && lastWidth > 0 { emit("\n"); lastWidth = 0 }
+            if style == .terminal && lastWidth > 0 { write("\n", to: STDERR_FILENO); lastWidth = 0 }
         }
     }
 
@@ -140,6 +141,12 @@ final class ProgressPrinter: @unchecked Sendable {
 /// Writes straight to standard output (unbuffered, so lines interleave correctly with stderr).
 func emit(_ text: String) {
     write(text, to: STDOUT_FILENO)
+}
+
+/// A line on stderr: what a command did, beside a stdout that carries only its result (the
+/// model directory of `speech download`, as `hf download` prints it).
+func say(_ line: String) {
+    write(line + "\n", to: STDERR_FILENO)
 }
 
 /// One JSON object on a line of its own; `/` stays `/` (paths and repo ids read as written).

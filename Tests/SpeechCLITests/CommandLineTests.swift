@@ -161,16 +161,18 @@ final class CommandLineTests: DaemonTestCase {
         XCTAssertEqual(plan?["bytesToFetch"] as? Int, (3 << 20) + 10_240 + 8 + 9, json.out)
     }
 
-    func testQuietPrintsOnlyTheDirectoryAndDisabledBarsPrintNoProgress() throws {
+    func testQuietPrintsNothingButTheDirectoryAndDisabledBarsPrintNoProgress() throws {
         try makeRepo()
         let quiet = run(["download", repo, "config.json", "-q", "--cache-base", cacheBase.path])
         XCTAssertEqual(quiet.status, 0, quiet.err)
         XCTAssertEqual(quiet.out, modelDir(repo).path + "\n")
+        XCTAssertEqual(quiet.err, "", "--quiet: no summary on stderr")
         let plain = run(["download", repo, "voices/af_heart.json", "--cache-base", cacheBase.path],
                         extra: ["HF_HUB_DISABLE_PROGRESS_BARS": "1"])
         XCTAssertEqual(plain.status, 0, plain.err)
-        XCTAssertFalse(plain.out.contains("done voices"), "no progress lines: \(plain.out)")
-        XCTAssertTrue(plain.out.contains("\(repo): 1 file in"), plain.out)
+        XCTAssertEqual(plain.out, modelDir(repo).path + "\n", "stdout is the directory alone")
+        XCTAssertFalse(plain.err.contains("done voices"), "no progress lines: \(plain.err)")
+        XCTAssertTrue(plain.err.contains("\(repo): 1 file in"), "the summary, on stderr: \(plain.err)")
     }
 
     func testPipedDownloadPrintsProgressLinesWhileAFileIsInFlightAndTheAverageRateAtTheEnd() throws {
@@ -179,11 +181,12 @@ final class CommandLineTests: DaemonTestCase {
         let r = run(["download", repo, "weights/weight.bin", "--cache-base", cacheBase.path],
                     extra: ["SPEECH_FETCH_PROGRESS_INTERVAL": "0.2", "HF_DOWNLOAD_RANGE_CONCURRENCY": "1"])
         XCTAssertEqual(r.status, 0, r.err)
-        let lines = r.out.split(separator: "\n")
+        XCTAssertEqual(r.out, modelDir(repo).path + "\n", "progress goes to stderr, as hf's bars; stdout is the directory")
+        let lines = r.err.split(separator: "\n")
         let progress = lines.filter { $0.contains("% ") && $0.contains("/s, 0/1 files") }
-        XCTAssertGreaterThanOrEqual(progress.count, 2, "progress lines before the file finished:\n\(r.out)")
+        XCTAssertGreaterThanOrEqual(progress.count, 2, "progress lines before the file finished:\n\(r.err)")
         guard let last = lines.last, let range = last.range(of: #"([0-9.]+) (KiB|MiB)/s average"#, options: .regularExpression) else {
-            return XCTFail("the final line gives the average rate: \(r.out)")
+            return XCTFail("the final line gives the average rate: \(r.err)")
         }
         let figure = last[range].split(separator: " ")
         let rate = (Double(figure[0]) ?? 0) * (figure[1] == "MiB" ? 1024 : 1)

@@ -22,7 +22,8 @@ final class DaemonCommandLineTests: DaemonTestCase {
         let (p, out, err) = try speech(["download", repo, "--detach", "--cache-base", cacheBase.path])
         XCTAssertTrue(waitForExit(p, timeout: 30))
         XCTAssertEqual(p.terminationStatus, 0, contents(err))
-        let text = contents(out)
+        XCTAssertEqual(contents(out), modelDir(repo).path + "\n", "stdout is the directory the daemon fills")
+        let text = contents(err)
         guard let pid = supervisorPid() else { return XCTFail("no daemon serves the base: \(text)") }
         adoptStranger(pid)
         let log = spoolPath("fetchd-\(environment()["SPEECH_FETCH_NODE"] ?? ProcessInfo.processInfo.hostName).log")
@@ -39,7 +40,7 @@ final class DaemonCommandLineTests: DaemonTestCase {
         XCTAssertEqual(p.terminationStatus, 0, contents(err))
         guard let pid = supervisorPid() else { return XCTFail("no daemon serves the base: \(contents(out))") }
         adoptStranger(pid)
-        XCTAssertTrue(contents(out).contains("runs until `speech stop --cache-base \(cacheBase.path)`"), contents(out))
+        XCTAssertTrue(contents(err).contains("runs until `speech stop --cache-base \(cacheBase.path)`"), contents(err))
         let workers = descendants(of: pid)
         let stop = try speech(["stop", "--cache-base", cacheBase.path], hint: "stop")
         XCTAssertTrue(waitForExit(stop.process, timeout: 40))
@@ -48,6 +49,10 @@ final class DaemonCommandLineTests: DaemonTestCase {
         XCTAssertFalse(isAlive(pid), "the supervisor is gone when stop returns")
         XCTAssertTrue(waitUntil(timeout: 5) { workers.allSatisfy { !self.isAlive($0) } }, "its workers drained with it")
         XCTAssertNil(supervisorPid(), "it retired its record")
+        var info = stat()
+        XCTAssertEqual(stat(spool.path, &info), 0)
+        let inRAM = "/dev/shm/speech-fetch-\(getuid())-\(info.st_dev)-\(info.st_ino)"
+        XCTAssertFalse(FileManager.default.fileExists(atPath: inRAM), "the drain removed the spool's folder in RAM: \((try? FileManager.default.contentsOfDirectory(atPath: inRAM)) ?? [])")
         // Nothing left to stop: said, exit 0 (as systemctl stop of a stopped unit).
         let again = try speech(["stop", "--cache-base", cacheBase.path], hint: "stop-again")
         XCTAssertTrue(waitForExit(again.process, timeout: 15))

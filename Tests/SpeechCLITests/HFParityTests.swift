@@ -44,6 +44,30 @@ final class HFParityTests: DaemonTestCase {
         XCTAssertEqual(try Data(contentsOf: dir.appendingPathComponent("config.json")), Data("{\"a\": 1}".utf8))
     }
 
+    /// `$(speech download …)` is the model directory, as `$(hf download …)` is: stdout carries
+    /// the path alone, fetched or cached, with or without --quiet; the progress lines and the
+    /// summary go to stderr.
+    func testCommandSubstitutionCapturesExactlyTheModelDirectory() throws {
+        try makeRepo()
+        let script = #"dir=$("$0" download "$1" --cache-base "$2" "$3") || exit 9; printf '%s' "$dir""#
+        let path = modelDir(repo).path
+        for (round, flag) in [(1, "--revision=main"), (2, "--revision=main"), (3, "--quiet")] {
+            let (p, out, err) = try launch(URL(fileURLWithPath: "/bin/sh"), ["-c", script, speechBinary.path, repo, cacheBase.path, flag],
+                                           environment: environment(extra: [:]), hint: "sh")
+            XCTAssertTrue(waitForExit(p, timeout: 60), "speech download did not exit")
+            XCTAssertEqual(p.terminationStatus, 0, contents(err))
+            XCTAssertEqual(contents(out), path, "round \(round) \(flag): stdout is the directory alone")
+            let said = contents(err)
+            switch round {
+            case 1:
+                XCTAssertTrue(said.contains("done config.json ("), "progress lines on stderr: \(said)")
+                XCTAssertTrue(said.contains("\(repo): 3 files in \(path) (3 fetched, "), "the summary on stderr: \(said)")
+            case 2: XCTAssertTrue(said.contains("\(repo): 3 files in \(path) (0 fetched, "), "cached: \(said)")
+            default: XCTAssertEqual(said, "", "--quiet says nothing on stderr")
+            }
+        }
+    }
+
     func testHelpSaysHowTheCacheFlagsMapToHfs() throws {
         let help = try run(["download", "--help"]).out
         for needle in ["--local-dir DIR is --cache-dir DIR", "hf's --cache-dir DIR (a huggingface_hub cache root) is --hf-cache DIR",

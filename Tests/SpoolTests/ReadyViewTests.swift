@@ -20,7 +20,7 @@ final class ReadyViewTests: XCTestCase {
 
     override func tearDownWithError() throws {
         view?.remove()
-        if let spool, let live = LiveProgress(spool: spool) { rmdir(live.directory) }
+        if let spool { LiveProgress(spool: spool)?.removeIfUnused() }
         try? FileManager.default.removeItem(at: base)
     }
 

@@ -20,6 +20,12 @@ class HubTestCase: XCTestCase {
     override func tearDownWithError() throws {
         hub?.stop()
         hub = nil
+        // The folder on /dev/shm of the spool this test's cache base got (LiveProgress, ReadyView
+        // and NodeNamesView records), whether a daemon or an embedded download made it.
+        var info = stat()
+        if temp != nil, stat(cacheBase.appendingPathComponent("spool").path, &info) == 0 {
+            try? FileManager.default.removeItem(atPath: "/dev/shm/speech-fetch-\(getuid())-\(info.st_dev)-\(info.st_ino)")
+        }
         try? FileManager.default.removeItem(at: temp)
     }
 

@@ -1,0 +1,82 @@
+// The folders LiveProgress keeps on /dev/shm (with ReadyView's and NodeNamesView's files) go with
+// their spool: the process that makes a folder removes this account's folders whose spool is gone
+// and that hold no record of a live process; a live spool's folder, and a gone spool's folder that
+// a running worker still writes in, stay.
+import Foundation
+import Spool
+import XCTest
+
+final class LiveProgressSweepTests: XCTestCase {
+    private var scratch: URL!
+    private var folders: [String] = []
+    private let job = "0123456789abcdef01234567.000000"
+
+    override func setUpWithError() throws {
+        scratch = FileManager.default.temporaryDirectory.appendingPathComponent("liveprogress-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
+    }
+
+    override func tearDownWithError() throws {
+        for folder in folders { try? FileManager.default.removeItem(atPath: folder) }
+        try? FileManager.default.removeItem(at: scratch)
+    }
+
+    /// A spool under the scratch folder, and its record on /dev/shm, made as a worker makes it
+    /// (its first range) and left with no range in flight.
+    private func spoolWithRecord(_ name: String) throws -> (base: URL, live: LiveProgress) {
+        let base = scratch.appendingPathComponent(name)
+        guard let live = LiveProgress(spool: try Spool(base: base, node: "t")) else { throw XCTSkip("no writable /dev/shm") }
+        folders.append(live.directory)
+        live.begin(job: job)?.remove()
+        XCTAssertTrue(FileManager.default.fileExists(atPath: live.directory), "begin made \(live.directory)")
+        return (base, live)
+    }
+
+    /// A pid that ran and has been reaped.
+    private func deadPid() throws -> Int32 {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/bin/true")
+        try p.run()
+        p.waitUntilExit()
+        return p.processIdentifier
+    }
+
+    func testTheFolderOfADeletedSpoolGoesAtTheNextOpenAndALiveSpoolsStays() throws {
+        let gone = try spoolWithRecord("gone")
+        // a worker of the gone spool was killed with SIGKILL mid-range: its record names a dead pid
+        let dead = try deadPid()
+        XCTAssertTrue(FileManager.default.createFile(atPath: "\(gone.live.directory)/\(job)@\(dead)", contents: nil))
+        let kept = try spoolWithRecord("kept")
+        let busy = try spoolWithRecord("busy")
+        let running = try XCTUnwrap(busy.live.begin(job: job), "a range in flight in this (live) process")
+        defer { running.remove() }
+        // Made before the deletions, so no later spool takes a deleted spool's inode (and name).
+        let next = scratch.appendingPathComponent("next")
+        let nextSpool = try Spool(base: next, node: "t")
+        try FileManager.default.removeItem(at: gone.base)
+        try FileManager.default.removeItem(at: busy.base)
+
+        let opened = try XCTUnwrap(LiveProgress(spool: nextSpool))
+        folders.append(opened.directory)
+        opened.begin(job: job)?.remove()
+
+        XCTAssertFalse(FileManager.default.fileExists(atPath: gone.live.directory),
+                       "the folder of a deleted spool, with a dead pid's record, is removed at the next open")
+        XCTAssertTrue(FileManager.default.fileExists(atPath: kept.live.directory), "a live spool's folder stays")
+        XCTAssertTrue(FileManager.default.fileExists(atPath: "\(busy.live.directory)/\(job)@\(getpid())"),
+                      "a deleted spool's folder stays while a live process has a record in it")
+        XCTAssertTrue(FileManager.default.fileExists(atPath: opened.directory))
+    }
+
+    func testADrainingDaemonRemovesItsFolderUnlessAnotherProcessHasARecordThere() throws {
+        let spool = try spoolWithRecord("drained")
+        let running = try XCTUnwrap(spool.live.begin(job: job))
+        spool.live.removeIfUnused()
+        XCTAssertTrue(FileManager.default.fileExists(atPath: spool.live.directory), "a live record keeps the folder")
+        running.remove()
+        // The folder still names its spool, so a later sweep can judge it.
+        let again = try XCTUnwrap(LiveProgress(spool: try Spool(base: spool.base, node: "t")))
+        again.removeIfUnused()
+        XCTAssertFalse(FileManager.default.fileExists(atPath: spool.live.directory), "nothing else there: the folder goes")
+    }
+}
