@@ -113,6 +113,8 @@ public struct Handoff: Sendable {
         let deadline = timeout.map { MonotonicClock.seconds() + $0 }
         let total = request.files.reduce(Int64(0)) { $0 + $1.size }
         var supervisorSeen = Date()
+        let waitStarted = Date()
+        var unplannedLooked = false
         var firstPass = true
         var lastFull = Date.distantPast
         var rate = RateMeter()
@@ -197,6 +199,18 @@ public struct Handoff: Sendable {
                 if !spool.hasRequest(request.id) {
                     try SpoolTrust.prepare(spool.layout)
                     try spool.submit(request)
+                } else if !unplannedLooked, Date().timeIntervalSince(waitStarted) >= 2 * Double(poll) {
+                    // Asking again for a request in flight bumps no generation (docs/protocol.md):
+                    // if its first asker died between publishing it and bumping, no supervisor
+                    // of another node heard of it. Once per wait, after two polls: a request with
+                    // no file planned or final is announced again (a look at each file's plan).
+                    unplannedLooked = true
+                    let directory = request.directory
+                    let untouched = request.files.allSatisfy { file in
+                        !directory.isComplete(file)
+                            && spool.lookPlan(PlannedFile.key(modelDir: request.modelDir, path: file.path, commit: request.commit)).isAbsent
+                    }
+                    if untouched { spool.bumpGeneration() }
                 }
                 supervised = own || spool.anySupervisorServes()
                 if !own && spool.hasOrphanParts(olderThan: 2, supervised: supervised) {
