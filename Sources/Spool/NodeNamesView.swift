@@ -31,14 +31,12 @@ public struct NodeNamesView: Sendable {
     public func names(maxAge: Double, list: () -> [String]?) -> [String]? {
         if let names = fresh(maxAge: maxAge) { return names }
         guard live.prepare() else { return list() }
-        let fd = open(listerPath, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { return list() }
-        defer { close(fd) }  // releases the lock
-        while flock(fd, LOCK_EX) != 0 { guard errno == EINTR else { return list() } }
-        if let names = fresh(maxAge: maxAge) { return names }  // listed by the lock's last holder
-        guard let names = list() else { return nil }
-        store(names)
-        return names
+        return MachineFiles.oneAtATime(listerPath) {
+            if let names = fresh(maxAge: maxAge) { return names }  // listed by the lock's last holder
+            guard let names = list() else { return nil }
+            MachineFiles.replace(recordPath, with: "\(MonotonicClock.nanoseconds())\n" + names.map { $0 + "\n" }.joined())
+            return names
+        }
     }
 
     /// Removes the files (a daemon that drains).
@@ -56,17 +54,5 @@ public struct NodeNamesView: Sendable {
         guard age >= 0, age < maxAge else { return nil }
         lines.removeFirst()
         return lines
-    }
-
-    private func store(_ names: [String]) {
-        let temp = "\(recordPath).\(getpid())"
-        let text = "\(MonotonicClock.nanoseconds())\n" + names.map { $0 + "\n" }.joined()
-        let fd = open(temp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { return }
-        let bytes = Array(text.utf8)
-        let wrote = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
-        close(fd)
-        if wrote == bytes.count && rename(temp, recordPath) == 0 { return }
-        unlink(temp)
     }
 }

@@ -64,16 +64,14 @@ public struct ReadyView: Sendable {
     public func listing(at epoch: UInt64, list: () -> [String]?) -> [String]? {
         if let names = names(at: epoch) { return names }
         guard live.prepare() else { return list() }
-        let fd = open(listerPath, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { return list() }
-        defer { close(fd) }  // releases the lock
-        while flock(fd, LOCK_EX) != 0 { guard errno == EINTR else { return list() } }
-        // A process that held the lock before us listed at this epoch (it read the epoch before
-        // its listing, as we did): its listing is as fresh as ours would be.
-        if let names = names(at: epoch) { return names }
-        guard let names = list()?.sorted() else { return nil }
-        store(names, at: epoch)
-        return names
+        return MachineFiles.oneAtATime(listerPath) {
+            // A process that held the lock before us listed at this epoch (it read the epoch
+            // before its listing, as we did): its listing is as fresh as ours would be.
+            if let names = names(at: epoch) { return names }
+            guard let names = list()?.sorted() else { return nil }
+            store(names, at: epoch)
+            return names
+        }
     }
 
     /// The names listed at `epoch` (sorted), when that listing is still the current one.
@@ -127,15 +125,7 @@ public struct ReadyView: Sendable {
 
     private func write(_ names: [String], at epoch: UInt64, listedAt: UInt64) {
         guard live.prepare() else { return }
-        let temp = "\(recordPath).\(getpid()).\(UInt64(bitPattern: Int64(Int(bitPattern: pthread_self()))))"
-        let text = "\(epoch) \(listedAt)\n" + names.map { $0 + "\n" }.joined()
-        let fd = open(temp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { return }
-        let bytes = Array(text.utf8)
-        let wrote = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
-        close(fd)
-        if wrote == bytes.count && rename(temp, recordPath) == 0 { return }
-        unlink(temp)
+        MachineFiles.replace(recordPath, with: "\(epoch) \(listedAt)\n" + names.map { $0 + "\n" }.joined())
     }
 
     /// Runs `body` on the counter under its lock and stores what it returns when `exclusive`.
