@@ -121,7 +121,7 @@ public struct Handoff: Sendable {
         // The wake word: this node's supervisor bumps it when the spool's generation moves (every
         // marker's publisher bumps that), and a local publisher of a marker bumps it too. A waiter
         // whose own node's supervisor runs sleeps on it; one without inotify sleeps on it as well.
-        let wakeWord = spool.wakeWord()
+        let wakeWord = spool.wakeWord(for: .waiters)
         // While this node's supervisor runs, what the shared filesystem says (markers, sidecars,
         // final files, the request's record) is read on `SharedLooks`' lengthening interval and
         // when the word moves, not on every tick: a node that only waits pays per request, not

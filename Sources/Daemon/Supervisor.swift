@@ -117,7 +117,8 @@ public final class Supervisor: @unchecked Sendable {
         let poll = sharing.supervisorPoll
         let planner = Planner(spool: spool, rangeSize: settings.rangeSize, ownRequestsOnly: ownRequestsOnly, metrics: metrics)
         let splicer = Splicer(spool: spool)
-        let wakeWord = spool.wakeWord()
+        let waiterWord = spool.wakeWord(for: .waiters)
+        let slotWord = spool.wakeWord(for: .slots)
         var pace = SupervisorPace(lease: settings.lease)
         var requestLog = RequestLog()
         var lastOwnSplice = Date.distantPast
@@ -150,6 +151,11 @@ public final class Supervisor: @unchecked Sendable {
             let generation = spool.heldGenerationLook(recheckPath: pace.safetyDue(now: now))
             let moved = lastGeneration.map { $0 != generation } ?? true
             lastGeneration = .some(generation)
+            // Another node's change: this node's waiters look at their markers at once, before
+            // this pass (they sleep on their wake word and cost the file server nothing
+            // meanwhile): a waiter for another node's request learns of its marker within one
+            // poll, not a poll and a pass.
+            if moved { waiterWord?.wakeAll() }
             // A generation that moved, or a local event (a request planted or asked again here):
             // settled requests are judged again and remembered records checked.
             let changed = moved || (event && !partsOnly) || workersChanged
@@ -208,10 +214,13 @@ public final class Supervisor: @unchecked Sendable {
             }
             cacheCap?.look(now: now, finished: requestLog.takeFinished())
             if pace.beatDue(now: now) { spool.refreshHeartbeat(recheckPath: look.safety) }
-            // Another node's change: this node's idle worker slots and waiters look again
-            // (they sleep on the wake word and cost the file server nothing meanwhile).
-            if moved { wakeWord?.wakeAll() }
-            event = watcher?.wait(seconds: pace.sleep(poll: poll, now: Date())) ?? { sleep(1); return false }()
+            // Idle worker slots look once this pass has planned and revoked: one listing of
+            // `jobs/ready` per change, not one before the pass and one after.
+            if moved { slotWord?.wakeAll() }
+            // The next look at the generation comes a poll after this one, however long the
+            // pass took: the pass's time is not added to a waiter's wait.
+            let nap = max(0.05, pace.sleep(poll: poll, now: Date()) - Date().timeIntervalSince(now))
+            event = watcher?.wait(seconds: nap) ?? { usleep(UInt32(nap * 1_000_000)); return false }()
             partsOnly = event && watcher?.takeChanged() == [partsFolder]
         }
         if let stopped = stopped as? SupervisorError { log("\(stopped)") }

@@ -63,7 +63,7 @@ public final class Worker: @unchecked Sendable {
         let done: @Sendable () -> Bool = { shouldStop() || getppid() != parent }
         let poll = sharing.workerPoll
         let wakeup = self.wakeup
-        let word = spool.wakeWord()
+        let word = spool.wakeWord(for: .slots)
         let view = word == nil ? nil : ReadyView(spool: spool)
         readyView = view
         // One thread sleeps on inotify (libinotifytools allows one watcher per process) and

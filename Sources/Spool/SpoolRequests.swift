@@ -173,14 +173,15 @@ extension Spool {
     func publishMarker(_ target: String, _ data: Data) {
         let temp = tempPath("marker")
         guard (try? SpoolFS.writeNew(temp, data)) != nil else { return }
-        let word = wakeWord()
+        let word = wakeWord(for: .waiters)
         _ = try? SpoolFS.publishOnce(temp, as: target)
         bumpGeneration()
-        word?.wakeAll()
+        word?.wakeEveryone()
     }
 
-    /// The wake word of this spool (docs/protocol.md), nil when it cannot be mapped.
-    public func wakeWord() -> WakeWord? { WakeWord(spoolRoot: layout.root) }
+    /// The wake word of this spool that `listener` sleeps on (docs/protocol.md), nil when it
+    /// cannot be mapped.
+    public func wakeWord(for listener: WakeWord.Listener) -> WakeWord? { WakeWord(spoolRoot: layout.root, listener: listener) }
 
     func reasonJSON(_ reason: String) -> Data {
         (try? JSONSerialization.data(withJSONObject: ["reason": reason])) ?? Data()
