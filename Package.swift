@@ -9,7 +9,7 @@ let package = Package(
     products: [
         .library(name: "SpeechFetch", targets: ["SpeechFetch"]),
         .library(name: "TestHub", targets: ["TestHub"]),
-        // The layers the fuzz targets (Fuzz/Package.swift) reach into; nothing else uses them.
+        // The layers the fuzz targets (Fuzzing/Package.swift) reach into; nothing else uses them.
         .library(name: "SharedFiles", targets: ["SharedFiles"]),
         .library(name: "HubTypes", targets: ["HubTypes"]),
         .library(name: "HubClient", targets: ["HubClient"]),

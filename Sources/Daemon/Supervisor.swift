@@ -62,7 +62,7 @@ public final class Supervisor: @unchecked Sendable {
     /// The worker process that makes the timed endgame looks (`Worker.endgameLookerVariable`).
     private var endgameLooker: Int32 = 0
     private var recentDeaths: [Date] = []
-    /// Counters for `--metrics` (Metrics.swift), nil when nobody asks.
+    /// Counters for `--metrics` (DaemonMetrics.swift), nil when nobody asks.
     public var metrics: DaemonMetrics?
     /// SIGHUP to pass on to the workers (`--log`), nil when the daemon has no log file.
     public var hangups: HangupRelay?

@@ -1,7 +1,7 @@
 // HubRepoFolder - one repo folder of a huggingface_hub cache, `<hub>/models--<org>--<name>/`: the
 // one place that names and reads its layout (HubCache.swift's header draws it). The download
-// path writes through it (ModelDirectory+HubLayout.swift); `speech cache ls`, `import-hf` and
-// the size cap read through it.
+// path writes through it (HubModelDirectory.swift); `speech cache ls`, `import-hf` and the size
+// cap read through it.
 import Digest
 import Foundation
 import HubTypes

@@ -126,9 +126,6 @@ public final class StagingLock: @unchecked Sendable {
         }
     }
 
-    /// True while the lock file is still the one this holder created (an unreadable one counts as held).
-    public var isHeld: Bool { held ?? true }
-
     /// Refreshes the lease; false only when the lock was positively broken (the holder must stop
     /// writing). A refresh that cannot be done now is tried again at the next one.
     @discardableResult
@@ -163,7 +160,7 @@ extension ModelDirectory {
                 let path = staging + "/" + entry
                 guard let data = SharedFS.read(path, limit: 4096).value,
                       let holder = LockOwner(tag: String(decoding: data, as: UTF8.self)),
-                      holder.node == localNode, holder.pid != getpid(), !LockOwner.isAlive(holder.pid) else { continue }
+                      holder.node == localNode, holder.pid != getpid(), !LeaseJudge.processRunning(holder.pid) else { continue }
                 // Taken (which breaks the dead holder's lock under the usual rules), then given up.
                 if let lock = (try? StagingLock.take(lockPath: path, owner: LockOwner(node: localNode), lease: lease)) ?? nil {
                     lock.release()

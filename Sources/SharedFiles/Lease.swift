@@ -24,10 +24,6 @@ public struct LockOwner: Sendable, Equatable, CustomStringConvertible {
     /// `node@pid`, the form every claim in the cache carries.
     public var description: String { "\(node)@\(pid)" }
 
-    /// True when `pid` is a live process on this machine.
-    /// A zombie counts as gone (`LeaseJudge.processRunning`, the one local-process check).
-    public static func isAlive(_ pid: Int32) -> Bool { LeaseJudge.processRunning(pid) }
-
     public init?(tag: String) {
         guard let at = tag.lastIndex(of: "@"), let pid = Int32(tag[tag.index(after: at)...]) else { return nil }
         node = String(tag[..<at])
