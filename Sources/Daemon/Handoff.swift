@@ -225,8 +225,8 @@ public struct Handoff: Sendable {
                 progress?(TransferProgress(completedBytes: total, totalBytes: total, filesDone: request.files.count,
                                            filesTotal: request.files.count))
                 return
-            case .failed(let reason):
-                throw HandoffError.requestFailed(repo: request.repo, reason: reason)
+            case .failed(let failure):
+                throw HandoffError.requestFailed(repo: request.repo, kind: failure.kind, reason: failure.reason)
             case .active:
                 break
             }
@@ -365,7 +365,8 @@ struct RateMeter {
 /// How a hand-over to the daemon failed, as its caller sees it.
 public enum HandoffError: Error, Sendable, CustomStringConvertible {
     /// The daemon could not fetch the request (404, gated, checksum mismatch after retries…).
-    case requestFailed(repo: String, reason: String)
+    /// `kind` says what failed (decide by it); `reason` says it to a person.
+    case requestFailed(repo: String, kind: FailureKind, reason: String)
     case timedOut(repo: String)
     /// A request waits in the spool but no speech-fetchd has served the base for a lease.
     case noDaemon(repo: String, spool: String)
@@ -376,7 +377,7 @@ public enum HandoffError: Error, Sendable, CustomStringConvertible {
 
     public var description: String {
         switch self {
-        case .requestFailed(let repo, let reason):
+        case .requestFailed(let repo, _, let reason):
             return "the download of \(repo) failed: \(reason)"
         case .noDaemon(let repo, let spool):
             return "\(repo) is requested in \(spool) but no speech-fetchd serves it; start `speech-fetchd --cache-base …` or run `speech download \(repo)` to fetch it in this process"

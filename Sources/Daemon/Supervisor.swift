@@ -401,7 +401,7 @@ struct RequestLog {
                 if state == .active, let refusal = spool.targetRefusal(of: request) {
                     // Refused, never accepted: the planner fails it with this reason.
                     log("refused \(request.repo) @ \(request.commit.prefix(12)) (request \(request.id), node \(request.node)): \(refusal)")
-                    metrics?.settled(failedBecause: refusal)
+                    metrics?.settled(failed: .refused)
                     settled.insert(request.id)
                 } else if state == .active {
                     open[request.id] = (Date(), bytes)
@@ -418,12 +418,12 @@ struct RequestLog {
             case .done:
                 log("done \(request.repo) (request \(request.id)): \(mebibytes(seen.bytes)) in \(seconds) s")
                 if request.node == spool.owner.node { finished += 1 }
-            case .failed(let reason): log("failed \(request.repo) (request \(request.id)) after \(seconds) s: \(reason)")
+            case .failed(let failure): log("failed \(request.repo) (request \(request.id)) after \(seconds) s: \(failure.reason)")
             }
-            if case .failed(let reason) = state {
-                metrics?.settled(failedBecause: reason)
+            if case .failed(let failure) = state {
+                metrics?.settled(failed: failure.kind)
             } else {
-                metrics?.settled(failedBecause: nil, files: request.files.count, bytes: seen.bytes)
+                metrics?.settled(failed: nil, files: request.files.count, bytes: seen.bytes)
             }
             open[request.id] = nil
             settled.insert(request.id)

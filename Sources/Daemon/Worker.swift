@@ -278,7 +278,7 @@ public final class Worker: @unchecked Sendable {
             spool.discardPart(temp)
             let full = DiskSpace.explain(error, directory: plan.directory, needed: stillNeeded(plan), staged: [plan.file.path])
             log("\(plan.repo)/\(plan.file.path) bytes \(range.start)-\(range.end): \(full)")
-            spool.recordFailure(plan.key, reason: "\(full)")
+            spool.recordFailure(plan.key, FailureRecord(.diskFull, "\(full)"))
             spool.dropClaim(claim)
             spool.dropPlan(plan)
             Splicer(spool: spool).settleRequests()
@@ -291,7 +291,7 @@ public final class Worker: @unchecked Sendable {
         } catch {
             spool.discardPart(temp)
             log("\(plan.repo)/\(plan.file.path) bytes \(range.start)-\(range.end): \(error)")
-            spool.recordFailure(plan.key, reason: "\(error)")
+            spool.recordFailure(plan.key, FailureRecord(FailureKind(fetching: error), "\(error)"))
             spool.dropClaim(claim)
             spool.dropPlan(plan)
             Splicer(spool: spool).settleRequests()

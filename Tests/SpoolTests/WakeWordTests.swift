@@ -82,7 +82,7 @@ final class WakeWordTests: XCTestCase {
         let before = word.generation
         spool.markDone("request-1")
         XCTAssertEqual(word.generation, before &+ 1)
-        spool.markFailed("request-2", reason: "gone")
+        spool.markFailed("request-2", FailureRecord(.other, "gone"))
         XCTAssertEqual(word.generation, before &+ 2)
         XCTAssertEqual(spool.state(of: "request-1"), .done)
     }
