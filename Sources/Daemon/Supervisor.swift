@@ -344,7 +344,7 @@ struct SupervisorPace {
 
     mutating func due(now: Date, changed: Bool) -> Look {
         var look = Look()
-        let quarter = max(0.25, lease / 4)
+        let quarter = LeaseJudge.heartbeatInterval(lease: lease)
         look.safety = now.timeIntervalSince(lastFull) >= safety
         look.full = changed || look.safety
         look.revoke = look.full || (busy && now.timeIntervalSince(lastRevoke) >= quarter)
@@ -360,7 +360,7 @@ struct SupervisorPace {
 
     /// Orphans (parts whose plan's node is this one or gone while every active request is
     /// another serving node's) are looked for at least every quarter lease while busy.
-    func orphanSpliceDue(now: Date) -> Bool { busy && now.timeIntervalSince(lastSplice) >= max(0.25, lease / 4) }
+    func orphanSpliceDue(now: Date) -> Bool { busy && now.timeIntervalSince(lastSplice) >= LeaseJudge.heartbeatInterval(lease: lease) }
 
     mutating func spliced(now: Date) { lastSplice = now }
 
@@ -370,7 +370,7 @@ struct SupervisorPace {
     }
 
     mutating func beatDue(now: Date) -> Bool {
-        guard now.timeIntervalSince(lastBeat) >= max(0.25, lease / 4) else { return false }
+        guard now.timeIntervalSince(lastBeat) >= LeaseJudge.heartbeatInterval(lease: lease) else { return false }
         lastBeat = now
         return true
     }

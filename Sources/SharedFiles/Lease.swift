@@ -65,6 +65,18 @@ public struct LeaseJudge: Sendable {
         self.probe = probe
     }
 
+    /// How often a holder refreshes its lease (a touch of its record), and so how long a look
+    /// that found a holder live may be trusted: a quarter of the lease, so a holder may miss
+    /// three refreshes before it expires. Every cadence tied to the lease is this value, with the
+    /// floor its caller needs (`atLeast`: a timer that must not spin on a test's tiny lease, a
+    /// look that costs a listing). `scripts/check-layers` refuses a second copy of the rule.
+    public static func refreshInterval(lease: Double, atLeast floor: Double = 0) -> Double { max(floor, lease / 4) }
+
+    /// A supervisor's heartbeat period (a touch of `supervisors/<node>`), at most four a second;
+    /// a node seen serving is trusted to serve for as long without another look, which is right
+    /// only while both are this one value.
+    public static func heartbeatInterval(lease: Double) -> Double { refreshInterval(lease: lease, atLeast: 0.25) }
+
     /// A round of judgements that reads the server's clock at most once, when first needed.
     /// `now` replaces the probe (tests: a clock that cannot be read).
     public func round(now: (@Sendable () -> Double?)? = nil) -> LeaseRound {
