@@ -167,10 +167,7 @@ extension ModelDirectory {
     /// revision is the commit itself or the ref already says so). The snapshot folder must exist
     /// first: huggingface_hub's scan warns about a ref to a missing snapshot.
     public func recordRevision(_ revision: String) throws {
-        guard let commit = hubCommit, revision != commit, !revision.isEmpty,
-              !revision.utf8.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false)
-                .contains(where: { $0.isEmpty || $0.elementsEqual(".".utf8) || $0.elementsEqual("..".utf8) })
-        else { return }
+        guard let commit = hubCommit, revision != commit, Revision(revision) != nil else { return }
         try ModelDirectory.makeDirectories(filesURL.path)
         let ref = URL(fileURLWithPath: hubFolder.refPath(revision))
         // A ref that already names the commit is left alone (read with retries: on a network

@@ -97,8 +97,7 @@ public struct HubRepoFolder: Sendable {
     /// `refs/<revision>`; nil when neither is known.
     public func commit(forRevision revision: String) -> String? {
         if HubCache.isCommitHash(revision) { return revision }
-        guard !revision.isEmpty,
-              !revision.utf8.split(separator: UInt8(ascii: "/")).contains(where: { $0.elementsEqual("..".utf8) || $0.elementsEqual(".".utf8) }),
+        guard Revision(revision) != nil,  // never a name that leads out of refs/
               let data = FileManager.default.contents(atPath: refPath(revision)) else { return nil }
         let text = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
         return HubCache.isCommitHash(text) ? text : nil
