@@ -176,7 +176,7 @@ extension ModelDirectory {
         if let old = SharedFS.read(ref.path, limit: 4096).value, String(decoding: old, as: UTF8.self) == commit { return }
         try ModelDirectory.makeDirectories(ref.deletingLastPathComponent().path)
         // The temp file is made in the repo folder, not in refs/, where a scan would read it as a ref.
-        let temp = URL(fileURLWithPath: path + "/.ref.\(getpid()).\(UInt32.random(in: 0...UInt32.max)).tmp")
+        let temp = URL(fileURLWithPath: hubFolder.refTempPath())
         try CacheError.saying { try AtomicFile.write(Data(commit.utf8), to: temp) }
         guard rename(temp.path, ref.path) == 0 else {
             let code = errno

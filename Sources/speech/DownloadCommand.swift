@@ -95,10 +95,10 @@ enum DownloadCommand {
         request.exclude = parsed.values("exclude")
         request.cacheDir = parsed.value("cache-dir")
         if let dir = request.cacheDir, let names = try? FileManager.default.contentsOfDirectory(atPath: dir),
-           names.contains(where: { $0.hasPrefix("models--") }) {
+           names.contains(where: { $0.hasPrefix(HubRepoFolder.folderPrefix) }) {
             // hf's --cache-dir names a huggingface_hub cache root; ours names the model's own
             // folder: loose files written into that root would sit beside its models--* folders.
-            speechProgram.usageError("speech download: --cache-dir \(dir) is a huggingface_hub cache (it holds models--* folders); "
+            speechProgram.usageError("speech download: --cache-dir \(dir) is a huggingface_hub cache (it holds \(HubRepoFolder.folderPrefix)* folders); "
                 + "--cache-dir names the model's own folder here: write into that cache with --hf-cache \(shellQuoted(dir))")
         }
         request.cacheBase = parsed.value("cache-base")
