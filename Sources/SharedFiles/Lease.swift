@@ -83,8 +83,6 @@ public struct LeaseJudge: Sendable {
         LeaseRound(judge: self, clock: now ?? { [probe] in SharedFS.serverNow(probe: probe) })
     }
 
-    /// True while `pid` is a process on this machine that is not a zombie. The one local-process
-    /// check of the project.
     /// When the process `pid` started (clock ticks since boot, /proc/PID/stat's 22nd field); nil
     /// when it cannot be read. A pid with another start time is another process.
     public static func startTime(of pid: Int32) -> UInt64? {
@@ -95,6 +93,8 @@ public struct LeaseJudge: Sendable {
         return fields.count > 19 ? UInt64(fields[19]) : nil
     }
 
+    /// True while `pid` is a process on this machine that is not a zombie. The one local-process
+    /// check of the project (`scripts/check-layers` refuses another `kill(pid, 0)`).
     public static func processRunning(_ pid: Int32) -> Bool {
         guard pid > 0, kill(pid, 0) == 0 || errno == EPERM else { return false }
         guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
