@@ -78,7 +78,7 @@ let package = Package(
         .plugin(name: "BuildCommit", capability: .buildTool()),
 
         // Thin executables: argument parsing and printing only (Curl for libcurl's version line).
-        .executableTarget(name: "speech", dependencies: ["CommandLineKit", "Curl", "SpeechFetch", "Daemon", "CacheAdmin", "HubClient", "HubTypes", "ModelCache", "FileEvents", "SharedFiles"]),
+        .executableTarget(name: "speech", dependencies: ["ByteUnits", "CommandLineKit", "Curl", "SpeechFetch", "Daemon", "CacheAdmin", "HubClient", "HubTypes", "ModelCache", "FileEvents", "SharedFiles"]),
         .executableTarget(name: "speech-fetchd", dependencies: ["CommandLineKit", "Curl", "SpeechFetch"]),
         .executableTarget(name: "speech-testhub", dependencies: ["CommandLineKit", "Curl", "TestHub"]),
 

@@ -1,4 +1,5 @@
 // DownloadCommand - `speech download`: parse, run the downloader, print progress and the result.
+import ByteUnits
 import CommandLineKit
 import Daemon
 import Foundation
@@ -315,7 +316,7 @@ enum DownloadCommand {
 
     /// huggingface_hub's switch for hf_transfer: said once, as it changes nothing here.
     static func warnAboutHFTransfer(_ environment: [String: String]) {
-        guard let value = environment["HF_HUB_ENABLE_HF_TRANSFER"], ["1", "true", "yes", "on"].contains(value.lowercased()) else { return }
+        guard EnvironmentFlag.isOn("HF_HUB_ENABLE_HF_TRANSFER", in: environment) else { return }
         speechProgram.warn("HF_HUB_ENABLE_HF_TRANSFER has no effect here: speech fetches large files as concurrent byte ranges itself "
                            + "(HF_DOWNLOAD_RANGE_CONCURRENCY, HF_DOWNLOAD_RANGE_CHUNK), so there is nothing to switch on")
     }
@@ -398,7 +399,7 @@ enum DownloadCommand {
 
     /// HF_HUB_DISABLE_PROGRESS_BARS as huggingface_hub reads it.
     static func progressBarsDisabled(_ environment: [String: String]) -> Bool {
-        ["1", "true", "yes", "on"].contains((environment["HF_HUB_DISABLE_PROGRESS_BARS"] ?? "").lowercased())
+        EnvironmentFlag.isOn("HF_HUB_DISABLE_PROGRESS_BARS", in: environment)
     }
 }
 
