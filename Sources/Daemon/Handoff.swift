@@ -225,8 +225,8 @@ public struct Handoff: Sendable {
                 progress?(TransferProgress(completedBytes: total, totalBytes: total, filesDone: request.files.count,
                                            filesTotal: request.files.count))
                 return
-            case .failed(let reason):
-                throw HandoffError.requestFailed(repo: request.repo, reason: reason)
+            case .failed(let failure):
+                throw HandoffError.requestFailed(repo: request.repo, kind: failure.kind, reason: failure.reason)
             case .active:
                 break
             }

@@ -1,11 +1,13 @@
 // HandoffError - how a hand-over to speech-fetchd failed, as the caller that handed it over sees
 // it (Handoff.swift).
 import Foundation
+import Spool
 
 /// How a hand-over to the daemon failed, as its caller sees it.
 public enum HandoffError: Error, Sendable, CustomStringConvertible {
     /// The daemon could not fetch the request (404, gated, checksum mismatch after retries…).
-    case requestFailed(repo: String, reason: String)
+    /// `kind` says what failed (decide by it); `reason` says it to a person.
+    case requestFailed(repo: String, kind: FailureKind, reason: String)
     case timedOut(repo: String)
     /// A request waits in the spool but no speech-fetchd has served the base for a lease.
     case noDaemon(repo: String, spool: String)
@@ -16,7 +18,7 @@ public enum HandoffError: Error, Sendable, CustomStringConvertible {
 
     public var description: String {
         switch self {
-        case .requestFailed(let repo, let reason):
+        case .requestFailed(let repo, _, let reason):
             return "the download of \(repo) failed: \(reason)"
         case .noDaemon(let repo, let spool):
             return "\(repo) is requested in \(spool) but no speech-fetchd serves it; start `speech-fetchd --cache-base …` or run `speech download \(repo)` to fetch it in this process"

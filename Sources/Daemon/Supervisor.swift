@@ -353,7 +353,7 @@ struct SupervisorPace {
 
     mutating func due(now: Date, changed: Bool) -> Look {
         var look = Look()
-        let quarter = max(0.25, lease / 4)
+        let quarter = LeaseJudge.heartbeatInterval(lease: lease)
         look.safety = now.timeIntervalSince(lastFull) >= safety
         look.full = changed || look.safety
         look.revoke = look.full || (busy && now.timeIntervalSince(lastRevoke) >= quarter)
@@ -369,7 +369,7 @@ struct SupervisorPace {
 
     /// Orphans (parts whose plan's node is this one or gone while every active request is
     /// another serving node's) are looked for at least every quarter lease while busy.
-    func orphanSpliceDue(now: Date) -> Bool { busy && now.timeIntervalSince(lastSplice) >= max(0.25, lease / 4) }
+    func orphanSpliceDue(now: Date) -> Bool { busy && now.timeIntervalSince(lastSplice) >= LeaseJudge.heartbeatInterval(lease: lease) }
 
     mutating func spliced(now: Date) { lastSplice = now }
 
@@ -379,7 +379,7 @@ struct SupervisorPace {
     }
 
     mutating func beatDue(now: Date) -> Bool {
-        guard now.timeIntervalSince(lastBeat) >= max(0.25, lease / 4) else { return false }
+        guard now.timeIntervalSince(lastBeat) >= LeaseJudge.heartbeatInterval(lease: lease) else { return false }
         lastBeat = now
         return true
     }
@@ -410,7 +410,7 @@ struct RequestLog {
                 if state == .active, let refusal = spool.targetRefusal(of: request) {
                     // Refused, never accepted: the planner fails it with this reason.
                     log("refused \(request.repo) @ \(request.commit.prefix(12)) (request \(request.id), node \(request.node)): \(refusal)")
-                    metrics?.settled(failedBecause: refusal)
+                    metrics?.settled(failed: .refused)
                     settled.insert(request.id)
                 } else if state == .active {
                     open[request.id] = (Date(), bytes)
@@ -427,12 +427,12 @@ struct RequestLog {
             case .done:
                 log("done \(request.repo) (request \(request.id)): \(mebibytes(seen.bytes)) in \(seconds) s")
                 if request.node == spool.owner.node { finished += 1 }
-            case .failed(let reason): log("failed \(request.repo) (request \(request.id)) after \(seconds) s: \(reason)")
+            case .failed(let failure): log("failed \(request.repo) (request \(request.id)) after \(seconds) s: \(failure.reason)")
             }
-            if case .failed(let reason) = state {
-                metrics?.settled(failedBecause: reason)
+            if case .failed(let failure) = state {
+                metrics?.settled(failed: failure.kind)
             } else {
-                metrics?.settled(failedBecause: nil, files: request.files.count, bytes: seen.bytes)
+                metrics?.settled(failed: nil, files: request.files.count, bytes: seen.bytes)
             }
             open[request.id] = nil
             settled.insert(request.id)

@@ -40,9 +40,6 @@ public enum HubCache {
         return (env["HOME"] ?? NSHomeDirectory()) + path.dropFirst()
     }
 
-    /// `models--<org>--<name>`: the repo's folder name in the cache.
-    public static func folderName(_ repo: RepoID) -> String { "models--\(repo.org)--\(repo.name)" }
-
     /// A full commit id (40 lowercase hex digits), which names a snapshot without a ref.
     public static func isCommitHash(_ s: String) -> Bool {
         ContentHasher.isHex(s, length: 40)
@@ -55,10 +52,10 @@ public enum HubCache {
     /// are fine: they are made as plain directories.
     /// - Throws: `CacheError.unsafeCacheEntry` naming the entry.
     public static func checkNoPlantedLinks(hub: URL, repo: RepoID, commit: String?) throws {
-        let folder = HubRepoFolder(hub: hub, repo: repo).path
-        var entries = [hub.path + "/.locks", hub.path + "/.locks/" + folderName(repo)]
-        entries += ["blobs", "snapshots", "refs", "trees", ModelLayout.staging].map { folder + "/" + $0 }
-        if let commit, !commit.isEmpty { entries.append(folder + "/snapshots/" + commit) }
+        let folder = HubRepoFolder(hub: hub, repo: repo)
+        var entries = [HubRepoFolder.locksRoot(hub: hub), folder.locksPath]
+        entries += [folder.blobsPath, folder.snapshotsPath, folder.refsPath, folder.treesPath, folder.path + "/" + ModelLayout.staging]
+        if let commit, !commit.isEmpty { entries.append(folder.snapshotPath(commit)) }
         for path in entries {
             var st = stat()
             guard lstat(path, &st) == 0 else { continue }

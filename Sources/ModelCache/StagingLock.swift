@@ -181,7 +181,7 @@ public final class HeldLocks: @unchecked Sendable {
 
     public init(lease: Double) {
         timer = DispatchSource.makeTimerSource(queue: .global())
-        let interval = max(0.05, lease / 4)
+        let interval = LeaseJudge.refreshInterval(lease: lease, atLeast: 0.05)
         timer.schedule(deadline: .now() + interval, repeating: interval)
         timer.setEventHandler { [weak self] in self?.refreshAll() }
         timer.resume()

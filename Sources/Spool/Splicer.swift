@@ -64,7 +64,7 @@ public struct Splicer: Sendable {
             // planned), or whose folder was swapped for a link after it was judged, is dropped
             // when it is this node's, else left to its node.
             if plan.node == spool.owner.node {
-                spool.recordFailure(plan.key, reason: refusal.reason)
+                spool.recordFailure(plan.key, refusal.failure)
                 spool.dropPlan(plan)
             }
             return .failed(refusal.reason)
@@ -247,7 +247,7 @@ public struct Splicer: Sendable {
             // Could not look (a stale handle, EIO): the file is not bad; finish it next pass.
             return .failed(told("\(error)"))
         } catch {
-            spool.recordFailure(plan.key, reason: told("\(error)"))
+            spool.recordFailure(plan.key, FailureRecord(FailureKind(error), told("\(error)")))
             spool.dropPlan(plan)
             return .failed(told("\(error)"))
         }
@@ -277,7 +277,7 @@ public struct Splicer: Sendable {
             switch spool.anchor(request, creating: false) {
             case .success(let opened): anchor = opened
             case .failure(let refusal) where refusal.replaced:
-                spool.markFailed(request.id, reason: "the request for \(request.repo) is refused: \(refusal.reason)")
+                spool.markFailed(request.id, FailureRecord(.refused, "the request for \(request.repo) is refused: \(refusal.reason)"))
                 continue
             case .failure:
                 // Not there (or not openable) now: nothing in it is final, but a file's recorded
@@ -313,8 +313,8 @@ public struct Splicer: Sendable {
         for file in request.files where directory?.isComplete(file) != true {
             complete = false
             let key = PlannedFile.key(modelDir: request.modelDir, path: file.path, commit: request.commit)
-            if let reason = spool.failure(of: key) {
-                spool.markFailed(request.id, reason: "\(file.path): \(reason)")
+            if let failure = spool.failure(of: key) {
+                spool.markFailed(request.id, failure.of(file: file.path))
                 break
             }
         }

@@ -11,7 +11,7 @@ import SharedFiles
 public enum RequestState: Sendable, Equatable {
     case active
     case done
-    case failed(String)
+    case failed(FailureRecord)
 }
 
 /// A range job claimed by this process: `claimed/<job>@<node>@<pid>`, its mtime the lease. An

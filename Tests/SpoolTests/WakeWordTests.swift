@@ -83,7 +83,7 @@ final class WakeWordTests: XCTestCase {
             let before = word.generation
             spool.markDone("request-\(listener)-1")
             XCTAssertEqual(word.generation, before &+ 1, "\(listener)")
-            spool.markFailed("request-\(listener)-2", reason: "gone")
+            spool.markFailed("request-\(listener)-2", FailureRecord(.other, "gone"))
             XCTAssertEqual(word.generation, before &+ 2, "\(listener)")
             XCTAssertEqual(spool.state(of: "request-\(listener)-1"), .done)
         }
