@@ -48,7 +48,10 @@ public final class StagingLock: @unchecked Sendable {
             if fd >= 0 {
                 let tag = Array(owner.description.utf8)
                 _ = tag.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-                fsync(fd)
+                // Not synced: the holder's name outlives a kill in the page cache, and reaches
+                // other clients of a network filesystem at close; a power loss ends every holder
+                // of this node, and a lock it left empty is judged by its age (docs/protocol.md,
+                // "The staging lock"). A sync here was two of a small file's five under the daemon.
                 var st = stat()
                 let known = SharedFS.retry { fstat(fd, &st) } == 0
                 close(fd)

@@ -27,11 +27,12 @@ public struct Splicer: Sendable {
     /// final or failed (a look between passes that finds nothing to do costs one listing).
     public func spliceAll(leaving: (PlannedFile) -> Bool = { _ in false }, settlingAlways: Bool = true) -> [String: SpliceOutcome] {
         var outcomes: [String: SpliceOutcome] = [:]
+        var files: [(plan: PlannedFile, listed: [Int])] = []
         for (key, indices) in spool.partsByFile() {
             switch spool.lookPlan(key) {
             case .found(let plan):
                 if leaving(plan) { continue }
-                outcomes[key] = splice(plan, listed: indices)
+                files.append((plan, indices))
             case .absent:
                 // A part whose plan is gone belongs to a file that is final or failed.
                 spool.dropParts(key: key, indices: indices)
@@ -40,6 +41,15 @@ public struct Splicer: Sendable {
                 outcomes[key] = .busy
             }
         }
+        // A few files at once (ConcurrentFiles): each file's splice and finalize is a few small
+        // writes that wait on their syncs, under the file's own staging lock.
+        let spliced = SpliceOutcomes()
+        let batch = files
+        ConcurrentFiles.forEach(batch.count) { [self] index in
+            let file = batch[index]
+            spliced.set(file.plan.key, splice(file.plan, listed: file.listed))
+        }
+        outcomes.merge(spliced.all) { $1 }
         if settlingAlways || outcomes.values.contains(where: { $0 != .nothing && $0 != .busy }) { settleRequests() }
         return outcomes
     }
@@ -324,4 +334,12 @@ public struct Splicer: Sendable {
             spool.markDone(request.id)
         }
     }
+}
+
+/// What each file of a concurrent splice pass came to.
+private final class SpliceOutcomes: @unchecked Sendable {
+    private let lock = NSLock()
+    private var byKey: [String: SpliceOutcome] = [:]
+    func set(_ key: String, _ outcome: SpliceOutcome) { lock.withLock { byKey[key] = outcome } }
+    var all: [String: SpliceOutcome] { lock.withLock { byKey } }
 }
