@@ -90,7 +90,12 @@ final class TransferRun: @unchecked Sendable {
     func execute(_ files: [RepoFile], alreadyComplete: [RepoFile]) throws {
         meter.begin(files, alreadyComplete: alreadyComplete)
         do {
-            try plan(files)
+            // Xet-backed files first, natively (XetTransfer.swift); the rest, and any Xet file an
+            // earlier plain fetch began, by ranges or streams.
+            let xet = settings.xet ? files.filter { $0.xetHash != nil && $0.size > 0 } : []
+            let xetPaths = Set(xet.map { PathBytes($0.path) })
+            let resumedPlainly = try fetchXet(xet)
+            try plan(files.filter { !xetPaths.contains(PathBytes($0.path)) } + resumedPlainly)
             meter.report(force: true)
             try loop()
             locks.releaseAll()
