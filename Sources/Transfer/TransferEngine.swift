@@ -20,8 +20,13 @@ public final class TransferEngine: @unchecked Sendable {
     /// The call's bandwidth cap over all its connections (`settings.maxRate`), nil for none.
     let cap: RateCap?
 
-    public init(client: HubClient, settings: DownloadSettings) {
+    /// The cache base's index of Xet chunks in final files (docs/xet.md, "Chunk store"): where
+    /// a Xet-backed file's chunks may be read instead of fetched; nil for none.
+    public let xetChunkIndex: XetChunkIndex?
+
+    public init(client: HubClient, settings: DownloadSettings, xetChunkIndex: XetChunkIndex? = nil) {
         self.client = client
+        self.xetChunkIndex = xetChunkIndex
         self.settings = settings.normalized()
         cap = settings.maxRate.map { RateCap(bytesPerSecond: $0) }
     }

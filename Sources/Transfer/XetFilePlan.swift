@@ -100,8 +100,10 @@ struct XetFilePlan {
             // range, a written term's recorded bytes say where.
             var needed = Set<Int>()
             for i in pending { needed.formUnion(terms[i].chunks) }
-            let startByte = Dictionary(written.map { ($0.chunkStart, $0.byteStart) }, uniquingKeysWith: { a, _ in a })
-            let endByte = Dictionary(written.map { ($0.chunkEnd, $0.byteEnd) }, uniquingKeysWith: { a, _ in a })
+            // Terms taken from the chunk store have no xorb bytes recorded (-1).
+            let located = written.filter { $0.byteStart >= 0 && $0.byteEnd >= $0.byteStart }
+            let startByte = Dictionary(located.map { ($0.chunkStart, $0.byteStart) }, uniquingKeysWith: { a, _ in a })
+            let endByte = Dictionary(located.map { ($0.chunkEnd, $0.byteEnd) }, uniquingKeysWith: { a, _ in a })
             var runs: [XetRangeTask] = []
             var chunk = group.fetch.chunks.lowerBound
             var cut = false

@@ -57,6 +57,22 @@ final class XetFileFetch: @unchecked Sendable {
     var firstFailure: Error? { lock.withLock { failure } }
     var failed: Bool { lock.withLock { failure != nil } }
 
+    /// Every term of the file with its chunks' hashes, as the staging record and the chunk
+    /// index name them (xorb bytes unknown: -1); nil while a term is missing.
+    var termRecords: [XetDoneTerm]? {
+        lock.withLock {
+            var records: [XetDoneTerm] = []
+            for (term, termLeaves) in zip(plan.terms, leaves) {
+                guard let termLeaves else { return nil }
+                records.append(XetDoneTerm(offset: term.offset, xorb: term.xorb.hex, chunkStart: term.chunks.lowerBound,
+                                           chunkEnd: term.chunks.upperBound, byteStart: -1, byteEnd: -1,
+                                           hashes: Data(termLeaves.flatMap(\.hash.bytes)).base64EncodedString(),
+                                           lengths: termLeaves.map { Int($0.length) }))
+            }
+            return records
+        }
+    }
+
     /// Every chunk of the file in order, nil while a term is missing.
     var allLeaves: [MerkleLeaf]? {
         lock.withLock {

@@ -73,7 +73,7 @@ extension TransferRun {
             staging.holdDescriptor()
             defer { staging.releaseDescriptor() }
             do {
-                try fetchXetOnce(file, hash: hash, staging: staging, cas: cas)
+                try fetchXetOnce(file, hash: hash, staging: staging, cas: cas, fromStore: round == 0)
                 return
             } catch let bad as XetBadBytes {
                 meter.add(bytes: counted - meter.completedBytes)
@@ -87,12 +87,23 @@ extension TransferRun {
         }
     }
 
-    /// One fetch of the file from its reconstruction, resuming from the terms the record names.
-    private func fetchXetOnce(_ file: RepoFile, hash: String, staging: StagingFile, cas: XetCAS) throws {
+    /// One fetch of the file from its reconstruction, resuming from the terms the record names;
+    /// `fromStore`: terms whose chunks the cache holds are read from there (not when fetching
+    /// again after a failure: then every byte comes from the CAS).
+    private func fetchXetOnce(_ file: RepoFile, hash: String, staging: StagingFile, cas: XetCAS, fromStore: Bool) throws {
         let plan = try XetFilePlan.fetch(file, hash: hash, cas: cas, pageSize: settings.xetPageSize)
         var done: [String: XetDoneTerm] = [:]
         for term in staging.xetTerms(for: hash) where XetFileFetch.leaves(of: term) != nil {
             done[XetFilePlan.key(term)] = term
+        }
+        // Terms whose chunks a final file of the cache holds are copied from there, each chunk
+        // checked against its recorded hash (XetStoreFill); only the rest is fetched.
+        if fromStore, let index = engine.xetChunkIndex {
+            var store = XetStoreFill(index: index)
+            for term in store.fill(plan, skipping: done, into: staging) {
+                staging.recordXetTerm(term)
+                done[XetFilePlan.key(term)] = term
+            }
         }
         let tasks = plan.tasks(skipping: done)
         let fetch = XetFileFetch(file: file, staging: staging, plan: plan, cas: cas, hash: hash, done: done, tasks: tasks)
@@ -119,6 +130,11 @@ extension TransferRun {
         } catch let error as CacheError {
             if case .checksumMismatch = error { throw XetBadBytes(what: "\(error)") }
             throw error
+        }
+        // Verified and in place: its chunks may now serve other files (a huggingface_hub
+        // cache's final path is a link to a blob: not indexed).
+        if let index = engine.xetChunkIndex, directory.hubCommit == nil, let terms = fetch.termRecords {
+            index.publish(path: directory.finalURL(file.path).path, size: file.size, fileHash: hash, terms: terms)
         }
     }
 
