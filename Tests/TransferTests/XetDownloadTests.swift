@@ -2,6 +2,7 @@
 // loopback, every chunk decoded and hashed, the Merkle root and the SHA-256 checked, the faults of
 // the Xet path recovered, a corrupt stored chunk refused, the bridge only when Xet is off, and a
 // SIGKILLed `speech download` resumed without fetching finished terms again.
+import Digest
 import Foundation
 import HubTypes
 import ModelCache
@@ -144,6 +145,19 @@ final class XetDownloadTests: HubTestCase {
         try assertSameBytes(repo, path)
         let tokens = hub.requestLog().filter { $0.contains("/xet-read-token/") }.count
         XCTAssertGreaterThanOrEqual(tokens, 3, "the first token, one after the 401, one per later page")
+    }
+
+    func testAXetFileLandsInAHuggingFaceHubCacheAsABlob() throws {
+        try makeRepo()
+        let hubCache = temp.appendingPathComponent("hf-hub")
+        let result = try downloader().downloadBlocking(repo: repo, cacheBaseDir: cacheBase, huggingFaceCache: hubCache)
+        let got = try Data(contentsOf: result.directory.appendingPathComponent(path))
+        XCTAssertEqual(got, try source(repo, path))
+        XCTAssertEqual(hub.reconstructions(for: key), 1)
+        XCTAssertEqual(hub.bridgeBytes(for: key), 0)
+        let blobs = hubCache.appendingPathComponent("models--org--XetModel/blobs")
+        XCTAssertTrue(try FileManager.default.contentsOfDirectory(atPath: blobs.path).contains(SHA256.hex(of: got)),
+                      "the file is a blob named by its SHA-256, as huggingface_hub keeps it")
     }
 
     func testHFHubDisableXetTakesTheBridge() throws {
