@@ -135,6 +135,16 @@ final class XetDownloadTests: HubTestCase {
         }
     }
 
+    func testACASWithoutV2ReconstructionsIsAskedForV1() throws {
+        try makeRepo()
+        hub.setFault(.reconstructionStatus(code: 404, times: 1, retryAfter: nil), for: key)
+        try download(repo)
+        try assertSameBytes(repo, path)
+        let asked = hub.requestLog().filter { $0.contains("/reconstructions/") }
+        XCTAssertEqual(asked.count, 2, "\(asked)")
+        XCTAssertTrue(asked[0].contains("/v2/") && asked[1].contains("/v1/"), "\(asked)")
+    }
+
     func testAnExpiredTokenIsRefreshedMidFile() throws {
         try makeManyTermRepo()
         // A token the CAS refuses once (401), and tokens that live less than the refresh margin:
