@@ -60,9 +60,9 @@ let package = Package(
         // Sizes and rates as people write them (`20M`, `500K`): for the engine's rate cap and the
         // command lines, neither of which should need the HTTP stack to read a number.
         .target(name: "ByteUnits"),
-        .target(name: "HubClient", dependencies: ["Curl", "HubTypes"]),
+        .target(name: "HubClient", dependencies: ["Curl", "HubTypes", "Xet"]),
         .target(name: "ModelCache", dependencies: ["HubTypes", "Digest", "CFileOps", "SharedFiles"]),
-        .target(name: "Transfer", dependencies: ["ByteUnits", "Curl", "HubClient", "HubTypes", "ModelCache", "SharedFiles"]),
+        .target(name: "Transfer", dependencies: ["ByteUnits", "Curl", "HubClient", "HubTypes", "ModelCache", "SharedFiles", "Xet"]),
         .target(name: "Spool", dependencies: ["CFileOps", "Digest", "HubTypes", "ModelCache", "SharedFiles"]),
         .target(name: "Daemon", dependencies: ["FileEvents", "HubClient", "HubTypes", "ModelCache", "SharedFiles", "Spool", "Transfer"]),
         .target(name: "CacheAdmin", dependencies: ["Digest", "HubTypes", "ModelCache", "SharedFiles", "Spool", "Transfer"]),

@@ -1,5 +1,5 @@
 // EnvironmentFlag - a yes/no environment variable read by the one rule (HF_HUB_OFFLINE,
-// HF_HUB_DISABLE_PROGRESS_BARS, HF_HUB_ENABLE_HF_TRANSFER, SPEECH_FETCH_ENDGAME).
+// HF_HUB_DISABLE_PROGRESS_BARS, HF_HUB_ENABLE_HF_TRANSFER, SPEECH_FETCH_ENDGAME, HF_HUB_DISABLE_XET).
 import Foundation
 
 /// The value of a switch in the environment, spelt as huggingface_hub spells its own.

@@ -177,7 +177,15 @@ public final class HubClient: Sendable {
             }
             sha256 = hex.lowercased()
         }
-        return RepoFile(path: path, size: fileSize, blobID: oid.lowercased(), sha256: sha256)
+        // A Xet-backed LFS file names its Xet hash: the native Xet path fetches it by that name.
+        var xetHash: String?
+        if let raw = entry["xetHash"], !(raw is NSNull), sha256 != nil, fileSize > 0 {
+            guard let hex = raw as? String, isHex(hex, length: 64) else {
+                throw refuse("xetHash", "'\(String(describing: raw).prefix(80))' is not a 64-hex Xet hash")
+            }
+            xetHash = hex.lowercased()
+        }
+        return RepoFile(path: path, size: fileSize, blobID: oid.lowercased(), sha256: sha256, xetHash: xetHash)
     }
 
     /// Resolves the revision once and lists the tree at that commit.
@@ -283,7 +291,7 @@ public final class HubClient: Sendable {
         return response
     }
 
-    private func send(_ request: HTTPRequest, bodyLimit: Int = BodyLimit.errorPage) throws -> HTTPResponse {
+    func send(_ request: HTTPRequest, bodyLimit: Int = BodyLimit.errorPage) throws -> HTTPResponse {
         do {
             return try session.perform(request, bodyLimit: bodyLimit)
         } catch let error as TransportError {
@@ -293,7 +301,7 @@ public final class HubClient: Sendable {
         }
     }
 
-    private func apiURL(_ repo: RepoID, _ kind: String, _ revision: String) -> String {
+    func apiURL(_ repo: RepoID, _ kind: String, _ revision: String) -> String {
         "\(endpoint.url)/api/models/\(repo.org)/\(repo.name)/\(kind)/\(HubClient.encode(revision))"
     }
 

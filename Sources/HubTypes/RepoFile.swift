@@ -9,14 +9,18 @@ public struct RepoFile: Sendable, Hashable, Codable {
     public let blobID: String
     /// SHA-256 of the content for LFS files (lowercase hex, no prefix); nil for plain git files.
     public let sha256: String?
+    /// The file's Xet hash (the tree's `xetHash`, 64 hex in Xet's word order) when the Hub
+    /// stores it in Xet; nil otherwise. Absent from records written before Xet.
+    public let xetHash: String?
 
     public var isLFS: Bool { sha256 != nil }
 
-    public init(path: String, size: Int64, blobID: String, sha256: String?) {
+    public init(path: String, size: Int64, blobID: String, sha256: String?, xetHash: String? = nil) {
         self.path = path
         self.size = size
         self.blobID = blobID
         self.sha256 = sha256
+        self.xetHash = xetHash
     }
 }
 

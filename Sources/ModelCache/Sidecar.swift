@@ -33,6 +33,9 @@ public struct Sidecar: Codable, Sendable, Equatable {
     /// bytes. The ranges being fetched again are the ones missing from `done`. Absent in older
     /// sidecars (an older reader fetches those ranges plainly; the digest still decides).
     public var repair: RepairRecord?
+    /// A file fetched through Xet: the terms already written and synced, with their chunk
+    /// hashes (XetStagingRecord.swift). Absent for files fetched plainly and in older sidecars.
+    public var xet: XetStagingRecord?
 
     public init(path: String, size: Int64, rangeSize: Int64, commit: String, etag: String, sha256: String?,
                 done: [Int], hashedBytes: Int64, hashState: String?, partial: [PartialRange]? = nil,

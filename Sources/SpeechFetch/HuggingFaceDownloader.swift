@@ -241,7 +241,7 @@ public final class HuggingFaceDownloader: Sendable {
         let selected = try FilePlan.select(snapshot.files, selection, repo: repo.description)
         try directory.writeManifest(mergedManifest(snapshot, previous: previous, directory: directory))
         try directory.writeTreeListing(snapshot)
-        let engine = TransferEngine(client: client, settings: settings)
+        let engine = TransferEngine(client: client, settings: settings, xetChunkIndex: XetChunkIndex(base: spoolBase))
         var fetched: [String] = []
 
         // Shard indexes first: they decide which weight files the call needs.

@@ -152,7 +152,8 @@ extension FaultBook {
         } ?? .serve
     }
 
-    /// The stall and truncation of one xorb body made for `file` of `length` bytes; uses them up.
+    /// The stall, truncation and pace of one xorb body made for `file` of `length` bytes; uses up
+    /// the stall and the truncation.
     func xorbBodyFaults(for file: String, length: Int) -> BodyFaults {
         take(file) { list in
             var result = BodyFaults()
@@ -164,6 +165,9 @@ extension FaultBook {
                 case .xorbTruncated(let missing, _) where result.dropAfter == nil:
                     result.dropAfter = max(0, length - max(1, missing))
                     list[i].remaining -= 1
+                case .rateLimit(let bps) where bps > 0:
+                    // The file's per-connection pace applies to its xorb ranges too (stays).
+                    result.bytesPerSecond = min(result.bytesPerSecond ?? Int.max, bps)
                 default:
                     break
                 }

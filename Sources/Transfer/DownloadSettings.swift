@@ -38,6 +38,13 @@ public struct DownloadSettings: Sendable, Equatable {
     /// them in its workers' environment (`SPEECH_FETCH_NODE_MAX_RATE`, `SPEECH_FETCH_NODE_RATE_FILE`).
     public var nodeMaxRate: Int64?
     public var nodeRateSchedule: String?
+    /// Xet-backed files (the tree's `xetHash`) are fetched natively, as reconstructions and xorb
+    /// ranges; `HF_HUB_DISABLE_XET=1` (huggingface_hub's switch) fetches them plainly, through
+    /// the Hub's bridge (docs/xet.md).
+    public var xet = true
+    /// Bytes of a file one reconstruction request asks for (`SPEECH_FETCH_XET_PAGE`; 256 MiB,
+    /// as hf_xet): a large file's reconstruction comes in pages.
+    public var xetPageSize: Int64 = 256 << 20
 
     public static let pageSize: Int64 = 64 << 10
 
@@ -79,6 +86,10 @@ public struct DownloadSettings: Sendable, Equatable {
            let file = env["SPEECH_FETCH_NODE_RATE_FILE"], file.hasPrefix("/") {
             s.nodeMaxRate = v
             s.nodeRateSchedule = file
+        }
+        if EnvironmentFlag.isOn("HF_HUB_DISABLE_XET", in: env) { s.xet = false }
+        if let v = env["SPEECH_FETCH_XET_PAGE"].flatMap({ Int64($0.trimmingCharacters(in: .whitespaces)) }), v > 0 {
+            s.xetPageSize = v
         }
         var attempts = s.retry.attempts
         var delays = s.retry.delays

@@ -20,8 +20,13 @@ public final class TransferEngine: @unchecked Sendable {
     /// The call's bandwidth cap over all its connections (`settings.maxRate`), nil for none.
     let cap: RateCap?
 
-    public init(client: HubClient, settings: DownloadSettings) {
+    /// The cache base's index of Xet chunks in final files (docs/xet.md, "Chunk store"): where
+    /// a Xet-backed file's chunks may be read instead of fetched; nil for none.
+    public let xetChunkIndex: XetChunkIndex?
+
+    public init(client: HubClient, settings: DownloadSettings, xetChunkIndex: XetChunkIndex? = nil) {
         self.client = client
+        self.xetChunkIndex = xetChunkIndex
         self.settings = settings.normalized()
         cap = settings.maxRate.map { RateCap(bytesPerSecond: $0) }
     }
@@ -90,7 +95,12 @@ final class TransferRun: @unchecked Sendable {
     func execute(_ files: [RepoFile], alreadyComplete: [RepoFile]) throws {
         meter.begin(files, alreadyComplete: alreadyComplete)
         do {
-            try plan(files)
+            // Xet-backed files first, natively (XetTransfer.swift); the rest, and any Xet file an
+            // earlier plain fetch began, by ranges or streams.
+            let xet = settings.xet ? files.filter { $0.xetHash != nil && $0.size > 0 } : []
+            let xetPaths = Set(xet.map { PathBytes($0.path) })
+            let resumedPlainly = try fetchXet(xet)
+            try plan(files.filter { !xetPaths.contains(PathBytes($0.path)) } + resumedPlainly)
             meter.report(force: true)
             try loop()
             locks.releaseAll()

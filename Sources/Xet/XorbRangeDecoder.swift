@@ -3,6 +3,9 @@ public struct DecodedChunk: Sendable, Equatable {
     public var index: Int
     public var bytes: [UInt8]
     public var hash: XetHash
+    /// The bytes it took in the xorb: its header and its stored (maybe compressed) bytes. A
+    /// range that stops after this chunk resumes at the sum of these from the range's start.
+    public var storedBytes: Int = 0
 }
 
 /// Turns the bytes of a xorb range, in whatever pieces they arrive, into verified-length chunks
@@ -30,7 +33,8 @@ public struct XorbRangeDecoder: Sendable {
             guard pending.count == need else { continue }
             if let current = header {
                 let plain = try current.scheme.decode(pending, length: current.uncompressedLength)
-                chunks.append(DecodedChunk(index: nextIndex, bytes: plain, hash: XetHashing.chunkHash(plain)))
+                chunks.append(DecodedChunk(index: nextIndex, bytes: plain, hash: XetHashing.chunkHash(plain),
+                                           storedBytes: ChunkHeader.size + current.storedLength))
                 nextIndex += 1
                 header = nil
                 pending.removeAll(keepingCapacity: true)
@@ -41,7 +45,8 @@ public struct XorbRangeDecoder: Sendable {
                 if header!.storedLength == 0 {
                     let current = header!
                     let plain = try current.scheme.decode([UInt8](), length: current.uncompressedLength)
-                    chunks.append(DecodedChunk(index: nextIndex, bytes: plain, hash: XetHashing.chunkHash(plain)))
+                    chunks.append(DecodedChunk(index: nextIndex, bytes: plain, hash: XetHashing.chunkHash(plain),
+                                               storedBytes: ChunkHeader.size))
                     nextIndex += 1
                     header = nil
                 }

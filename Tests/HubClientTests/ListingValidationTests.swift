@@ -101,6 +101,19 @@ final class ListingValidationTests: HubTestCase {
                           path: "w.bin", field: "lfs.size")
     }
 
+    func testANonHexXetHashIsRefusedBeforeAnyByteIsFetched() throws {
+        try assertRefused(#"{"type":"file","oid":"\#(oid)","size":12,"path":"x.bin","lfs":{"oid":"\#(sha)","size":12},"xetHash":"not-a-xet-hash"}"#,
+                          path: "x.bin", field: "xetHash")
+    }
+
+    func testAXetBackedFileCarriesItsXetHash() throws {
+        hub.setXet(repoName)
+        let snapshot = try client().snapshot(of: repo, revision: "main")
+        let model = try XCTUnwrap(snapshot.files.first { $0.path == "model.safetensors" })
+        XCTAssertEqual(model.xetHash, hub.xetHash(of: "\(repoName)/model.safetensors"))
+        XCTAssertNil(snapshot.files.first { $0.path == "config.json" }?.xetHash, "a git-stored file is not Xet-backed")
+    }
+
     func testAGoodListingStillResolves() throws {
         hub.lfsOidPrefix = true
         let snapshot = try client().snapshot(of: repo, revision: "main")

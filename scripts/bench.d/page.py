@@ -16,6 +16,7 @@ import statistics
 from measure import MIB, NOISE_SHARE, SAMPLE_SECONDS
 from scenario6 import N_WAITERS
 import scenario7
+import scenario8
 
 
 def f1(x, fmt="{:.1f}"):
@@ -465,6 +466,8 @@ def render_more(more):
                      f"{f1(r['cpu_per_waiter_total_ms']['median'])} |")
     if more.get("7"):
         L += scenario7.render(more["7"], header, fr, tool_rows)
+    if more.get("8"):
+        L += scenario8.render(more["8"], header, fr, tool_rows)
     return L
 
 
@@ -535,4 +538,6 @@ def verdict_more(more):
                    + ", ".join(f1(r["cpu_per_waiter_total_ms"]["median"]) for r in rs) + " ms (median).")
     if more.get("7"):
         out += scenario7.verdict(more["7"])
+    if more.get("8"):
+        out += scenario8.verdict(more["8"])
     return out

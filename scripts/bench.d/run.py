@@ -5,7 +5,7 @@ docs/benchmarks.md and .json through page.py.
 The modules, each importing only those below it:
   run.py         this file: arguments, environment, order of the scenarios, the document
   page.py        render + verdict of the page, writing it
-  scenario12.py  scenarios 1 and 2 (one layout, one set of tools); scenario3.py .. scenario7.py
+  scenario12.py  scenarios 1 and 2 (one layout, one set of tools); scenario3.py .. scenario8.py
   measure.py     process trees, CPU/PSS sampling, measure(), idle waiting, noise keep-or-discard,
                  timing helpers, the machine's description
   ../lib/common.py  hashing, free ports, the Hub-layout writer (shared with the other scripts)
@@ -33,6 +33,7 @@ import scenario4  # noqa: E402
 import scenario5  # noqa: E402
 import scenario6  # noqa: E402
 import scenario7  # noqa: E402
+import scenario8  # noqa: E402
 from common import sha256_file  # noqa: E402
 
 
@@ -44,6 +45,10 @@ def arguments():
     p.add_argument("--nohash-repo", required=True)
     for k in ("fetchd", "wait-rate", "small-repo", "small-commit", "sharded-repo", "sharded-list"):
         p.add_argument("--" + k, default="")
+    for k in ("xet-endpoint", "xet-endpoint-capped", "xet-repo", "xet-update-repo", "xet-update-sha256"):
+        p.add_argument("--" + k, default="")
+    for k in ("xet-hub-pid", "xet-hub-capped-pid", "xet-update-size"):
+        p.add_argument("--" + k, type=int, default=0)
     p.add_argument("--port-wait", type=int, default=0)
     p.add_argument("--port-slow", type=int, default=0)
     for k in ("size", "port-free", "port-limited", "nginx-pid", "runs", "quick"):
@@ -114,7 +119,7 @@ def main():
         stamp["note"] = f"quick run: a {a.size / MIB:.0f} MiB file"
     scenarios = [dict(sc, runs=a.runs, **stamp) for sc in scenarios]
     more_results = {}
-    if wanted & {"3", "4", "5", "6", "7"}:
+    if wanted & {"3", "4", "5", "6", "7", "8"}:
         if "3" in wanted:
             more_results["3"] = dict(scenario3.run(a, base_env, logs, settle, idle_wait), **stamp)
         if "4" in wanted:
@@ -125,6 +130,8 @@ def main():
             more_results["6"] = dict(scenario6.run(a, base_env, logs), **stamp)
         if "7" in wanted:
             more_results["7"] = dict(scenario7.run(a, base_env, logs, settle, idle_wait), **stamp)
+        if "8" in wanted:
+            more_results["8"] = dict(scenario8.run(a, base_env, logs, settle, idle_wait), **stamp)
     out_json = os.path.join(a.out_dir, "benchmarks.json")
     previous = None
     if os.path.exists(out_json):

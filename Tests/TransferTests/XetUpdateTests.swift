@@ -1,0 +1,91 @@
+// The update scenario, embedded: revision 2 of a Xet-backed file that shares most of its chunks
+// with revision 1 in the cache fetches only the chunks the cache lacks, reading the rest from
+// revision 1's final file through the cache base's chunk index; an index entry into a file that
+// changed or was evicted is ignored and those chunks are fetched.
+import Foundation
+import ModelCache
+import SpeechFetch
+import TestHub
+@testable import TestSupport
+import XCTest
+
+final class XetUpdateTests: HubTestCase {
+    let repo = "org/XetUpdate"
+    let path = "model.safetensors"
+    var key: String { "\(repo)/\(path)" }
+    let size = 24 << 20
+    /// How long revision 1 took (for the report's ratio, not asserted).
+    var firstSeconds = 0.0
+
+    /// Revision 1: random bytes. Revision 2: 1 KiB inserted at 7 MiB and 16 bytes overwritten
+    /// at 17 MiB, as in issue 30's measurement.
+    func revisions() -> (Data, Data) {
+        let first = XetDownloadTests.randomBytes(size, seed: 11)
+        var second = first
+        second.insert(contentsOf: XetDownloadTests.randomBytes(1024, seed: 12), at: 7 << 20)
+        second.replaceSubrange((17 << 20)..<((17 << 20) + 16), with: XetDownloadTests.randomBytes(16, seed: 13))
+        return (first, second)
+    }
+
+    /// Revision 1 downloaded, then the Hub's copy replaced by revision 2 (a new commit).
+    func downloadFirstThenPublishSecond() throws -> Data {
+        let (first, second) = revisions()
+        try TestHub.writeRepo(root: root, repo: repo, files: [path: first])
+        hub.setXet(repo)
+        let started = Date()
+        try download(repo)
+        firstSeconds = Date().timeIntervalSince(started)
+        try assertSameBytes(repo, path)
+        try TestHub.writeRepo(root: root, repo: repo, files: [path: second])
+        // Stored in the CAS now: the first listing would otherwise take longer than the tests'
+        // 1 s stall guard, and a call whose cache is complete takes that for an unreachable Hub.
+        XCTAssertNotNil(hub.xetHash(of: key))
+        hub.resetCounters()
+        return second
+    }
+
+    func testRevisionTwoFetchesAtMostTwoPercentOfItsBytes() throws {
+        let second = try downloadFirstThenPublishSecond()
+        let index = cacheBase.appendingPathComponent("xet-index")
+        XCTAssertFalse((try FileManager.default.contentsOfDirectory(atPath: index.path)).isEmpty, "revision 1 is indexed")
+        let started = Date()
+        let result = try download(repo)
+        let secondSeconds = Date().timeIntervalSince(started)
+        XCTAssertEqual(result.fetched, [path])
+        let indexBytes = try FileManager.default.subpathsOfDirectory(atPath: index.path).reduce(0) { sum, sub in
+            sum + ((try? FileManager.default.attributesOfItem(atPath: index.path + "/" + sub)[.size] as? Int) ?? 0)
+        }
+        print(String(format: "xet update: revision 1 in %.2f s, revision 2 in %.2f s; the chunk index holds %d bytes", firstSeconds, secondSeconds, indexBytes))
+        try assertSameBytes(repo, path)
+        let fetched = hub.xorbBytes(for: key)
+        print("xet update: revision 2 (\(second.count) bytes) fetched \(fetched) xorb bytes")
+        XCTAssertGreaterThan(fetched, 0, "the new chunks come from the CAS")
+        XCTAssertLessThanOrEqual(Double(fetched), 0.02 * Double(second.count))
+        XCTAssertEqual(hub.bridgeBytes(for: key), 0)
+    }
+
+    func testAnEntryIntoAChangedFileIsIgnoredAndThoseChunksAreFetched() throws {
+        let second = try downloadFirstThenPublishSecond()
+        // A byte of revision 1's final file changes under the index (at 3 MiB: a chunk revision 2 shares).
+        let final = modelDir(repo).appendingPathComponent(path)
+        let handle = try FileHandle(forUpdating: final)
+        try handle.seek(toOffset: 3 << 20)
+        let byte = try XCTUnwrap(handle.read(upToCount: 1)).first ?? 0
+        try handle.seek(toOffset: 3 << 20)
+        handle.write(Data([byte ^ 0xFF]))
+        try handle.close()
+        try download(repo)
+        try assertSameBytes(repo, path)
+        let fetched = hub.xorbBytes(for: key)
+        XCTAssertGreaterThan(Double(fetched), 0.02 * Double(second.count), "the changed chunk's term came from the CAS")
+        XCTAssertLessThan(Double(fetched), 0.5 * Double(second.count), "the terms after the change still came from the cache")
+    }
+
+    func testAnEntryIntoAnEvictedFileIsIgnoredAndTheFileIsFetched() throws {
+        let second = try downloadFirstThenPublishSecond()
+        try FileManager.default.removeItem(at: modelDir(repo).appendingPathComponent(path))
+        try download(repo)
+        try assertSameBytes(repo, path)
+        XCTAssertGreaterThan(Double(hub.xorbBytes(for: key)), 0.9 * Double(second.count), "nothing could be read from the cache")
+    }
+}
