@@ -66,7 +66,7 @@ let package = Package(
         .target(name: "Spool", dependencies: ["CFileOps", "Digest", "HubTypes", "ModelCache", "SharedFiles"]),
         .target(name: "Daemon", dependencies: ["FileEvents", "HubClient", "HubTypes", "ModelCache", "SharedFiles", "Spool", "Transfer"]),
         .target(name: "CacheAdmin", dependencies: ["Digest", "HubTypes", "ModelCache", "SharedFiles", "Spool", "Transfer"]),
-        .target(name: "SpeechFetch", dependencies: ["ByteUnits", "CacheAdmin", "CFileOps", "Daemon", "Digest", "HubClient", "HubTypes", "ModelCache", "SharedFiles", "Spool", "Transfer"]),
+        .target(name: "SpeechFetch", dependencies: ["ByteUnits", "CacheAdmin", "CFileOps", "Curl", "Daemon", "Digest", "HubClient", "HubTypes", "ModelCache", "SharedFiles", "Spool", "Transfer"]),
 
         // The local stand-in for the Hub (tests, demo, fidelity check).
         .target(name: "TestHub", dependencies: ["Digest", "Xet"]),

@@ -1,21 +1,10 @@
 // DownloadResult - what a download call returns (`DownloadResult`), tells its caller besides
-// progress (`DownloadNotice`) and would do (`DownloadPlan`, for `--dry-run`); and the names the
-// public API takes from the engine (`DownloadSettings`, `DownloadProgress`, `RateCap`).
+// progress (`DownloadNotice`) and would do (`DownloadPlan`, for `--dry-run`). The names the public
+// API takes from the layers below are ExportedTypes.swift's.
 import ByteUnits
 import Daemon
 import Foundation
 import Transfer
-
-/// Progress of a download call, weighted by bytes over the whole file set.
-public typealias DownloadProgress = TransferProgress
-/// Tuning knobs (range size, concurrency, stall guard, retries); see docs/cache-and-offline.md.
-public typealias DownloadSettings = Transfer.DownloadSettings
-/// A bandwidth cap over all of a call's connections (`DownloadSettings.maxRate`), and the
-/// parser of its rates (`20M`, `500K`).
-public typealias RateCap = Transfer.RateCap
-public typealias ByteRate = ByteUnits.ByteRate
-/// A variable of the environment set to a value that cannot be read (`SPEECH_FETCH_MAX_RATE=20MB`).
-public typealias InvalidSetting = Transfer.InvalidSetting
 
 /// What a download call produced.
 public struct DownloadResult: Sendable {
