@@ -64,9 +64,9 @@ let package = Package(
         .target(name: "ModelCache", dependencies: ["HubTypes", "Digest", "CFileOps", "SharedFiles"]),
         .target(name: "Transfer", dependencies: ["ByteUnits", "Curl", "HubClient", "HubTypes", "ModelCache", "SharedFiles", "Xet"]),
         .target(name: "Spool", dependencies: ["CFileOps", "Digest", "HubTypes", "ModelCache", "SharedFiles"]),
-        .target(name: "Daemon", dependencies: ["FileEvents", "HubClient", "HubTypes", "ModelCache", "SharedFiles", "Spool", "Transfer"]),
+        .target(name: "Daemon", dependencies: ["ByteUnits", "CFileOps", "Digest", "FileEvents", "HubClient", "HubTypes", "ModelCache", "SharedFiles", "Spool", "Transfer"]),
         .target(name: "CacheAdmin", dependencies: ["Digest", "HubTypes", "ModelCache", "SharedFiles", "Spool", "Transfer"]),
-        .target(name: "SpeechFetch", dependencies: ["ByteUnits", "CacheAdmin", "CFileOps", "Curl", "Daemon", "Digest", "HubClient", "HubTypes", "ModelCache", "SharedFiles", "Spool", "Transfer"]),
+        .target(name: "SpeechFetch", dependencies: ["ByteUnits", "CacheAdmin", "Curl", "Daemon", "Digest", "HubClient", "HubTypes", "ModelCache", "SharedFiles", "Spool", "Transfer"]),
 
         // The local stand-in for the Hub (tests, demo, fidelity check).
         .target(name: "TestHub", dependencies: ["Digest", "Xet"]),
@@ -78,8 +78,8 @@ let package = Package(
         .plugin(name: "BuildCommit", capability: .buildTool()),
 
         // Thin executables: argument parsing and printing only (Curl for libcurl's version line).
-        .executableTarget(name: "speech", dependencies: ["ByteUnits", "CommandLineKit", "Curl", "SpeechFetch", "Daemon", "CacheAdmin", "HubClient", "HubTypes", "ModelCache", "FileEvents", "SharedFiles"]),
-        .executableTarget(name: "speech-fetchd", dependencies: ["CommandLineKit", "Curl", "SpeechFetch"]),
+        .executableTarget(name: "speech", dependencies: ["ByteUnits", "CommandLineKit", "Curl", "SpeechFetch", "Daemon", "HubClient", "HubTypes", "ModelCache", "FileEvents", "SharedFiles"]),
+        .executableTarget(name: "speech-fetchd", dependencies: ["CommandLineKit", "Curl", "Daemon", "SpeechFetch"]),
         .executableTarget(name: "speech-testhub", dependencies: ["CommandLineKit", "Curl", "TestHub"]),
 
         // The tests' shared fixtures (docs/architecture.md, "Tests"): a test Hub and a temp cache per

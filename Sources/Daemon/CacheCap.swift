@@ -16,6 +16,11 @@ public final class CacheCap: @unchecked Sendable {
 
     public static let defaultInterval = 600.0
 
+    /// Makes the size cap of a cache base for `--max-cache-size` (cacheBase, maxSize, grace,
+    /// hubCache, environment, log): CacheAdmin's prune, which sits beside this module and is
+    /// handed in by the daemon's host (SpeechFetch's `CacheCap.pruning`).
+    public typealias Maker = @Sendable (URL, Int64, Double?, URL?, [String: String], @escaping @Sendable (String) -> Void) -> CacheCap
+
     public init(interval: Double, pass: @escaping @Sendable () -> Void) {
         self.interval = interval
         self.pass = pass

@@ -4,9 +4,10 @@
 // callers, the supervisor and its workers all run one executable file and share its pages
 // instead of each binary's pages being counted against its own processes (docs/architecture.md,
 // "Start-up"). Without a `speech` beside it, or when that cannot be run, it runs the daemon
-// itself: the same code (SpeechFetch.FetchdProcess).
+// itself: the same code (Daemon's FetchdProcess, run with SpeechFetch's size cap).
 import CommandLineKit
 import Curl
+import Daemon
 import Foundation
 import SpeechFetch
 

@@ -1,5 +1,4 @@
 // CacheCommand - `speech cache …`: parse the subcommand, run CacheAdmin, print its report.
-import CacheAdmin
 import CommandLineKit
 import ModelCache
 import Foundation

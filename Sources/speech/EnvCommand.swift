@@ -1,5 +1,4 @@
 // EnvCommand - `speech env`: what speech would use on this machine, for bug reports and setup.
-import CacheAdmin
 import CommandLineKit
 import FileEvents
 import Foundation

@@ -1,10 +1,7 @@
 // Messages - a library error as the one line `speech` prints: in the command line's words, with
 // the options the user gave repeated in every suggested command, never Foundation's own text.
-import CacheAdmin
-import Daemon
 import Foundation
 import HubClient
-import ModelCache
 import SpeechFetch
 
 enum Messages {

@@ -1,6 +1,5 @@
 // StatusCommand - `speech status`: the spool's daemons, workers and requests, and the downloads
 // running without the daemon, each with bytes, percentage, rate and ETA.
-import CacheAdmin
 import CommandLineKit
 import Daemon
 import Foundation

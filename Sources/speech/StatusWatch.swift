@@ -1,9 +1,9 @@
 // StatusWatch - `speech status --watch`: the status again every second until Ctrl-C (exit 0).
 // On a terminal the screen is redrawn in place; piped, each second is one line (one JSON
 // object with --json), so a log or `grep` follows it. The rate is the bytes between two looks.
-import CacheAdmin
 import Daemon
 import Foundation
+import SpeechFetch
 
 enum StatusWatch {
     /// One look's transfers, keyed as the rate needs them: requests by id, files by directory and path.

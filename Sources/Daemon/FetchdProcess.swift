@@ -1,16 +1,18 @@
 // FetchdProcess - one process of a node's daemon, the supervisor or one worker, run until it is
 // told to stop. The executables parse the command line (CommandLineKit's FetchdCommandLine);
 // both `speech-fetchd` and `speech` (run as speech-fetchd, docs/architecture.md "Start-up")
-// call this, so every process of a node can run one executable file and share its pages.
-import CacheAdmin
+// call this, so every process of a node can run one executable file and share its pages. The
+// size cap's pass is CacheAdmin's prune, which sits beside this module: the host hands it in
+// (SpeechFetch's `FetchdProcess.run(_:executable:environment:)`, CacheCapPass.swift).
+import ByteUnits
 import CFileOps
-import Daemon
 import Digest
 import Foundation
 import HubClient
 import ModelCache
 import SharedFiles
 import Spool
+import Transfer
 
 /// What one daemon process is to do.
 public struct FetchdOptions: Sendable {
@@ -76,10 +78,12 @@ public enum FetchdProcess {
 
     /// Runs the supervisor (or one worker) until SIGTERM or SIGINT drains it, logging one line
     /// per event to stderr. `executable` is what the supervisor starts its workers with: the
-    /// absolute path of the `speech-fetchd` executable.
+    /// absolute path of the `speech-fetchd` executable. `cacheCap` makes the size cap's pass when
+    /// `options.maxCacheSize` is set.
     /// - Throws: what stops it from serving (libcrypto missing, the spool unusable).
     public static func run(_ options: FetchdOptions, executable: String,
-                           environment base: [String: String] = ProcessInfo.processInfo.environment) throws {
+                           environment base: [String: String] = ProcessInfo.processInfo.environment,
+                           cacheCap: CacheCap.Maker) throws {
         sf_set_process_name(name)  // run by `speech`, it would show as speech in ps and pgrep
         var environment = base
         if let node = options.node { environment["SPEECH_FETCH_NODE"] = node }
@@ -88,7 +92,7 @@ public enum FetchdProcess {
         // Spelled as a caller's HubEndpoint spells its HF_ENDPOINT, so that the two compare.
         let allowed = options.allowedEndpoints.compactMap { HubEndpoint($0)?.url }
         if !allowed.isEmpty { environment[EndpointPolicy.allowedVariable] = allowed.joined(separator: " ") }
-        let cacheBase = options.cacheBase ?? HuggingFaceDownloader(environment: environment).defaultCacheBase
+        let cacheBase = options.cacheBase ?? CacheLocation.defaultBase(environment)
         let stop = StopSignal()
         stop.install()
         // Before anything is logged: every line goes to the file, which SIGHUP reopens.
@@ -145,8 +149,7 @@ public enum FetchdProcess {
             }
             defer { server?.stop() }
             if let size = options.maxCacheSize {
-                supervisor.cacheCap = CacheCap.pruning(cacheBase, maxSize: size, grace: options.cacheGrace, hubCache: options.capHubCache,
-                                                     environment: environment, log: log)
+                supervisor.cacheCap = cacheCap(cacheBase, size, options.cacheGrace, options.capHubCache, environment, log)
             }
             try supervisor.run(shouldStop: { stop.isRaised })
         }

@@ -1,8 +1,18 @@
 // CacheCapPass - `speech-fetchd --max-cache-size`'s pass: CacheAdmin's prune of the served cache
-// base, with the model sizes remembered between passes, one log line per eviction.
+// base, with the model sizes remembered between passes, one log line per eviction; and a daemon
+// process run with it. It stays here, a thin hook, because Daemon does not import CacheAdmin
+// (they sit side by side, docs/architecture.md) and the prune needs the catalog's selections.
 import CacheAdmin
 import Daemon
 import Foundation
+
+extension FetchdProcess {
+    /// `FetchdProcess.run` with CacheAdmin's prune as its size cap: what both executables run.
+    public static func run(_ options: FetchdOptions, executable: String,
+                           environment: [String: String] = ProcessInfo.processInfo.environment) throws {
+        try run(options, executable: executable, environment: environment, cacheCap: CacheCap.pruning)
+    }
+}
 
 extension CacheCap {
     /// The size cap of `cacheBase`: a prune to `maxSize` bytes with `grace` seconds (default an
