@@ -5,6 +5,7 @@
 import CacheAdmin
 import Daemon
 import Foundation
+import ModelCatalog
 
 extension FetchdProcess {
     /// `FetchdProcess.run` with CacheAdmin's prune as its size cap: what both executables run.

@@ -3,6 +3,7 @@
 // the one import"). Each error type is re-exported by name, the type itself (not a copy or an
 // alias): a module that imports the layer too sees one type. The engine's names are aliases.
 @_exported import CacheAdmin  // the cache's management, whole: `CacheAdmin`, its reports and options
+@_exported import ModelCatalog  // the catalog's data, whole: `ModelCatalog`, `CatalogEntry`, `ModelComponent`
 @_exported import enum HubClient.HubError
 @_exported import enum ModelCache.CacheError
 @_exported import enum Daemon.HandoffError

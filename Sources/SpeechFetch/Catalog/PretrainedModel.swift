@@ -2,6 +2,7 @@
 // One implementation behind every `fromPretrained` and behind `speech download <model>`.
 import Foundation
 import ModelCache
+import ModelCatalog
 
 /// One repo of a model, present on disk.
 public struct LoadedComponent: Sendable {

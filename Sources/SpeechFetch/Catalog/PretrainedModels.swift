@@ -1,6 +1,26 @@
 // PretrainedModels - one Swift type per supported model. They download models, they do not run
 // them: `fromPretrained` returns the model's directory and files (see PretrainedModel).
 import Foundation
+import ModelCatalog
+
+extension ModelCatalog {
+    /// The Swift types of `entries`, in the same order.
+    public static var modelTypes: [any CatalogModel.Type] {
+        [
+            Qwen3ASRModel.self, ParakeetASRModel.self, CoreMLASRModel.self, KokoroTTSModel.self,
+            Qwen3TTSModel.self, Qwen3TTSCoreMLModel.self, CosyVoiceTTSModel.self, PersonaPlexModel.self,
+            SileroVADModel.self, PyannoteVADModel.self, FireRedVADModel.self, SmartTurnModel.self,
+            WeSpeakerModel.self, ReDimNet2SpeakerModel.self, SpeechEnhancer.self, LocalVQEEchoCanceller.self,
+            SortformerDiarizer.self, Community1DiarizationPipeline.self, PyannoteDiarizationPipeline.self,
+            Qwen35CoreMLChat.self, Qwen35MLXChat.self,
+        ]
+    }
+
+    /// The Swift type of the entry named `name` (type name, case-insensitive).
+    public static func modelType(named name: String) -> (any CatalogModel.Type)? {
+        modelTypes.first { $0.catalogEntry.name.lowercased() == name.lowercased() }
+    }
+}
 
 // MARK: - Speech recognition
 

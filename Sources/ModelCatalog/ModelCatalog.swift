@@ -1,5 +1,7 @@
 // ModelCatalog - the supported models by name: which Hub repos each one needs and which files of them.
 // The entries themselves are in CatalogEntries.swift; docs/models.md lists them with their sources.
+// Data only: downloading a model (`fromPretrained`, one Swift type per model) is SpeechFetch's,
+// which re-exports this module.
 import Foundation
 import ModelCache
 
@@ -121,22 +123,5 @@ public enum ModelCatalog {
             if let variant = entry.variant, "\(entry.name):\(variant)".lowercased() == key { return entry }
         }
         return nil
-    }
-
-    /// The Swift types of `entries`, in the same order.
-    public static var modelTypes: [any CatalogModel.Type] {
-        [
-            Qwen3ASRModel.self, ParakeetASRModel.self, CoreMLASRModel.self, KokoroTTSModel.self,
-            Qwen3TTSModel.self, Qwen3TTSCoreMLModel.self, CosyVoiceTTSModel.self, PersonaPlexModel.self,
-            SileroVADModel.self, PyannoteVADModel.self, FireRedVADModel.self, SmartTurnModel.self,
-            WeSpeakerModel.self, ReDimNet2SpeakerModel.self, SpeechEnhancer.self, LocalVQEEchoCanceller.self,
-            SortformerDiarizer.self, Community1DiarizationPipeline.self, PyannoteDiarizationPipeline.self,
-            Qwen35CoreMLChat.self, Qwen35MLXChat.self,
-        ]
-    }
-
-    /// The Swift type of the entry named `name` (type name, case-insensitive).
-    public static func modelType(named name: String) -> (any CatalogModel.Type)? {
-        modelTypes.first { $0.catalogEntry.name.lowercased() == name.lowercased() }
     }
 }

@@ -16,7 +16,7 @@ extension CatalogEntry {
 
     // MARK: - Speech recognition
 
-    static let qwen3ASR = CatalogEntry(
+    public static let qwen3ASR = CatalogEntry(
         name: "Qwen3ASRModel", aliases: ["qwen3-asr", "qwen3", "qwen3-asr-0.6b"], task: "asr",
         summary: "Qwen3-ASR 0.6B, MLX 4-bit: speech to text, 52 languages",
         components: [ModelComponent(role: .model, repo: "aufklarer/Qwen3-ASR-0.6B-MLX-4bit",
@@ -24,7 +24,7 @@ extension CatalogEntry {
         approximateSize: 680_000_000,
         source: "\(speechSwift) Sources/Qwen3ASR/Qwen3ASR.swift (fromPretrained, ASRModelSize)")
 
-    static let qwen3ASRLarge = CatalogEntry(
+    public static let qwen3ASRLarge = CatalogEntry(
         name: "Qwen3ASRModel", variant: "large", aliases: ["qwen3-asr-large", "qwen3-asr-1.7b", "qwen3-1.7b"],
         task: "asr", summary: "Qwen3-ASR 1.7B, MLX 8-bit: the larger speech-to-text model",
         components: [ModelComponent(role: .model, repo: "aufklarer/Qwen3-ASR-1.7B-MLX-8bit",
@@ -32,7 +32,7 @@ extension CatalogEntry {
         approximateSize: 3_200_000_000,
         source: "\(speechSwift) Sources/Qwen3ASR/Qwen3ASR.swift (largeModelId, fromPretrained)")
 
-    static let parakeetASR = CatalogEntry(
+    public static let parakeetASR = CatalogEntry(
         name: "ParakeetASRModel", aliases: ["parakeet", "parakeet-tdt"], task: "asr",
         summary: "Parakeet TDT 0.6B v3, CoreML INT8: speech to text, 25 European languages",
         components: [ModelComponent(role: .model, repo: "aufklarer/Parakeet-TDT-v3-CoreML-INT8-30s", include: [
@@ -41,7 +41,7 @@ extension CatalogEntry {
         approximateSize: 500_000_000,
         source: "\(speechSwift) Sources/ParakeetASR/ParakeetASR.swift (fromPretrained)")
 
-    static let coreMLASR = CatalogEntry(
+    public static let coreMLASR = CatalogEntry(
         name: "CoreMLASRModel", aliases: ["qwen3-asr-coreml", "qwen3-coreml", "coreml-asr"], task: "asr",
         summary: "Qwen3-ASR on CoreML (encoder, embedding, decoder); tokenizer from the 0.6B MLX repo",
         components: [
@@ -55,7 +55,7 @@ extension CatalogEntry {
 
     // MARK: - Speech synthesis
 
-    static let kokoroTTS = CatalogEntry(
+    public static let kokoroTTS = CatalogEntry(
         name: "KokoroTTSModel", aliases: ["kokoro", "kokoro-82m"], task: "tts",
         summary: "Kokoro 82M, CoreML: text to speech, 10 languages (default voice af_heart)",
         components: [ModelComponent(role: .model, repo: "aufklarer/Kokoro-82M-CoreML", include: [
@@ -65,7 +65,7 @@ extension CatalogEntry {
         approximateSize: 170_000_000,
         source: "\(speechSwift) Sources/KokoroTTS/KokoroTTS.swift (fromPretrained)")
 
-    static let qwen3TTS = CatalogEntry(
+    public static let qwen3TTS = CatalogEntry(
         name: "Qwen3TTSModel", aliases: ["qwen3-tts", "qwen3-tts-1.7b"], task: "tts",
         summary: "Qwen3-TTS 12 Hz 1.7B Base, MLX bf16, with the Qwen3-TTS speech tokenizer (codec)",
         components: [
@@ -76,7 +76,7 @@ extension CatalogEntry {
         approximateSize: nil,
         source: "\(speechSwift) Sources/Qwen3TTS/Qwen3TTS.swift (fromPretrained), LocalModelConfiguration.swift")
 
-    static let qwen3TTSCoreML = CatalogEntry(
+    public static let qwen3TTSCoreML = CatalogEntry(
         name: "Qwen3TTSCoreMLModel", aliases: ["qwen3-tts-coreml"], task: "tts",
         summary: "Qwen3-TTS on CoreML: six models, special embeddings, tokenizer",
         components: [ModelComponent(role: .model, repo: "aufklarer/Qwen3-TTS-CoreML", include: [
@@ -88,7 +88,7 @@ extension CatalogEntry {
         approximateSize: 1_000_000_000,
         source: "\(speechSwift) Sources/Qwen3TTSCoreML/Qwen3TTSCoreML.swift (fromPretrained)")
 
-    static let cosyVoiceTTS = CatalogEntry(
+    public static let cosyVoiceTTS = CatalogEntry(
         name: "CosyVoiceTTSModel", aliases: ["cosyvoice", "cosyvoice3"], task: "tts",
         summary: "CosyVoice3 0.5B, MLX bf16: LLM, flow matching and HiFi-GAN vocoder",
         components: [ModelComponent(role: .model, repo: "aufklarer/CosyVoice3-0.5B-MLX-bf16", include: [
@@ -99,7 +99,7 @@ extension CatalogEntry {
 
     // MARK: - Speech to speech
 
-    static let personaPlex = CatalogEntry(
+    public static let personaPlex = CatalogEntry(
         name: "PersonaPlexModel", aliases: ["personaplex", "personaplex-7b"], task: "s2s",
         summary: "PersonaPlex 7B, MLX 4-bit: full-duplex speech to speech, voice presets",
         components: [ModelComponent(role: .model, repo: "aufklarer/PersonaPlex-7B-MLX-4bit", include: [
@@ -111,21 +111,21 @@ extension CatalogEntry {
 
     // MARK: - Voice activity and turns
 
-    static let sileroVAD = CatalogEntry(
+    public static let sileroVAD = CatalogEntry(
         name: "SileroVADModel", aliases: ["silero", "silero-vad"], task: "vad",
         summary: "Silero VAD v6.2.1, MLX: streaming voice activity detection",
         components: [ModelComponent(role: .model, repo: "aufklarer/Silero-VAD-v6.2.1-MLX", include: ["*.json", mlxWeights])],
         approximateSize: nil,
         source: "\(speechSwift) Sources/SpeechVAD/SileroVAD.swift (fromPretrained, engine .mlx)")
 
-    static let pyannoteVAD = CatalogEntry(
+    public static let pyannoteVAD = CatalogEntry(
         name: "PyannoteVADModel", aliases: ["pyannote", "pyannote-vad", "pyannote-segmentation"], task: "vad",
         summary: "Pyannote segmentation 3.0, MLX: VAD and speaker segmentation",
         components: [ModelComponent(role: .model, repo: "aufklarer/Pyannote-Segmentation-MLX", include: ["*.json", mlxWeights])],
         approximateSize: 5_700_000,
         source: "\(speechSwift) Sources/SpeechVAD/DiarizationPipeline.swift (segmentation download)")
 
-    static let fireRedVAD = CatalogEntry(
+    public static let fireRedVAD = CatalogEntry(
         name: "FireRedVADModel", aliases: ["firered", "firered-vad"], task: "vad",
         summary: "FireRedVAD (DFSMN), CoreML: offline voice activity detection, 100+ languages",
         components: [ModelComponent(role: .model, repo: "aufklarer/FireRedVAD-CoreML", include: [
@@ -134,7 +134,7 @@ extension CatalogEntry {
         approximateSize: 1_200_000,
         source: "\(speechSwift) Sources/SpeechVAD/FireRedVAD.swift (fromPretrained)")
 
-    static let smartTurn = CatalogEntry(
+    public static let smartTurn = CatalogEntry(
         name: "SmartTurnModel", aliases: ["smart-turn", "smartturn"], task: "turn",
         summary: "Pipecat Smart Turn v3.2, CoreML: end-of-turn detection, 23 languages",
         components: [ModelComponent(role: .model, repo: "aufklarer/Smart-Turn-v3.2-CoreML", include: [
@@ -145,14 +145,14 @@ extension CatalogEntry {
 
     // MARK: - Speakers
 
-    static let weSpeaker = CatalogEntry(
+    public static let weSpeaker = CatalogEntry(
         name: "WeSpeakerModel", aliases: ["wespeaker"], task: "speaker",
         summary: "WeSpeaker ResNet34-LM, MLX: 256-dim speaker embeddings",
         components: [ModelComponent(role: .model, repo: "aufklarer/WeSpeaker-ResNet34-LM-MLX", include: ["*.json", mlxWeights])],
         approximateSize: 25_000_000,
         source: "\(speechSwift) Sources/SpeechVAD/WeSpeaker.swift (fromPretrained, engine .mlx)")
 
-    static let reDimNet2Speaker = CatalogEntry(
+    public static let reDimNet2Speaker = CatalogEntry(
         name: "ReDimNet2SpeakerModel", aliases: ["redimnet2", "redimnet"], task: "speaker",
         summary: "ReDimNet2-B6, CoreML: 192-dim speaker identity embeddings",
         components: [ModelComponent(role: .model, repo: "aufklarer/ReDimNet2-B6-CoreML", include: [
@@ -163,7 +163,7 @@ extension CatalogEntry {
 
     // MARK: - Enhancement and echo cancellation
 
-    static let speechEnhancer = CatalogEntry(
+    public static let speechEnhancer = CatalogEntry(
         name: "SpeechEnhancer", aliases: ["deepfilternet3", "denoise", "dfn3"], task: "enhance",
         summary: "DeepFilterNet3, CoreML FP16: noise suppression at 48 kHz",
         components: [ModelComponent(role: .model, repo: "aufklarer/DeepFilterNet3-CoreML", include: [
@@ -172,7 +172,7 @@ extension CatalogEntry {
         approximateSize: 4_200_000,
         source: "\(speechSwift) Sources/SpeechEnhancement/SpeechEnhancement.swift (fromPretrained)")
 
-    static let localVQE = CatalogEntry(
+    public static let localVQE = CatalogEntry(
         name: "LocalVQEEchoCanceller", aliases: ["localvqe", "aec"], task: "aec",
         summary: "LocalVQE v1.4 AEC 200K, CoreML: two-stream acoustic echo cancellation",
         components: [ModelComponent(role: .model, repo: "aufklarer/LocalVQE-v1.4-AEC-200K-CoreML", include: [
@@ -183,7 +183,7 @@ extension CatalogEntry {
 
     // MARK: - Diarization
 
-    static let sortformer = CatalogEntry(
+    public static let sortformer = CatalogEntry(
         name: "SortformerDiarizer", aliases: ["sortformer"], task: "diarization",
         summary: "NVIDIA Sortformer, CoreML: end-to-end diarization, up to 4 speakers",
         components: [ModelComponent(role: .model, repo: "aufklarer/Sortformer-Diarization-CoreML", include: [
@@ -192,7 +192,7 @@ extension CatalogEntry {
         approximateSize: 240_000_000,
         source: "\(speechSwift) Sources/SpeechVAD/SortformerDiarizer.swift (fromPretrained)")
 
-    static let community1 = CatalogEntry(
+    public static let community1 = CatalogEntry(
         name: "Community1DiarizationPipeline", aliases: ["community1", "community-1", "pyannote-community-1"],
         task: "diarization",
         summary: "pyannote speaker-diarization-community-1, CoreML: one bundle with PLDA",
@@ -202,7 +202,7 @@ extension CatalogEntry {
         approximateSize: nil,
         source: "\(speechSwift) Sources/SpeechVAD/Community1DiarizationPipeline.swift (fromPretrained)")
 
-    static let pyannoteDiarization = CatalogEntry(
+    public static let pyannoteDiarization = CatalogEntry(
         name: "PyannoteDiarizationPipeline", aliases: ["pyannote-diarization", "diarization"], task: "diarization",
         summary: "Pyannote segmentation + WeSpeaker embeddings + optional Silero VAD filter (three models)",
         components: [
@@ -215,7 +215,7 @@ extension CatalogEntry {
 
     // MARK: - Chat
 
-    static let qwen35CoreMLChat = CatalogEntry(
+    public static let qwen35CoreMLChat = CatalogEntry(
         name: "Qwen35CoreMLChat", aliases: ["qwen3.5-coreml", "qwen35-coreml", "chat-coreml"], task: "chat",
         summary: "Qwen3.5 0.8B chat, CoreML INT8 (int8/: embedding and decoder packages, tokenizer)",
         components: [ModelComponent(role: .model, repo: "aufklarer/Qwen3.5-0.8B-Chat-CoreML", include: [
@@ -224,7 +224,7 @@ extension CatalogEntry {
         approximateSize: 981_000_000,
         source: "\(speechSwift) Sources/Qwen3Chat/Qwen35CoreMLChat.swift (fromPretrained, quantization .int8)")
 
-    static let qwen35MLXChat = CatalogEntry(
+    public static let qwen35MLXChat = CatalogEntry(
         name: "Qwen35MLXChat", aliases: ["qwen3.5-mlx", "qwen35-mlx", "qwen3.5", "chat"], task: "chat",
         summary: "Qwen3.5 0.8B chat, MLX INT4 (int4/)",
         components: [ModelComponent(role: .model, repo: "aufklarer/Qwen3.5-0.8B-Chat-MLX", include: [
