@@ -36,14 +36,17 @@ struct XetFilePlan {
     /// Asks `cas` for the reconstruction of `file` page by page (`pageSize` bytes each).
     /// - Throws: `HubError` from the CAS, `XetDownloadError.badReconstruction` when the terms do
     ///   not make up the file.
-    static func fetch(_ file: RepoFile, hash: String, cas: XetCAS, pageSize: Int64) throws -> XetFilePlan {
+    static func fetch(_ file: RepoFile, hash: String, cas: XetCAS, pageSize: Int64,
+                      isCancelled: () -> Bool = { false }) throws -> XetFilePlan {
         var terms: [XetPlacedTerm] = []
         var covering: [XetReconstruction.Fetch] = []
         var offset: Int64 = 0
         func refuse(_ why: String) -> XetDownloadError { .badReconstruction(path: file.path, reason: why) }
         while offset < file.size {
             let last = min(file.size, offset + max(1, pageSize)) - 1
-            guard let page = try cas.reconstruction(of: hash, first: offset, last: last, path: file.path) else {
+            if isCancelled() { throw CancellationError() }
+            guard let page = try cas.reconstruction(of: hash, first: offset, last: last, path: file.path,
+                                                    isCancelled: isCancelled) else {
                 throw refuse("the CAS says byte \(offset) is past the end, but the file has \(file.size) bytes")
             }
             guard page.offsetIntoFirstRange == 0 else {

@@ -91,7 +91,7 @@ extension TransferRun {
     /// `fromStore`: terms whose chunks the cache holds are read from there (not when fetching
     /// again after a failure: then every byte comes from the CAS).
     private func fetchXetOnce(_ file: RepoFile, hash: String, staging: StagingFile, cas: XetCAS, fromStore: Bool) throws {
-        let plan = try XetFilePlan.fetch(file, hash: hash, cas: cas, pageSize: settings.xetPageSize)
+        let plan = try XetFilePlan.fetch(file, hash: hash, cas: cas, pageSize: settings.xetPageSize, isCancelled: isCancelled)
         var done: [String: XetDoneTerm] = [:]
         for term in staging.xetTerms(for: hash) where XetFileFetch.leaves(of: term) != nil {
             done[XetFilePlan.key(term)] = term
