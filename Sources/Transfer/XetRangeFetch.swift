@@ -232,7 +232,7 @@ struct XetRangeFetch {
             }
             RetryEvents.report(RetryEvent(subject: fetch.file.path, error: cause, attempt: attempts + 1,
                                           attempts: settings.retry.attempts, wait: delay))
-            Sleep.seconds(delay, unless: isCancelled)
+            Sleep.seconds(delay) { isCancelled() || fetch.failed }  // another range failing ends the wait too
         }
     }
 
