@@ -26,8 +26,22 @@ final class XetFileFetch: @unchecked Sendable {
     private var failure: Error?
     private var queue: [XetRangeTask]
 
+    /// A term being written: its chunks written so far from its first, and where they were in
+    /// the xorb. Each term is written by one range task at a time.
+    struct TermHead {
+        var leaves: [MerkleLeaf] = []
+        var written = 0
+        var byteStart = 0
+        var byteEnd = -1
+        /// The index of the next chunk the term needs.
+        var next: Int
+    }
+    private var heads: [Int: TermHead] = [:]
+
+    /// `done`: finished terms (by `XetFilePlan.key`); `started`: heads of terms a previous call
+    /// was writing (by `XetFilePlan.headKey`), which the ranges go on from.
     init(file: RepoFile, staging: StagingFile, plan: XetFilePlan, cas: XetCAS, hash: String,
-         done: [String: XetDoneTerm], tasks: [XetRangeTask]) {
+         done: [String: XetDoneTerm], started: [String: XetDoneTerm] = [:], tasks: [XetRangeTask]) {
         self.file = file
         self.staging = staging
         self.plan = plan
@@ -41,12 +55,82 @@ final class XetFileFetch: @unchecked Sendable {
         // A recorded term whose hashes do not decode is fetched again (its task was made above
         // only for terms without a record: such a term is counted as not written).
         written = zip(plan.terms, leaves).reduce(0) { $0 + ($1.1 == nil ? 0 : Int64($1.0.length)) }
+        for term in plan.terms where leaves[term.index] == nil {
+            guard let record = started[XetFilePlan.headKey(term)], let head = XetFileFetch.head(of: record, for: term) else { continue }
+            heads[term.index] = head
+            written += Int64(head.written)
+        }
+    }
+
+    /// A recorded head of `term` as the ranges go on from it; nil when it does not fit the term.
+    static func head(of record: XetDoneTerm, for term: XetPlacedTerm) -> TermHead? {
+        guard record.chunkStart == term.chunks.lowerBound, record.chunkEnd > record.chunkStart,
+              record.chunkEnd < term.chunks.upperBound, record.byteStart >= 0, record.byteEnd >= record.byteStart,
+              let leaves = leaves(of: record) else { return nil }
+        let written = leaves.reduce(0) { $0 + Int($1.length) }
+        guard written < term.length else { return nil }
+        return TermHead(leaves: leaves, written: written, byteStart: record.byteStart, byteEnd: record.byteEnd,
+                        next: record.chunkEnd)
+    }
+
+    /// Where chunk `chunk` of term `index` goes in the file, nil when the term does not need it
+    /// (it has it already, or it is not its next chunk). `at`: the chunk's first byte in the xorb.
+    func placement(of chunk: Int, term index: Int, at: Int) -> Int64? {
+        let term = plan.terms[index]
+        return lock.withLock {
+            var head = heads[index] ?? TermHead(next: term.chunks.lowerBound)
+            guard chunk == head.next else { return nil }
+            if head.leaves.isEmpty { head.byteStart = at }
+            heads[index] = head
+            return term.offset + Int64(head.written)
+        }
+    }
+
+    /// Chunk `leaf` of term `index` is written (its stored bytes end at xorb byte `end`): the
+    /// term's head grows, and when it is the term's last chunk the term is done.
+    func chunkWritten(_ leaf: MerkleLeaf, term index: Int, end: Int) throws {
+        let term = plan.terms[index]
+        let finished: TermHead? = try lock.withLock {
+            guard var head = heads[index] else { return nil }
+            head.leaves.append(leaf)
+            head.written += Int(leaf.length)
+            head.byteEnd = end
+            head.next += 1
+            written += Int64(leaf.length)
+            guard head.written <= term.length else {
+                throw XetBadBytes(what: "term \(index) of xorb \(term.xorb.hex) decodes to more than its \(term.length) bytes")
+            }
+            if head.next < term.chunks.upperBound {
+                heads[index] = head
+                return nil
+            }
+            heads[index] = nil
+            guard head.written == term.length else {
+                throw XetBadBytes(what: "term \(index) of xorb \(term.xorb.hex) decodes to \(head.written) bytes, not \(term.length)")
+            }
+            return head
+        }
+        if let finished {
+            termWritten(index, leaves: finished.leaves, byteStart: finished.byteStart, byteEnd: finished.byteEnd)
+        }
+    }
+
+    /// The heads of the terms being written, as the staging record keeps them.
+    var headRecords: [XetDoneTerm] {
+        lock.withLock {
+            heads.compactMap { index, head in
+                guard !head.leaves.isEmpty else { return nil }
+                let term = plan.terms[index]
+                return XetDoneTerm(offset: term.offset, xorb: term.xorb.hex, chunkStart: term.chunks.lowerBound,
+                                   chunkEnd: head.next, byteStart: head.byteStart, byteEnd: head.byteEnd,
+                                   hashes: Data(head.leaves.flatMap(\.hash.bytes)).base64EncodedString(),
+                                   lengths: head.leaves.map { Int($0.length) })
+            }
+        }
     }
 
     /// The bytes written so far.
     var writtenBytes: Int64 { lock.withLock { written } }
-
-    func add(_ bytes: Int) { lock.withLock { written += Int64(bytes) } }
 
     /// The next range to fetch, nil when none is left or a range failed.
     func nextTask() -> XetRangeTask? {
@@ -127,23 +211,14 @@ struct XetRangeFetch {
     let cap: RateCap?
     let isCancelled: @Sendable () -> Bool
 
-    /// What one term of the task has written so far.
-    private struct TermProgress {
-        var written = 0
-        var leaves: [MerkleLeaf] = []
-        var byteStart = 0
-    }
-
     /// Fetches `task` into the file of `fetch`.
     /// - Throws: `XetBadBytes` (bytes that do not decode or do not fit their term: the file is
     ///   fetched again from scratch), `HubError` (retries used up, a final answer), `CacheError`
     ///   (the disk), `CancellationError`.
     func run(_ task: XetRangeTask, of fetch: XetFileFetch, on easy: CurlEasy) throws {
         let terms = fetch.plan.terms
-        var progress: [Int: TermProgress] = [:]
         var termsOfChunk: [Int: [Int]] = [:]
         for i in task.terms {
-            progress[i] = TermProgress()
             for chunk in terms[i].chunks { termsOfChunk[chunk, default: []].append(i) }
         }
         var url = task.url
@@ -185,7 +260,7 @@ struct XetRangeFetch {
                 cap?.take(bytes.count)
                 do {
                     for chunk in try decoder.feed(bytes) {
-                        try place(chunk, at: next, terms: terms, progress: &progress, termsOfChunk: termsOfChunk, fetch: fetch)
+                        try place(chunk, at: next, termsOfChunk: termsOfChunk, fetch: fetch)
                         next += chunk.storedBytes
                         nextChunk = chunk.index + 1
                     }
@@ -237,30 +312,13 @@ struct XetRangeFetch {
     }
 
     /// Writes a decoded chunk (whose stored bytes start at xorb byte `at`) at the file offset of
-    /// every term of the task that names it; a term whose last chunk this is is done.
-    private func place(_ chunk: DecodedChunk, at: Int, terms: [XetPlacedTerm], progress: inout [Int: TermProgress],
-                       termsOfChunk: [Int: [Int]], fetch: XetFileFetch) throws {
+    /// every term of the task that needs it next; a term whose last chunk this is is done.
+    private func place(_ chunk: DecodedChunk, at: Int, termsOfChunk: [Int: [Int]], fetch: XetFileFetch) throws {
         for i in termsOfChunk[chunk.index] ?? [] {
-            let term = terms[i]
-            guard var p = progress[i] else { continue }
-            if chunk.index == term.chunks.lowerBound {
-                p = TermProgress()
-                p.byteStart = at
-            }
-            guard p.written + chunk.bytes.count <= term.length else {
-                throw XetBadBytes(what: "term \(i) of xorb \(term.xorb.hex) decodes to more than its \(term.length) bytes")
-            }
-            try chunk.bytes.withUnsafeBytes { try fetch.staging.write($0, at: term.offset + Int64(p.written)) }
-            p.written += chunk.bytes.count
-            p.leaves.append(MerkleLeaf(hash: chunk.hash, length: UInt64(chunk.bytes.count)))
-            fetch.add(chunk.bytes.count)
-            if chunk.index == term.chunks.upperBound - 1 {
-                guard p.written == term.length else {
-                    throw XetBadBytes(what: "term \(i) of xorb \(term.xorb.hex) decodes to \(p.written) bytes, not \(term.length)")
-                }
-                fetch.termWritten(i, leaves: p.leaves, byteStart: p.byteStart, byteEnd: at + chunk.storedBytes - 1)
-            }
-            progress[i] = p
+            guard let offset = fetch.placement(of: chunk.index, term: i, at: at) else { continue }
+            try chunk.bytes.withUnsafeBytes { try fetch.staging.write($0, at: offset) }
+            try fetch.chunkWritten(MerkleLeaf(hash: chunk.hash, length: UInt64(chunk.bytes.count)), term: i,
+                                   end: at + chunk.storedBytes - 1)
         }
     }
 }

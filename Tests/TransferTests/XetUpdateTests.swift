@@ -13,17 +13,17 @@ final class XetUpdateTests: HubTestCase {
     let repo = "org/XetUpdate"
     let path = "model.safetensors"
     var key: String { "\(repo)/\(path)" }
-    let size = 24 << 20
+    let size = 16 << 20
     /// How long revision 1 took (for the report's ratio, not asserted).
     var firstSeconds = 0.0
 
-    /// Revision 1: random bytes. Revision 2: 1 KiB inserted at 7 MiB and 16 bytes overwritten
-    /// at 17 MiB, as in issue 30's measurement.
+    /// Revision 1: random bytes. Revision 2: 1 KiB inserted at 5 MiB and 16 bytes overwritten
+    /// at 11 MiB, as in issue 30's measurement.
     func revisions() -> (Data, Data) {
         let first = XetDownloadTests.randomBytes(size, seed: 11)
         var second = first
-        second.insert(contentsOf: XetDownloadTests.randomBytes(1024, seed: 12), at: 7 << 20)
-        second.replaceSubrange((17 << 20)..<((17 << 20) + 16), with: XetDownloadTests.randomBytes(16, seed: 13))
+        second.insert(contentsOf: XetDownloadTests.randomBytes(1024, seed: 12), at: 5 << 20)
+        second.replaceSubrange((11 << 20)..<((11 << 20) + 16), with: XetDownloadTests.randomBytes(16, seed: 13))
         return (first, second)
     }
 
@@ -32,6 +32,7 @@ final class XetUpdateTests: HubTestCase {
         let (first, second) = revisions()
         try TestHub.writeRepo(root: root, repo: repo, files: [path: first])
         hub.setXet(repo)
+        XCTAssertNotNil(hub.xetHash(of: key))  // stored now, not while the 1 s stall guard waits for a listing
         let started = Date()
         try download(repo)
         firstSeconds = Date().timeIntervalSince(started)
