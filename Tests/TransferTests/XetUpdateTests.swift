@@ -82,6 +82,23 @@ final class XetUpdateTests: HubTestCase {
         XCTAssertLessThan(Double(fetched), 0.5 * Double(second.count), "the terms after the change still came from the cache")
     }
 
+    func testAnEntryAimedAtAFIFOIsIgnoredWithoutBlocking() throws {
+        let second = try downloadFirstThenPublishSecond()
+        // Every entry of the index now names a FIFO (no writer: an open for reading would block).
+        let fifo = temp.appendingPathComponent("fifo").path
+        XCTAssertEqual(mkfifo(fifo, 0o600), 0)
+        let index = cacheBase.appendingPathComponent("xet-index")
+        for sub in try FileManager.default.subpathsOfDirectory(atPath: index.path) where sub.hasSuffix(".json") {
+            let url = index.appendingPathComponent(sub)
+            var entry = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(contentsOf: url)) as? [String: Any])
+            entry["path"] = fifo
+            try JSONSerialization.data(withJSONObject: entry).write(to: url)
+        }
+        try download(repo)
+        try assertSameBytes(repo, path)
+        XCTAssertGreaterThan(Double(hub.xorbBytes(for: key)), 0.9 * Double(second.count), "nothing could be read from the cache")
+    }
+
     func testAnEntryIntoAnEvictedFileIsIgnoredAndTheFileIsFetched() throws {
         let second = try downloadFirstThenPublishSecond()
         try FileManager.default.removeItem(at: modelDir(repo).appendingPathComponent(path))
