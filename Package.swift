@@ -9,7 +9,7 @@ let package = Package(
     products: [
         .library(name: "SpeechFetch", targets: ["SpeechFetch"]),
         .library(name: "TestHub", targets: ["TestHub"]),
-        // The layers the fuzz targets (Fuzz/Package.swift) reach into; nothing else uses them.
+        // The layers the fuzz targets (Fuzzing/Package.swift) reach into; nothing else uses them.
         .library(name: "SharedFiles", targets: ["SharedFiles"]),
         .library(name: "HubTypes", targets: ["HubTypes"]),
         .library(name: "HubClient", targets: ["HubClient"]),
@@ -78,7 +78,7 @@ let package = Package(
         .plugin(name: "BuildCommit", capability: .buildTool()),
 
         // Thin executables: argument parsing and printing only (Curl for libcurl's version line).
-        .executableTarget(name: "speech", dependencies: ["CommandLineKit", "Curl", "SpeechFetch", "Daemon", "CacheAdmin", "HubClient", "HubTypes", "ModelCache", "FileEvents", "SharedFiles"]),
+        .executableTarget(name: "speech", dependencies: ["ByteUnits", "CommandLineKit", "Curl", "SpeechFetch", "Daemon", "CacheAdmin", "HubClient", "HubTypes", "ModelCache", "FileEvents", "SharedFiles"]),
         .executableTarget(name: "speech-fetchd", dependencies: ["CommandLineKit", "Curl", "SpeechFetch"]),
         .executableTarget(name: "speech-testhub", dependencies: ["CommandLineKit", "Curl", "TestHub"]),
 
@@ -96,7 +96,7 @@ let package = Package(
         .testTarget(name: "ModelCacheTests", dependencies: ["Digest", "HubTypes", "ModelCache", "SharedFiles"]),
         .testTarget(name: "TransferTests", dependencies: ["CacheAdmin", "Curl", "Daemon", "Digest", "HubClient", "HubTypes", "ModelCache", "SpeechFetch", "Spool", "TestHub", "TestSupport", "Transfer", "Xet"]),
         .testTarget(name: "SpoolTests", dependencies: ["CacheAdmin", "Daemon", "Digest", "HubTypes", "ModelCache", "SharedFiles", "SpeechFetch", "Spool", "TestHub", "TestSupport"]),
-        .testTarget(name: "DaemonTests", dependencies: ["Daemon", "Digest", "HubTypes", "ModelCache", "SpeechFetch", "Spool", "TestHub", "TestSupport"]),
+        .testTarget(name: "DaemonTests", dependencies: ["Curl", "Daemon", "Digest", "HubClient", "HubTypes", "ModelCache", "SpeechFetch", "Spool", "TestHub", "TestSupport"]),
         .testTarget(name: "CacheAdminTests", dependencies: ["CacheAdmin", "Digest", "HubTypes", "ModelCache", "SharedFiles", "SpeechFetch", "Spool", "TestHub", "TestSupport"]),
         .testTarget(name: "SpeechFetchTests", dependencies: ["Daemon", "Digest", "HubClient", "HubTypes", "ModelCache", "SpeechFetch", "TestHub", "TestSupport"]),
         .testTarget(name: "TestHubTests", dependencies: ["Digest", "TestHub", "Xet"]),

@@ -57,11 +57,8 @@ public struct ImportReport: Sendable {
 }
 
 extension CacheAdmin {
-    /// `HF_HOME`, else `${XDG_CACHE_HOME:-~/.cache}/huggingface` (huggingface_hub's own default).
-    public func defaultHFHome() -> URL { HubCache.homeDirectory(environment) }
-
     /// Adopts every model of the huggingface_hub cache `<hfHome>/hub` (default: `HF_HUB_CACHE`, else
-    /// `defaultHFHome()/hub`).
+    /// `HubCache.homeDirectory`'s `hub`: `HF_HOME`, else `${XDG_CACHE_HOME:-~/.cache}/huggingface`).
     /// Throws `CacheAdminError.noHFCache` when `<hfHome>/hub` does not exist.
     public func importHF(hfHome: URL? = nil) throws -> ImportReport {
         try CryptoLibrary.load()

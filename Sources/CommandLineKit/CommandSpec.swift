@@ -1,6 +1,7 @@
 // CommandSpec - what one program or subcommand accepts: its options, how many operands, its help.
 // The one argument parser of speech, speech-fetchd and speech-testhub (docs/cli.md).
 import Foundation
+import SharedFiles
 
 /// One option of a command: a flag (`--offline`) or an option with a value (`--revision R`).
 public struct Option: Sendable {
@@ -105,22 +106,6 @@ public struct CommandSpec: Sendable {
         known.map { ($0, editDistance(typed, $0)) }
             .filter { $0.1 <= max(1, min(3, $0.0.count / 3)) || ($0.0.hasPrefix(typed) && typed.count >= 3) }
             .min { $0.1 < $1.1 }?.0
-    }
-
-    /// Levenshtein distance over characters (names are short: O(n·m) is nothing).
-    static func editDistance(_ a: String, _ b: String) -> Int {
-        let x = Array(a), y = Array(b)
-        var row = Array(0...y.count)
-        for i in 1...max(1, x.count) where !x.isEmpty {
-            var previous = row[0]
-            row[0] = i
-            for j in stride(from: 1, through: y.count, by: 1) {
-                let substitution = previous + (x[i - 1] == y[j - 1] ? 0 : 1)
-                previous = row[j]
-                row[j] = min(substitution, row[j] + 1, row[j - 1] + 1)
-            }
-        }
-        return x.isEmpty ? y.count : row[y.count]
     }
 
     /// What a command line asks for.

@@ -121,7 +121,7 @@ public struct Handoff: Sendable {
         // The wake word: this node's supervisor bumps it when the spool's generation moves (every
         // marker's publisher bumps that), and a local publisher of a marker bumps it too. A waiter
         // whose own node's supervisor runs sleeps on it; one without inotify sleeps on it as well.
-        let wakeWord = spool.wakeWord()
+        let wakeWord = spool.wakeWord(for: .waiters)
         // While this node's supervisor runs, what the shared filesystem says (markers, sidecars,
         // final files, the request's record) is read on `SharedLooks`' lengthening interval and
         // when the word moves, not on every tick: a node that only waits pays per request, not
@@ -225,8 +225,8 @@ public struct Handoff: Sendable {
                 progress?(TransferProgress(completedBytes: total, totalBytes: total, filesDone: request.files.count,
                                            filesTotal: request.files.count))
                 return
-            case .failed(let reason):
-                throw HandoffError.requestFailed(repo: request.repo, reason: reason)
+            case .failed(let failure):
+                throw HandoffError.requestFailed(repo: request.repo, kind: failure.kind, reason: failure.reason)
             case .active:
                 break
             }
@@ -359,33 +359,5 @@ struct RateMeter {
         while samples.count > 2, now - samples[1].time >= window { samples.removeFirst() }
         guard let first = samples.first, now - first.time > 0.05 else { return 0 }
         return Double(max(0, bytes - first.bytes)) / (now - first.time)
-    }
-}
-
-/// How a hand-over to the daemon failed, as its caller sees it.
-public enum HandoffError: Error, Sendable, CustomStringConvertible {
-    /// The daemon could not fetch the request (404, gated, checksum mismatch after retries…).
-    case requestFailed(repo: String, reason: String)
-    case timedOut(repo: String)
-    /// A request waits in the spool but no speech-fetchd has served the base for a lease.
-    case noDaemon(repo: String, spool: String)
-    /// `--detach` started speech-fetchd but it never came up.
-    case daemonDidNotStart(log: String)
-    /// `--detach` found a speech-fetchd that would not fetch the request as asked (another Hub).
-    case notServed(reason: String)
-
-    public var description: String {
-        switch self {
-        case .requestFailed(let repo, let reason):
-            return "the download of \(repo) failed: \(reason)"
-        case .noDaemon(let repo, let spool):
-            return "\(repo) is requested in \(spool) but no speech-fetchd serves it; start `speech-fetchd --cache-base …` or run `speech download \(repo)` to fetch it in this process"
-        case .daemonDidNotStart(let log):
-            return "speech-fetchd did not start; see \(log)"
-        case .notServed(let reason):
-            return "cannot --detach: \(reason.replacingOccurrences(of: "; this process fetches", with: ", so it would not fetch")); run it without --detach to fetch it in this process"
-        case .timedOut(let repo):
-            return "timed out waiting for \(repo); the transfer goes on"
-        }
     }
 }

@@ -46,11 +46,16 @@ public struct Planner: Sendable {
             // judged path (TargetAnchor): a folder swapped for a link since is not followed.
             switch spool.anchor(request) {
             case .success(let anchor):
+                // A few files at once (ConcurrentFiles): each plan is a few small writes that wait
+                // on their syncs, and a repo of thousands of small files is planned in a fraction
+                // of the time one after the other took. Each file still has its own staging lock.
                 withExtendedLifetime(anchor) {
-                    for file in wanted { plan(file, of: request, in: anchor.directory, told: anchor.told) }
+                    ConcurrentFiles.forEach(wanted.count) { [self] index in
+                        plan(wanted[index], of: request, in: anchor.directory, told: anchor.told)
+                    }
                 }
             case .failure(let refusal) where refusal.replaced:
-                spool.markFailed(request.id, reason: "the request for \(request.repo) is refused: \(refusal.reason)")
+                spool.markFailed(request.id, FailureRecord(.refused, "the request for \(request.repo) is refused: \(refusal.reason)"))
             case .failure(let refusal) where refusal.retryable:
                 continue  // a stale handle or I/O error: the next pass plans it
             case .failure(let refusal):
@@ -58,7 +63,7 @@ public struct Planner: Sendable {
                 // saying so, rather than waiting for a plan that cannot be made.
                 for file in wanted {
                     spool.recordFailure(PlannedFile.key(modelDir: request.modelDir, path: file.path, commit: request.commit),
-                                        reason: refusal.reason)
+                                        refusal.failure)
                 }
             }
         }
@@ -80,7 +85,7 @@ public struct Planner: Sendable {
         } catch {
             // The lock cannot be made at all (a read-only directory, a name the filesystem
             // refuses): the request fails saying so, rather than waiting for a holder that is not there.
-            spool.recordFailure(key, reason: told("\(error)"))
+            spool.recordFailure(key, FailureRecord(FailureKind(fetching: error), told("\(error)")))
             return
         }
         guard let lock = taken else { return }
@@ -96,7 +101,7 @@ public struct Planner: Sendable {
         } catch {
             // Unplannable here (no libcrypto, the disk refuses the staging file): the request
             // fails with the reason instead of leaving its waiters to time out.
-            spool.recordFailure(key, reason: told("\(error)"))
+            spool.recordFailure(key, FailureRecord(FailureKind(fetching: error), told("\(error)")))
             return
         }
         let planned = PlannedFile(repo: request.repo, modelDir: request.modelDir, commit: request.commit, file: file,

@@ -45,9 +45,12 @@ extension Spool {
     /// a sidecar only `networkSettle` seconds after it took the file's lock (`Spool.settle`).
     /// Its `SpoolSharing` is the one look at the spool's filesystem kind.
     static func served(base: URL, settings: DownloadSettings) throws -> (spool: Spool, sharing: SpoolSharing) {
-        let spool = try Spool(base: base, node: settings.node, lease: settings.lease)  // makes the folders statfs looks at
-        let sharing = SpoolSharing(seesAllWriters: FilesystemKind.inotifySeesAllWriters(spool.root), pollInterval: settings.pollInterval)
-        if sharing.seesAllWriters { return (spool, sharing) }
-        return (try Spool(base: base, node: settings.node, lease: settings.lease, settle: networkSettle), sharing)
+        var sharing = SpoolSharing(seesAllWriters: true, pollInterval: settings.pollInterval)
+        // statfs looks at the spool's root once the spool has made it.
+        let spool = try Spool(base: base, node: settings.node, lease: settings.lease, settleOnceMade: { root in
+            sharing = SpoolSharing(seesAllWriters: FilesystemKind.inotifySeesAllWriters(root), pollInterval: settings.pollInterval)
+            return sharing.seesAllWriters ? 0 : networkSettle
+        })
+        return (spool, sharing)
     }
 }

@@ -54,7 +54,7 @@ public struct SpoolStatus: Sendable {
             switch spool.state(of: request.id) {
             case .active: state = "in flight"
             case .done: state = "done"
-            case .failed(let reason): state = "failed: \(reason)"
+            case .failed(let failure): state = "failed: \(failure.reason)"
             }
             let directory = request.directory
             let files = request.files.filter { !directory.isComplete($0) }.map { file -> FileJobs in

@@ -62,7 +62,7 @@ public final class Supervisor: @unchecked Sendable {
     /// The worker process that makes the timed endgame looks (`Worker.endgameLookerVariable`).
     private var endgameLooker: Int32 = 0
     private var recentDeaths: [Date] = []
-    /// Counters for `--metrics` (Metrics.swift), nil when nobody asks.
+    /// Counters for `--metrics` (DaemonMetrics.swift), nil when nobody asks.
     public var metrics: DaemonMetrics?
     /// SIGHUP to pass on to the workers (`--log`), nil when the daemon has no log file.
     public var hangups: HangupRelay?
@@ -117,7 +117,8 @@ public final class Supervisor: @unchecked Sendable {
         let poll = sharing.supervisorPoll
         let planner = Planner(spool: spool, rangeSize: settings.rangeSize, ownRequestsOnly: ownRequestsOnly, metrics: metrics)
         let splicer = Splicer(spool: spool)
-        let wakeWord = spool.wakeWord()
+        let waiterWord = spool.wakeWord(for: .waiters)
+        let slotWord = spool.wakeWord(for: .slots)
         var pace = SupervisorPace(lease: settings.lease)
         var requestLog = RequestLog()
         var lastOwnSplice = Date.distantPast
@@ -150,6 +151,11 @@ public final class Supervisor: @unchecked Sendable {
             let generation = spool.heldGenerationLook(recheckPath: pace.safetyDue(now: now))
             let moved = lastGeneration.map { $0 != generation } ?? true
             lastGeneration = .some(generation)
+            // Another node's change: this node's waiters look at their markers at once, before
+            // this pass (they sleep on their wake word and cost the file server nothing
+            // meanwhile): a waiter for another node's request learns of its marker within one
+            // poll, not a poll and a pass.
+            if moved { waiterWord?.wakeAll() }
             // A generation that moved, or a local event (a request planted or asked again here):
             // settled requests are judged again and remembered records checked.
             let changed = moved || (event && !partsOnly) || workersChanged
@@ -208,10 +214,13 @@ public final class Supervisor: @unchecked Sendable {
             }
             cacheCap?.look(now: now, finished: requestLog.takeFinished())
             if pace.beatDue(now: now) { spool.refreshHeartbeat(recheckPath: look.safety) }
-            // Another node's change: this node's idle worker slots and waiters look again
-            // (they sleep on the wake word and cost the file server nothing meanwhile).
-            if moved { wakeWord?.wakeAll() }
-            event = watcher?.wait(seconds: pace.sleep(poll: poll, now: Date())) ?? { sleep(1); return false }()
+            // Idle worker slots look once this pass has planned and revoked: one listing of
+            // `jobs/ready` per change, not one before the pass and one after.
+            if moved { slotWord?.wakeAll() }
+            // The next look at the generation comes a poll after this one, however long the
+            // pass took: the pass's time is not added to a waiter's wait.
+            let nap = max(0.05, pace.sleep(poll: poll, now: Date()) - Date().timeIntervalSince(now))
+            event = watcher?.wait(seconds: nap) ?? { usleep(UInt32(nap * 1_000_000)); return false }()
             partsOnly = event && watcher?.takeChanged() == [partsFolder]
         }
         if let stopped = stopped as? SupervisorError { log("\(stopped)") }
@@ -344,7 +353,7 @@ struct SupervisorPace {
 
     mutating func due(now: Date, changed: Bool) -> Look {
         var look = Look()
-        let quarter = max(0.25, lease / 4)
+        let quarter = LeaseJudge.heartbeatInterval(lease: lease)
         look.safety = now.timeIntervalSince(lastFull) >= safety
         look.full = changed || look.safety
         look.revoke = look.full || (busy && now.timeIntervalSince(lastRevoke) >= quarter)
@@ -360,7 +369,7 @@ struct SupervisorPace {
 
     /// Orphans (parts whose plan's node is this one or gone while every active request is
     /// another serving node's) are looked for at least every quarter lease while busy.
-    func orphanSpliceDue(now: Date) -> Bool { busy && now.timeIntervalSince(lastSplice) >= max(0.25, lease / 4) }
+    func orphanSpliceDue(now: Date) -> Bool { busy && now.timeIntervalSince(lastSplice) >= LeaseJudge.heartbeatInterval(lease: lease) }
 
     mutating func spliced(now: Date) { lastSplice = now }
 
@@ -370,7 +379,7 @@ struct SupervisorPace {
     }
 
     mutating func beatDue(now: Date) -> Bool {
-        guard now.timeIntervalSince(lastBeat) >= max(0.25, lease / 4) else { return false }
+        guard now.timeIntervalSince(lastBeat) >= LeaseJudge.heartbeatInterval(lease: lease) else { return false }
         lastBeat = now
         return true
     }
@@ -401,7 +410,7 @@ struct RequestLog {
                 if state == .active, let refusal = spool.targetRefusal(of: request) {
                     // Refused, never accepted: the planner fails it with this reason.
                     log("refused \(request.repo) @ \(request.commit.prefix(12)) (request \(request.id), node \(request.node)): \(refusal)")
-                    metrics?.settled(failedBecause: refusal)
+                    metrics?.settled(failed: .refused)
                     settled.insert(request.id)
                 } else if state == .active {
                     open[request.id] = (Date(), bytes)
@@ -418,12 +427,12 @@ struct RequestLog {
             case .done:
                 log("done \(request.repo) (request \(request.id)): \(mebibytes(seen.bytes)) in \(seconds) s")
                 if request.node == spool.owner.node { finished += 1 }
-            case .failed(let reason): log("failed \(request.repo) (request \(request.id)) after \(seconds) s: \(reason)")
+            case .failed(let failure): log("failed \(request.repo) (request \(request.id)) after \(seconds) s: \(failure.reason)")
             }
-            if case .failed(let reason) = state {
-                metrics?.settled(failedBecause: reason)
+            if case .failed(let failure) = state {
+                metrics?.settled(failed: failure.kind)
             } else {
-                metrics?.settled(failedBecause: nil, files: request.files.count, bytes: seen.bytes)
+                metrics?.settled(failed: nil, files: request.files.count, bytes: seen.bytes)
             }
             open[request.id] = nil
             settled.insert(request.id)

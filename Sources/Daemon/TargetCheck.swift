@@ -13,7 +13,7 @@ extension Spool {
     func acceptsTarget(of request: SpoolRequest) -> Bool {
         guard let refusal = targetRefusal(of: request) else { return true }
         if request.node != owner.node && supervisorServes(request.node, round: leaseRound()) { return false }
-        markFailed(request.id, reason: "the request for \(request.repo) is refused: \(refusal)")
+        markFailed(request.id, FailureRecord(.refused, "the request for \(request.repo) is refused: \(refusal)"))
         return false
     }
 }

@@ -63,7 +63,7 @@ public final class Worker: @unchecked Sendable {
         let done: @Sendable () -> Bool = { shouldStop() || getppid() != parent }
         let poll = sharing.workerPoll
         let wakeup = self.wakeup
-        let word = spool.wakeWord()
+        let word = spool.wakeWord(for: .slots)
         let view = word == nil ? nil : ReadyView(spool: spool)
         readyView = view
         // One thread sleeps on inotify (libinotifytools allows one watcher per process) and
@@ -161,7 +161,7 @@ public final class Worker: @unchecked Sendable {
                     EndgameLookers.looks(self.settings.node, nodes: nodes, holders: holders)
                 })
                 let racing = EndgameLookers.looks(settings.node, nodes: nodes, holders: endgame.holders)
-                looks.endgameEvery = racing ? max(2, Double(poll)) : max(2, settings.lease / 4)
+                looks.endgameEvery = racing ? max(2, Double(poll)) : LeaseJudge.refreshInterval(lease: settings.lease, atLeast: 2)
                 // Timed looks only while this node's own link is idle (it holds no claim): a node with
                 // ranges in flight looks again when woken or when its ranges are done.
                 looks.othersHoldClaims = endgame.othersHoldClaims && endgame.mine == 0
@@ -227,7 +227,7 @@ public final class Worker: @unchecked Sendable {
             try fetcher.fetch(plan.file, repo: repo, commit: plan.commit, start: range.start, end: range.end, into: temp,
                               resumeFrom: adopted, sync: false, onProgress: { held in
                                   entry?.update(held)
-                                  if Date().timeIntervalSince(lastRefresh) >= lease / 4 {
+                                  if Date().timeIntervalSince(lastRefresh) >= LeaseJudge.refreshInterval(lease: lease) {
                                       lastRefresh = Date()
                                       revoked = !spool.refresh(claim)
                                   }
@@ -278,7 +278,7 @@ public final class Worker: @unchecked Sendable {
             spool.discardPart(temp)
             let full = DiskSpace.explain(error, directory: plan.directory, needed: stillNeeded(plan), staged: [plan.file.path])
             log("\(plan.repo)/\(plan.file.path) bytes \(range.start)-\(range.end): \(full)")
-            spool.recordFailure(plan.key, reason: "\(full)")
+            spool.recordFailure(plan.key, FailureRecord(.diskFull, "\(full)"))
             spool.dropClaim(claim)
             spool.dropPlan(plan)
             Splicer(spool: spool).settleRequests()
@@ -291,7 +291,7 @@ public final class Worker: @unchecked Sendable {
         } catch {
             spool.discardPart(temp)
             log("\(plan.repo)/\(plan.file.path) bytes \(range.start)-\(range.end): \(error)")
-            spool.recordFailure(plan.key, reason: "\(error)")
+            spool.recordFailure(plan.key, FailureRecord(FailureKind(fetching: error), "\(error)"))
             spool.dropClaim(claim)
             spool.dropPlan(plan)
             Splicer(spool: spool).settleRequests()

@@ -4,6 +4,7 @@
 // job is found.
 import Foundation
 import ModelCache
+import SharedFiles
 import Spool
 
 extension Worker {
@@ -126,7 +127,7 @@ extension Worker {
     private static func gcd(_ a: Int, _ b: Int) -> Int { b == 0 ? a : gcd(b, a % b) }
 
     func liveNodeNames() -> [String] {
-        let keep = max(3, settings.lease / 4)
+        let keep = LeaseJudge.refreshInterval(lease: settings.lease, atLeast: 3)
         if let cached = nodesLock.withLock({ Date().timeIntervalSince(nodesSeen.at) < keep ? nodesSeen.names : nil }) { return cached }
         // A listing of the records, no look at each (that grew with the nodes, in every process),
         // made by one worker process of the machine for all of them.

@@ -62,23 +62,10 @@ public final class HubClient: Sendable {
         return sha.lowercased()
     }
 
-    /// Refuses a revision that cannot name a branch, tag or commit, before it is sent: empty,
-    /// `.` or `..` (which URL normalization would turn into another path, so `main` would be
-    /// used silently), a `.`/`..`/empty component (`refs/../x`), control characters or spaces.
-    /// Git's ref names cannot hold any of these. Everything else is percent-encoded as one
-    /// path segment (`refs/pr/1` → `refs%2Fpr%2F1`).
+    /// Refuses a revision that cannot name a branch, tag or commit (`Revision`'s rule), before
+    /// it is sent.
     public static func validateRevision(_ revision: String) throws {
-        func refuse(_ reason: String) -> HubError { .invalidRevision(revision, reason: reason) }
-        if revision.isEmpty { throw refuse("it is empty") }
-        if revision.utf8.count > 256 { throw refuse("it is longer than 256 bytes") }
-        if revision.unicodeScalars.contains(where: { $0.value < 0x21 || $0.value == 0x7f }) {
-            throw refuse("it contains a space or a control character")
-        }
-        if revision.contains("..") { throw refuse("it contains '..'") }
-        for component in revision.split(separator: "/", omittingEmptySubsequences: false) {
-            if component.isEmpty { throw refuse("it has an empty component") }
-            if component.hasPrefix(".") { throw refuse("a component starts with '.'") }
-        }
+        if let reason = Revision.problem(with: revision) { throw HubError.invalidRevision(revision, reason: reason) }
     }
 
     static func isHex(_ s: String, length: Int) -> Bool {

@@ -1,5 +1,6 @@
 // FileSelection - which files of a repo a call asks for: globs (where `*` crosses `/`) or literal paths.
 import Foundation
+import SharedFiles
 
 public struct FileSelection: Sendable, Equatable, CustomStringConvertible {
     /// Patterns; empty means every file.
@@ -40,28 +41,11 @@ public struct FileSelection: Sendable, Equatable, CustomStringConvertible {
             let name = path.split(separator: "/").last.map(String.init) ?? path
             if let dot = name.lastIndex(of: "."), dot != name.startIndex { candidates.insert("*" + name[dot...]) }
         }
-        let typed = Array(pattern.unicodeScalars)
         let scored: [(path: String, distance: Int)] = candidates.map { candidate in
-            (path: candidate, distance: editDistance(typed, Array(candidate.unicodeScalars)))
+            (path: candidate, distance: editDistance(pattern.unicodeScalars, candidate.unicodeScalars))
         }
         let ranked = scored.sorted { a, b in a.distance != b.distance ? a.distance < b.distance : a.path < b.path }
         return ranked.prefix(limit).map { $0.path }
-    }
-
-    /// Levenshtein distance.
-    static func editDistance(_ a: [Unicode.Scalar], _ b: [Unicode.Scalar]) -> Int {
-        guard !a.isEmpty else { return b.count }
-        var row = Array(0...b.count)
-        for i in 1...a.count {
-            var previous = row[0]
-            row[0] = i
-            for j in stride(from: 1, through: b.count, by: 1) {
-                let substitution = previous + (a[i - 1] == b[j - 1] ? 0 : 1)
-                previous = row[j]
-                row[j] = min(substitution, row[j] + 1, row[j - 1] + 1)
-            }
-        }
-        return row[b.count]
     }
 
     /// `*` and `**` match any run of characters including `/`; `?` one character; `[abc]` a class.

@@ -1,5 +1,5 @@
-// HubCache - a huggingface_hub cache on disk: where it is, its repo folders' names, its blob locks
-// (one repo folder's layout is HubRepoFolder's).
+// HubCache - a huggingface_hub cache on disk: where it is and its repo folders' names (one repo
+// folder's layout is HubRepoFolder's; its blob locks are HubBlobLock's).
 //
 // The layout huggingface_hub reads (and writes itself):
 //   <hub>/models--<org>--<name>/blobs/<etag>             file contents, named by sha256 (LFS) or git blob id
@@ -40,9 +40,6 @@ public enum HubCache {
         return (env["HOME"] ?? NSHomeDirectory()) + path.dropFirst()
     }
 
-    /// `models--<org>--<name>`: the repo's folder name in the cache.
-    public static func folderName(_ repo: RepoID) -> String { "models--\(repo.org)--\(repo.name)" }
-
     /// A full commit id (40 lowercase hex digits), which names a snapshot without a ref.
     public static func isCommitHash(_ s: String) -> Bool {
         ContentHasher.isHex(s, length: 40)
@@ -55,10 +52,10 @@ public enum HubCache {
     /// are fine: they are made as plain directories.
     /// - Throws: `CacheError.unsafeCacheEntry` naming the entry.
     public static func checkNoPlantedLinks(hub: URL, repo: RepoID, commit: String?) throws {
-        let folder = HubRepoFolder(hub: hub, repo: repo).path
-        var entries = [hub.path + "/.locks", hub.path + "/.locks/" + folderName(repo)]
-        entries += ["blobs", "snapshots", "refs", "trees", ModelLayout.staging].map { folder + "/" + $0 }
-        if let commit, !commit.isEmpty { entries.append(folder + "/snapshots/" + commit) }
+        let folder = HubRepoFolder(hub: hub, repo: repo)
+        var entries = [HubRepoFolder.locksRoot(hub: hub), folder.locksPath]
+        entries += [folder.blobsPath, folder.snapshotsPath, folder.refsPath, folder.treesPath, folder.path + "/" + ModelLayout.staging]
+        if let commit, !commit.isEmpty { entries.append(folder.snapshotPath(commit)) }
         for path in entries {
             var st = stat()
             guard lstat(path, &st) == 0 else { continue }
@@ -79,113 +76,4 @@ public enum HubCache {
         try? FileManager.default.createDirectory(at: hub, withIntermediateDirectories: true)
         try? AtomicFile.write(Data(text.utf8), to: URL(fileURLWithPath: path))
     }
-}
-
-/// huggingface_hub's per-blob lock, `<hub>/.locks/models--<org>--<name>/<etag>.lock`, taken the
-/// way its filelock takes it: open (created 0664 if absent, never deleted), `flock(LOCK_EX)`,
-/// and start over when the file was unlinked before the lock was granted. flock is local to a
-/// machine (and absent on some network filesystems): it keeps this node's huggingface_hub and
-/// speech-fetch from writing the same blob at once, while correctness rests on rename.
-public final class HubBlobLock: @unchecked Sendable {
-    public let path: String
-    private var fd: Int32
-
-    private init(path: String, fd: Int32) {
-        self.path = path
-        self.fd = fd
-    }
-
-    /// Waits until the lock is ours (polling with LOCK_NB, so a stop request is noticed), or
-    /// returns nil when the file cannot be opened, the filesystem has no flock, or `timeout`
-    /// seconds passed.
-    public static func acquire(_ path: String, timeout: Double, isCancelled: () -> Bool = { false }) -> HubBlobLock? {
-        if case .locked(let lock) = attempt(path, timeout: timeout, isCancelled: isCancelled) { return lock }
-        return nil
-    }
-
-    /// Waits at most `timeout` seconds for the lock; after `noticeAfter` seconds of waiting
-    /// says so once through `onWaiting` (the message names the lock file), as huggingface_hub
-    /// does. Nil when there is no lock to take (no flock on this filesystem, the file cannot be
-    /// opened) or `isCancelled` turned true.
-    /// - Throws: `CacheError.lockWaitExpired` when another process still holds it at the bound.
-    public static func wait(_ path: String, timeout: Double, noticeAfter: Double = 5,
-                            onWaiting: (String) -> Void = { _ in }, isCancelled: () -> Bool = { false }) throws -> HubBlobLock? {
-        switch attempt(path, timeout: timeout, noticeAfter: noticeAfter, onWaiting: onWaiting, isCancelled: isCancelled) {
-        case .locked(let lock): return lock
-        case .unavailable: return nil
-        case .timedOut:
-            throw CacheError.lockWaitExpired(path: path, seconds: timeout,
-                                             holder: "another process (a huggingface_hub download of the same file?)")
-        }
-    }
-
-    private enum Attempt {
-        case locked(HubBlobLock)
-        case unavailable
-        case timedOut
-    }
-
-    private static func attempt(_ path: String, timeout: Double, noticeAfter: Double = .infinity,
-                                onWaiting: (String) -> Void = { _ in }, isCancelled: () -> Bool) -> Attempt {
-        let started = Date()
-        let deadline = started.addingTimeInterval(timeout)
-        var noticed = false
-        let folder = (path as NSString).deletingLastPathComponent
-        try? FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-        var pause: useconds_t = 5_000
-        while !isCancelled() {
-            // Created group-writable whatever the umask, as huggingface_hub does, so that every
-            // user of a shared cache can wait on it; an existing one is opened as it is.
-            var fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o664)
-            if fd >= 0 {
-                fchmod(fd, 0o664)
-            } else if errno == EEXIST {
-                fd = open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC)
-                if fd < 0 && errno == ENOENT { continue }  // removed meanwhile
-            }
-            guard fd >= 0 else { return .unavailable }
-            if flock(fd, LOCK_EX | LOCK_NB) == 0 {
-                var st = stat()
-                if fstat(fd, &st) == 0, st.st_nlink > 0 { return .locked(HubBlobLock(path: path, fd: fd)) }
-                close(fd)  // unlinked while we waited: lock the file that is there now
-                continue
-            }
-            let code = errno
-            close(fd)
-            guard code == EWOULDBLOCK || code == EINTR else { return .unavailable }  // ENOLCK, ENOSYS: no flock here
-            let waited = Date().timeIntervalSince(started)
-            if waited >= timeout || Date() >= deadline { return .timedOut }
-            if !noticed && waited >= noticeAfter {
-                noticed = true
-                onWaiting("waiting for lock \(path) (another process holds it; giving up after \(Int(timeout.rounded())) s)")
-            }
-            usleep(pause)
-            pause = min(pause * 2, 200_000)
-        }
-        return .unavailable
-    }
-
-    /// True when another open file holds the lock now (a try with `LOCK_NB`, undone at once):
-    /// huggingface_hub is writing that blob. False when it is free, absent, or cannot be locked
-    /// here (no flock on this filesystem).
-    public static func isHeld(_ path: String) -> Bool {
-        let fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
-        guard fd >= 0 else { return false }
-        defer { close(fd) }
-        if flock(fd, LOCK_EX | LOCK_NB) == 0 {
-            flock(fd, LOCK_UN)
-            return false
-        }
-        return errno == EWOULDBLOCK
-    }
-
-    /// Unlocks and closes; the file stays, as huggingface_hub leaves it.
-    public func release() {
-        guard fd >= 0 else { return }
-        flock(fd, LOCK_UN)
-        close(fd)
-        fd = -1
-    }
-
-    deinit { release() }
 }

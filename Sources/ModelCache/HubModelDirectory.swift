@@ -30,17 +30,19 @@ extension ModelDirectory {
     /// The pointer is exactly the relative link to this content's blob (`pointerTarget`) and the
     /// blob is a regular file of the expected size (a pointer that is a plain file, as
     /// huggingface_hub makes where symlinks fail, is judged by size). An absolute pointer, or
-    /// one that leaves the repo folder, is not complete, whatever it points at.
+    /// one that leaves the repo folder, is not complete, whatever it points at. Each look is made
+    /// again on a stale handle, as the native check's (a network filesystem after another
+    /// client's rename): a failed read is not a missing file.
     func hubIsComplete(_ file: RepoFile) -> Bool {
         let pointer = finalPath(file.path)
         var st = stat()
-        guard lstat(pointer, &st) == 0 else { return false }
+        guard SharedFS.retry({ lstat(pointer, &st) }) == 0 else { return false }
         if (st.st_mode & S_IFMT) == S_IFLNK {
             guard ModelDirectory.readLink(pointer) == ModelDirectory.pointerTarget(file) else { return false }
             // The blob itself, not the pointer: `blobs/` must be the repo folder's own.
             var folder = stat()
-            guard lstat(hubFolder.blobsPath, &folder) == 0, (folder.st_mode & S_IFMT) == S_IFDIR,
-                  lstat(blobPath(file), &st) == 0 else { return false }
+            guard SharedFS.retry({ lstat(hubFolder.blobsPath, &folder) }) == 0, (folder.st_mode & S_IFMT) == S_IFDIR,
+                  SharedFS.retry({ lstat(blobPath(file), &st) }) == 0 else { return false }
         }
         return (st.st_mode & S_IFMT) == S_IFREG && Int64(st.st_size) == file.size
     }
@@ -50,7 +52,7 @@ extension ModelDirectory {
 
     static func readLink(_ path: String) -> String? {
         var buffer = [CChar](repeating: 0, count: 4096)
-        let n = readlink(path, &buffer, buffer.count - 1)
+        let n = Int(SharedFS.retry { Int32(truncatingIfNeeded: readlink(path, &buffer, buffer.count - 1)) })
         guard n > 0 else { return nil }
         return String(decoding: buffer[0..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
@@ -167,10 +169,7 @@ extension ModelDirectory {
     /// revision is the commit itself or the ref already says so). The snapshot folder must exist
     /// first: huggingface_hub's scan warns about a ref to a missing snapshot.
     public func recordRevision(_ revision: String) throws {
-        guard let commit = hubCommit, revision != commit, !revision.isEmpty,
-              !revision.utf8.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false)
-                .contains(where: { $0.isEmpty || $0.elementsEqual(".".utf8) || $0.elementsEqual("..".utf8) })
-        else { return }
+        guard let commit = hubCommit, revision != commit, Revision(revision) != nil else { return }
         try ModelDirectory.makeDirectories(filesURL.path)
         let ref = URL(fileURLWithPath: hubFolder.refPath(revision))
         // A ref that already names the commit is left alone (read with retries: on a network
@@ -179,7 +178,7 @@ extension ModelDirectory {
         if let old = SharedFS.read(ref.path, limit: 4096).value, String(decoding: old, as: UTF8.self) == commit { return }
         try ModelDirectory.makeDirectories(ref.deletingLastPathComponent().path)
         // The temp file is made in the repo folder, not in refs/, where a scan would read it as a ref.
-        let temp = URL(fileURLWithPath: path + "/.ref.\(getpid()).\(UInt32.random(in: 0...UInt32.max)).tmp")
+        let temp = URL(fileURLWithPath: hubFolder.refTempPath())
         try CacheError.saying { try AtomicFile.write(Data(commit.utf8), to: temp) }
         guard rename(temp.path, ref.path) == 0 else {
             let code = errno

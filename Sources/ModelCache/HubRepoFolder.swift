@@ -1,7 +1,7 @@
 // HubRepoFolder - one repo folder of a huggingface_hub cache, `<hub>/models--<org>--<name>/`: the
 // one place that names and reads its layout (HubCache.swift's header draws it). The download
-// path writes through it (ModelDirectory+HubLayout.swift); `speech cache ls`, `import-hf` and
-// the size cap read through it.
+// path writes through it (HubModelDirectory.swift); `speech cache ls`, `import-hf` and the size
+// cap read through it.
 import Digest
 import Foundation
 import HubTypes
@@ -15,11 +15,17 @@ public struct HubRepoFolder: Sendable {
 
     /// `<hub>/models--<org>--<name>/`.
     public init(hub: URL, repo: RepoID) {
-        self.url = hub.appendingPathComponent(HubCache.folderName(repo), isDirectory: true)
+        self.url = hub.appendingPathComponent(HubRepoFolder.folderName(repo), isDirectory: true)
     }
 
     /// `models--`: what every repo folder's name starts with.
     public static let folderPrefix = "models--"
+
+    /// `models--<org>--<name>`: the repo's folder name in the cache.
+    public static func folderName(_ repo: RepoID) -> String { "\(folderPrefix)\(repo.org)--\(repo.name)" }
+
+    /// `<hub>/.locks`: huggingface_hub's blob locks, a folder per repo.
+    public static func locksRoot(hub: URL) -> String { hub.path + "/.locks" }
 
     /// The repo a folder name names (`models--<org>--<name>`), nil when it names none.
     public static func repo(folderName name: String) -> RepoID? {
@@ -41,18 +47,24 @@ public struct HubRepoFolder: Sendable {
     public var blobsPath: String { path + "/blobs" }
     /// `<repo folder>/blobs/<content id>`.
     public func blobPath(_ contentID: String) -> String { blobsPath + "/" + contentID }
-    /// `<repo folder>/snapshots/<commit>`.
-    public func snapshotPath(_ commit: String) -> String { path + "/snapshots/" + commit }
+    /// `<repo folder>/snapshots`, and `snapshots/<commit>` in it.
+    public var snapshotsPath: String { path + "/snapshots" }
+    public func snapshotPath(_ commit: String) -> String { snapshotsPath + "/" + commit }
+    /// `<repo folder>/snapshots/<commit>/<repo path>`: a file's pointer (reads follow it).
+    public func pointerPath(_ commit: String, _ repoPath: String) -> String { snapshotPath(commit) + "/" + repoPath }
     /// `<repo folder>/refs`, and `refs/<revision>` in it.
     public var refsPath: String { path + "/refs" }
     public func refPath(_ revision: String) -> String { refsPath + "/" + revision }
-    /// `<repo folder>/trees/<commit>.json`.
-    public func treeListingPath(_ commit: String) -> String { path + "/trees/" + commit + ".json" }
+    /// `<repo folder>/trees`, and `trees/<commit>.json` in it.
+    public var treesPath: String { path + "/trees" }
+    public func treeListingPath(_ commit: String) -> String { treesPath + "/" + commit + ".json" }
+    /// A temp file for a ref, in the repo folder (in refs/ a scan would read it as a ref).
+    public func refTempPath() -> String { path + "/.ref.\(getpid()).\(UInt32.random(in: 0...UInt32.max)).tmp" }
     /// `<hub>/.locks/models--<org>--<name>/<content id>.lock`, huggingface_hub's lock for that blob.
     public func blobLockPath(_ contentID: String) -> String { locksPath + "/" + contentID + ".lock" }
 
     /// `<hub>/.locks/models--<org>--<name>`: huggingface_hub's blob locks of this repo.
-    public var locksPath: String { url.deletingLastPathComponent().path + "/.locks/" + url.lastPathComponent }
+    public var locksPath: String { HubRepoFolder.locksRoot(hub: url.deletingLastPathComponent()) + "/" + url.lastPathComponent }
 
     /// huggingface_hub's writes in progress, as paths: each blob lock another process holds
     /// (`HubBlobLock.isHeld`; a released lock file stays behind and does not count), and each
@@ -75,7 +87,7 @@ public struct HubRepoFolder: Sendable {
 
     /// The commits that have a snapshot folder.
     public func snapshots() -> [String] {
-        FileTree.names(path + "/snapshots").filter { HubCache.isCommitHash($0) && FileTree.isDirectory(snapshotPath($0)) }
+        FileTree.names(snapshotsPath).filter { HubCache.isCommitHash($0) && FileTree.isDirectory(snapshotPath($0)) }
     }
 
     /// The snapshot folder modified last, nil when there is none.
@@ -97,8 +109,7 @@ public struct HubRepoFolder: Sendable {
     /// `refs/<revision>`; nil when neither is known.
     public func commit(forRevision revision: String) -> String? {
         if HubCache.isCommitHash(revision) { return revision }
-        guard !revision.isEmpty,
-              !revision.utf8.split(separator: UInt8(ascii: "/")).contains(where: { $0.elementsEqual("..".utf8) || $0.elementsEqual(".".utf8) }),
+        guard Revision(revision) != nil,  // never a name that leads out of refs/
               let data = FileManager.default.contents(atPath: refPath(revision)) else { return nil }
         let text = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
         return HubCache.isCommitHash(text) ? text : nil

@@ -39,7 +39,7 @@ public struct ModelDirectory: Sendable {
     /// The directory a caller loads files from: the model directory, or the snapshot.
     public var filesURL: URL {
         guard let hubCommit else { return url }
-        return URL(fileURLWithPath: path + "/snapshots/" + hubCommit, isDirectory: true)
+        return URL(fileURLWithPath: HubRepoFolder(url).snapshotPath(hubCommit), isDirectory: true)
     }
 
     public var stagingDirectory: URL { url.appendingPathComponent(ModelLayout.staging, isDirectory: true) }
@@ -50,7 +50,7 @@ public struct ModelDirectory: Sendable {
     /// `finalURL(_:)` as a path string.
     public func finalPath(_ repoPath: String) -> String {
         guard let hubCommit else { return path + "/" + repoPath }
-        return path + "/snapshots/" + hubCommit + "/" + repoPath  // the pointer; reads follow it
+        return HubRepoFolder(url).pointerPath(hubCommit, repoPath)
     }
 
     /// True when the final file exists as a regular file of the expected size and, when it

@@ -51,7 +51,7 @@ extension ModelDirectory {
     public func lastUse() -> Double? {
         var stamps = [SharedFS.mtime(useMarkerPath).value]
         if let hubCommit {
-            stamps.append(SharedFS.mtime(path + "/snapshots/" + hubCommit).value)
+            stamps.append(SharedFS.mtime(HubRepoFolder(url).snapshotPath(hubCommit)).value)
         } else {
             stamps.append(SharedFS.mtime(path + "/" + ModelLayout.manifest).value)
             stamps.append(SharedFS.mtime(path).value)

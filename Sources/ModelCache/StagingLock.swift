@@ -48,7 +48,10 @@ public final class StagingLock: @unchecked Sendable {
             if fd >= 0 {
                 let tag = Array(owner.description.utf8)
                 _ = tag.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-                fsync(fd)
+                // Not synced: the holder's name outlives a kill in the page cache, and reaches
+                // other clients of a network filesystem at close; a power loss ends every holder
+                // of this node, and a lock it left empty is judged by its age (docs/protocol.md,
+                // "The staging lock"). A sync here was two of a small file's five under the daemon.
                 var st = stat()
                 let known = SharedFS.retry { fstat(fd, &st) } == 0
                 close(fd)
@@ -126,9 +129,6 @@ public final class StagingLock: @unchecked Sendable {
         }
     }
 
-    /// True while the lock file is still the one this holder created (an unreadable one counts as held).
-    public var isHeld: Bool { held ?? true }
-
     /// Refreshes the lease; false only when the lock was positively broken (the holder must stop
     /// writing). A refresh that cannot be done now is tried again at the next one.
     @discardableResult
@@ -163,7 +163,7 @@ extension ModelDirectory {
                 let path = staging + "/" + entry
                 guard let data = SharedFS.read(path, limit: 4096).value,
                       let holder = LockOwner(tag: String(decoding: data, as: UTF8.self)),
-                      holder.node == localNode, holder.pid != getpid(), !LockOwner.isAlive(holder.pid) else { continue }
+                      holder.node == localNode, holder.pid != getpid(), !LeaseJudge.processRunning(holder.pid) else { continue }
                 // Taken (which breaks the dead holder's lock under the usual rules), then given up.
                 if let lock = (try? StagingLock.take(lockPath: path, owner: LockOwner(node: localNode), lease: lease)) ?? nil {
                     lock.release()
@@ -184,7 +184,7 @@ public final class HeldLocks: @unchecked Sendable {
 
     public init(lease: Double) {
         timer = DispatchSource.makeTimerSource(queue: .global())
-        let interval = max(0.05, lease / 4)
+        let interval = LeaseJudge.refreshInterval(lease: lease, atLeast: 0.05)
         timer.schedule(deadline: .now() + interval, repeating: interval)
         timer.setEventHandler { [weak self] in self?.refreshAll() }
         timer.resume()

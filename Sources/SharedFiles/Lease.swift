@@ -24,10 +24,6 @@ public struct LockOwner: Sendable, Equatable, CustomStringConvertible {
     /// `node@pid`, the form every claim in the cache carries.
     public var description: String { "\(node)@\(pid)" }
 
-    /// True when `pid` is a live process on this machine.
-    /// A zombie counts as gone (`LeaseJudge.processRunning`, the one local-process check).
-    public static func isAlive(_ pid: Int32) -> Bool { LeaseJudge.processRunning(pid) }
-
     public init?(tag: String) {
         guard let at = tag.lastIndex(of: "@"), let pid = Int32(tag[tag.index(after: at)...]) else { return nil }
         node = String(tag[..<at])
@@ -65,14 +61,24 @@ public struct LeaseJudge: Sendable {
         self.probe = probe
     }
 
+    /// How often a holder refreshes its lease (a touch of its record), and so how long a look
+    /// that found a holder live may be trusted: a quarter of the lease, so a holder may miss
+    /// three refreshes before it expires. Every cadence tied to the lease is this value, with the
+    /// floor its caller needs (`atLeast`: a timer that must not spin on a test's tiny lease, a
+    /// look that costs a listing). `scripts/check-layers` refuses a second copy of the rule.
+    public static func refreshInterval(lease: Double, atLeast floor: Double = 0) -> Double { max(floor, lease / 4) }
+
+    /// A supervisor's heartbeat period (a touch of `supervisors/<node>`), at most four a second;
+    /// a node seen serving is trusted to serve for as long without another look, which is right
+    /// only while both are this one value.
+    public static func heartbeatInterval(lease: Double) -> Double { refreshInterval(lease: lease, atLeast: 0.25) }
+
     /// A round of judgements that reads the server's clock at most once, when first needed.
     /// `now` replaces the probe (tests: a clock that cannot be read).
     public func round(now: (@Sendable () -> Double?)? = nil) -> LeaseRound {
         LeaseRound(judge: self, clock: now ?? { [probe] in SharedFS.serverNow(probe: probe) })
     }
 
-    /// True while `pid` is a process on this machine that is not a zombie. The one local-process
-    /// check of the project.
     /// When the process `pid` started (clock ticks since boot, /proc/PID/stat's 22nd field); nil
     /// when it cannot be read. A pid with another start time is another process.
     public static func startTime(of pid: Int32) -> UInt64? {
@@ -83,6 +89,8 @@ public struct LeaseJudge: Sendable {
         return fields.count > 19 ? UInt64(fields[19]) : nil
     }
 
+    /// True while `pid` is a process on this machine that is not a zombie. The one local-process
+    /// check of the project (`scripts/check-layers` refuses another `kill(pid, 0)`).
     public static func processRunning(_ pid: Int32) -> Bool {
         guard pid > 0, kill(pid, 0) == 0 || errno == EPERM else { return false }
         guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),

@@ -17,7 +17,6 @@ public enum Lookup<Value> {
 
     public var value: Value? { if case .found(let v) = self { return v }; return nil }
     public var isAbsent: Bool { if case .absent = self { return true }; return false }
-    public var isFound: Bool { if case .found = self { return true }; return false }
 }
 
 public enum SharedFS {

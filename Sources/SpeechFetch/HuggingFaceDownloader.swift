@@ -1,4 +1,5 @@
 // HuggingFaceDownloader - the one entry point: a repo id in, verified files in a cache directory out.
+import ByteUnits
 import Daemon
 import Foundation
 import HubClient
@@ -57,7 +58,7 @@ public final class HuggingFaceDownloader: Sendable {
 
     /// `HF_HUB_OFFLINE` as a default for `offlineMode`.
     public var offlineByDefault: Bool {
-        ["1", "true", "yes", "on"].contains((environment["HF_HUB_OFFLINE"] ?? "").lowercased())
+        EnvironmentFlag.isOn("HF_HUB_OFFLINE", in: environment)
     }
 
     /// The huggingface_hub cache used when a call asks for that layout without naming one:

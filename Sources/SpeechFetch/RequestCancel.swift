@@ -58,7 +58,7 @@ extension HuggingFaceDownloader {
                 default: if !directory.isComplete(file) { plans.append(plan) }
                 }
             }
-            spool.markFailed(request.id, reason: Self.cancelledReason)  // waiters return; nobody plans it again
+            spool.markFailed(request.id, FailureRecord(.cancelled, Self.cancelledReason))  // waiters return; nobody plans it again
             for plan in plans { spool.dropPlan(plan) }  // workers move on
             withdrawn.append(CancelledRequest(id: request.id, repo: request.repo, modelDir: request.modelDir, unfinished: unfinished))
         }

@@ -131,8 +131,8 @@ public struct LiveProgress: Sendable {
         } else {
             pidText = name.split(separator: ".").first { !$0.isEmpty && $0.allSatisfy(\.isASCII) && $0.allSatisfy(\.isNumber) }
         }
-        guard let pidText, let pid = Int32(pidText), pid > 0 else { return false }
-        return kill(pid, 0) == 0 || errno == EPERM
+        guard let pidText, let pid = Int32(pidText) else { return false }
+        return LeaseJudge.processRunning(pid)
     }
 
     /// Bytes per job of the ranges in flight on this node. Records of processes that are gone
@@ -146,7 +146,7 @@ public struct LiveProgress: Sendable {
             guard let at = name.lastIndex(of: "@"), let pid = Int32(name[name.index(after: at)...]),
                   PlannedFile.parseJob(String(name[..<at])) != nil else { continue }
             let path = "\(directory)/\(name)"
-            guard kill(pid, 0) == 0 || errno == EPERM else {
+            guard LeaseJudge.processRunning(pid) else {  // a zombie writes nothing more
                 unlink(path)
                 continue
             }

@@ -1,7 +1,7 @@
 // MachineFiles - the small files the processes of one machine share in RAM beside LiveProgress's
 // records (ReadyView's and NodeNamesView's listings): written whole by rename, and a lock under
 // which one process makes a look for the others. Local to the machine: nothing here is on the
-// shared filesystem, where flock is no rule (design rule 1).
+// shared filesystem, where flock is no rule (docs/protocol.md, "The rules", 1).
 import Foundation
 
 enum MachineFiles {

@@ -27,11 +27,12 @@ public struct Splicer: Sendable {
     /// final or failed (a look between passes that finds nothing to do costs one listing).
     public func spliceAll(leaving: (PlannedFile) -> Bool = { _ in false }, settlingAlways: Bool = true) -> [String: SpliceOutcome] {
         var outcomes: [String: SpliceOutcome] = [:]
+        var files: [(plan: PlannedFile, listed: [Int])] = []
         for (key, indices) in spool.partsByFile() {
             switch spool.lookPlan(key) {
             case .found(let plan):
                 if leaving(plan) { continue }
-                outcomes[key] = splice(plan, listed: indices)
+                files.append((plan, indices))
             case .absent:
                 // A part whose plan is gone belongs to a file that is final or failed.
                 spool.dropParts(key: key, indices: indices)
@@ -40,6 +41,15 @@ public struct Splicer: Sendable {
                 outcomes[key] = .busy
             }
         }
+        // A few files at once (ConcurrentFiles): each file's splice and finalize is a few small
+        // writes that wait on their syncs, under the file's own staging lock.
+        let spliced = SpliceOutcomes()
+        let batch = files
+        ConcurrentFiles.forEach(batch.count) { [self] index in
+            let file = batch[index]
+            spliced.set(file.plan.key, splice(file.plan, listed: file.listed))
+        }
+        outcomes.merge(spliced.all) { $1 }
         if settlingAlways || outcomes.values.contains(where: { $0 != .nothing && $0 != .busy }) { settleRequests() }
         return outcomes
     }
@@ -64,7 +74,7 @@ public struct Splicer: Sendable {
             // planned), or whose folder was swapped for a link after it was judged, is dropped
             // when it is this node's, else left to its node.
             if plan.node == spool.owner.node {
-                spool.recordFailure(plan.key, reason: refusal.reason)
+                spool.recordFailure(plan.key, refusal.failure)
                 spool.dropPlan(plan)
             }
             return .failed(refusal.reason)
@@ -247,7 +257,7 @@ public struct Splicer: Sendable {
             // Could not look (a stale handle, EIO): the file is not bad; finish it next pass.
             return .failed(told("\(error)"))
         } catch {
-            spool.recordFailure(plan.key, reason: told("\(error)"))
+            spool.recordFailure(plan.key, FailureRecord(FailureKind(error), told("\(error)")))
             spool.dropPlan(plan)
             return .failed(told("\(error)"))
         }
@@ -277,7 +287,7 @@ public struct Splicer: Sendable {
             switch spool.anchor(request, creating: false) {
             case .success(let opened): anchor = opened
             case .failure(let refusal) where refusal.replaced:
-                spool.markFailed(request.id, reason: "the request for \(request.repo) is refused: \(refusal.reason)")
+                spool.markFailed(request.id, FailureRecord(.refused, "the request for \(request.repo) is refused: \(refusal.reason)"))
                 continue
             case .failure:
                 // Not there (or not openable) now: nothing in it is final, but a file's recorded
@@ -313,8 +323,8 @@ public struct Splicer: Sendable {
         for file in request.files where directory?.isComplete(file) != true {
             complete = false
             let key = PlannedFile.key(modelDir: request.modelDir, path: file.path, commit: request.commit)
-            if let reason = spool.failure(of: key) {
-                spool.markFailed(request.id, reason: "\(file.path): \(reason)")
+            if let failure = spool.failure(of: key) {
+                spool.markFailed(request.id, failure.of(file: file.path))
                 break
             }
         }
@@ -324,4 +334,12 @@ public struct Splicer: Sendable {
             spool.markDone(request.id)
         }
     }
+}
+
+/// What each file of a concurrent splice pass came to.
+private final class SpliceOutcomes: @unchecked Sendable {
+    private let lock = NSLock()
+    private var byKey: [String: SpliceOutcome] = [:]
+    func set(_ key: String, _ outcome: SpliceOutcome) { lock.withLock { byKey[key] = outcome } }
+    var all: [String: SpliceOutcome] { lock.withLock { byKey } }
 }

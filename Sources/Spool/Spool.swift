@@ -11,7 +11,7 @@ import SharedFiles
 public enum RequestState: Sendable, Equatable {
     case active
     case done
-    case failed(String)
+    case failed(FailureRecord)
 }
 
 /// A range job claimed by this process: `claimed/<job>@<node>@<pid>`, its mtime the lease. An
@@ -100,15 +100,24 @@ public final class Spool: @unchecked Sendable {
 
     /// Opens (creating when needed) the spool of the cache base `base`. `clock` replaces the
     /// clock probe (tests).
-    public init(base: URL, node: String, lease: Double = 30, settle: Double = 0,
+    public convenience init(base: URL, node: String, lease: Double = 30, settle: Double = 0,
+                            clock: (@Sendable () -> Double?)? = nil) throws {
+        try self.init(base: base, node: node, lease: lease, settleOnceMade: { _ in settle }, clock: clock)
+    }
+
+    /// Opens the spool like `init(base:node:lease:settle:clock:)`, its `settle` decided from the
+    /// spool's root once its folders exist (the filesystem it is on): the folders are made and
+    /// checked once, not once to look at the filesystem and again to open it.
+    public init(base: URL, node: String, lease: Double = 30, settleOnceMade: (String) -> Double,
                 clock: (@Sendable () -> Double?)? = nil) throws {
         self.clock = clock
-        layout = SpoolLayout(base: base.standardizedFileURL.path)
+        let layout = SpoolLayout(base: base.standardizedFileURL.path)
+        self.layout = layout
         owner = LockOwner(node: node)
         self.lease = lease
-        self.settle = settle
         judge = LeaseJudge(localNode: node, lease: lease, probe: layout.clockProbe)
         try SpoolTrust.prepare(layout)  // 0700 (0770 for a shared group); refused if others can write it
+        settle = settleOnceMade(layout.root)
     }
 
     /// Where this spool's records may send the Hub's bytes (a daemon's processes set it); nil: not checked.

@@ -107,7 +107,7 @@ extension Spool {
         if let refusal = targets?.cachedRefusal(plan) {
             // Refused here though planned: recorded, so that the request fails and its waiters
             // hear why, rather than waiting for a claim no worker will make.
-            if failure(of: key) == nil { recordFailure(key, reason: refusal) }
+            if failure(of: key) == nil { recordFailure(key, FailureRecord(.refused, refusal)) }
             return nil
         }
         guard endpoints?.allows(plan.endpoint) != false else { return nil }

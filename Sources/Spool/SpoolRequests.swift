@@ -141,10 +141,10 @@ extension Spool {
     private func lookAtState(of id: String) -> RequestState {
         let failed = layout.failedMarker(id)
         if SharedFS.exists(failed) == true {
-            switch readRecord(failed, decode: Spool.decodeReason) {
-            case .record(let reason): return .failed(reason)
+            switch readRecord(failed, decode: FailureRecord.decode) {
+            case .record(let failure): return .failed(failure)
             case .corrupt(let why):
-                quarantine(failed, reason: why, stillCorrupt: { Spool.decodeReason($0) == nil })
+                quarantine(failed, reason: why, stillCorrupt: { FailureRecord.decode($0) == nil })
             case .unreadable:
                 return .active
             }
@@ -157,8 +157,8 @@ extension Spool {
         forgetPassState(of: id)
     }
 
-    public func markFailed(_ id: String, reason: String) {
-        publishMarker(layout.failedMarker(id), reasonJSON(reason))
+    public func markFailed(_ id: String, _ failure: FailureRecord) {
+        publishMarker(layout.failedMarker(id), failure.json)
         forgetPassState(of: id)
     }
 
@@ -173,31 +173,24 @@ extension Spool {
     func publishMarker(_ target: String, _ data: Data) {
         let temp = tempPath("marker")
         guard (try? SpoolFS.writeNew(temp, data)) != nil else { return }
-        let word = wakeWord()
+        let word = wakeWord(for: .waiters)
         _ = try? SpoolFS.publishOnce(temp, as: target)
         bumpGeneration()
-        word?.wakeAll()
+        word?.wakeEveryone()
     }
 
-    /// The wake word of this spool (docs/protocol.md), nil when it cannot be mapped.
-    public func wakeWord() -> WakeWord? { WakeWord(spoolRoot: layout.root) }
-
-    func reasonJSON(_ reason: String) -> Data {
-        (try? JSONSerialization.data(withJSONObject: ["reason": reason])) ?? Data()
-    }
-
-    static func decodeReason(_ data: Data) -> String? {
-        (try? JSONSerialization.jsonObject(with: data) as? [String: Any])?["reason"] as? String
-    }
+    /// The wake word of this spool that `listener` sleeps on (docs/protocol.md), nil when it
+    /// cannot be mapped.
+    public func wakeWord(for listener: WakeWord.Listener) -> WakeWord? { WakeWord(spoolRoot: layout.root, listener: listener) }
 
     /// A file's unrecoverable failure (404, gated, checksum), recorded by whoever met it.
-    public func recordFailure(_ key: String, reason: String) {
-        publishMarker(layout.failure(key), reasonJSON(reason))
+    public func recordFailure(_ key: String, _ failure: FailureRecord) {
+        publishMarker(layout.failure(key), failure.json)
     }
 
     /// The recorded failure of a file; a corrupt record goes to `corrupt/` (the file is tried
     /// again, and a new failure can be recorded in its place).
-    public func failure(of key: String) -> String? { record(layout.failure(key), decode: Spool.decodeReason) }
+    public func failure(of key: String) -> FailureRecord? { record(layout.failure(key), decode: FailureRecord.decode) }
 
     /// Removes a file's recorded failure; true when there was one.
     @discardableResult

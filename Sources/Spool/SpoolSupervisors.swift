@@ -116,7 +116,7 @@ extension Spool {
     /// remembered: it is what lets a caller act.
     public func supervisorServes(_ node: String, round: LeaseRound) -> Bool {
         let now = Date()
-        if let seen = lock.withLock({ servingSeen[node] }), now.timeIntervalSince(seen) < max(0.25, lease / 4) { return true }
+        if let seen = lock.withLock({ servingSeen[node] }), now.timeIntervalSince(seen) < LeaseJudge.heartbeatInterval(lease: lease) { return true }
         let mtime = SharedFS.mtime(layout.supervisor(node))
         if mtime.isAbsent { return false }
         let serves = round.age(mtime) != .expired

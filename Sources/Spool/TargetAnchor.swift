@@ -118,4 +118,8 @@ public struct TargetAnchorRefusal: Error, Sendable {
     public var transient = false
     /// A stale handle, I/O error or a folder not there (not made): the next pass may succeed.
     public var retryable = false
+
+    /// A record of this refusal: a target that could not be opened is this machine's failure,
+    /// any other a refusal of the target.
+    public var failure: FailureRecord { FailureRecord(transient ? .local : .refused, reason) }
 }

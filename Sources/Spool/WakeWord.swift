@@ -7,6 +7,12 @@
 // 128 by default, is used up by others): they sleep at no cost instead of polling. Other
 // machines sharing the spool over NFS are not woken by it; they poll, as they must anyway.
 //
+// The page holds two words, one per kind of listener: a node's idle worker slots sleep on the
+// first, its waiters on the second. A marker's publisher bumps both; the supervisor bumps the
+// waiters' word as soon as it sees another node's change and the slots' once its pass has
+// planned and revoked, so neither is woken for the other's sake (a slot woken before the pass
+// would list `jobs/ready` twice per change, a waiter after it would wait a pass longer).
+//
 // The file is anyone's to truncate or replace, so nothing here touches the mapping from
 // userspace (a load from a page past the end of a truncated file is a SIGBUS): the counter is
 // read with pread and changed by the kernel (FUTEX_WAKE_OP), where a vanished page is EFAULT.
@@ -17,18 +23,28 @@ import Foundation
 
 /// One process's handle on `spool/wake`. Use it from one thread at a time.
 public final class WakeWord: @unchecked Sendable {
+    /// Who sleeps on a word: each kind has its own 32-bit word in the page.
+    public enum Listener: Int, Sendable, CaseIterable {
+        case slots = 0, waiters = 1
+        var offset: Int { rawValue * 4 }
+    }
     private static let length = 4096
     /// A nap while the word cannot be slept on (the file is being repaired or replaced).
     private static let fallbackNap = 0.05
     private let path: String
+    private let listener: Listener
     private var fd: Int32
     private var mapping: UnsafeMutableRawPointer
     private var identity: (device: UInt64, inode: UInt64)
-    private var word: UnsafeMutablePointer<UInt32> { mapping.assumingMemoryBound(to: UInt32.self) }
+    private var word: UnsafeMutablePointer<UInt32> { word(of: listener) }
+    private func word(of listener: Listener) -> UnsafeMutablePointer<UInt32> {
+        (mapping + listener.offset).assumingMemoryBound(to: UInt32.self)
+    }
 
     /// Maps `<spool>/wake`, creating it (one zero page) when missing; nil when that fails.
-    public init?(spoolRoot: String) {
+    public init?(spoolRoot: String, listener: Listener) {
         path = SpoolLayout(root: spoolRoot).wakeWord
+        self.listener = listener
         guard let opened = WakeWord.open(path) else { return nil }
         (fd, mapping, identity) = opened
     }
@@ -55,16 +71,23 @@ public final class WakeWord: @unchecked Sendable {
     /// through the file, so a file truncated under the mapping costs nothing but a repair.
     public var generation: UInt32 {
         var value: UInt32 = 0
-        if pread(fd, &value, 4, 0) == 4 { return value }
+        if pread(fd, &value, 4, off_t(listener.offset)) == 4 { return value }
         repair()
         return 0
     }
 
-    /// Bumps the counter and wakes every local process sleeping on it.
-    public func wakeAll() {
-        if sf_word_bump_and_wake(word) != 0 && errno == EFAULT {
+    /// Bumps this listener's counter and wakes every local process sleeping on it.
+    public func wakeAll() { wake(listener) }
+
+    /// Bumps both counters: slots and waiters alike.
+    public func wakeEveryone() {
+        for listener in Listener.allCases { wake(listener) }
+    }
+
+    private func wake(_ listener: Listener) {
+        if sf_word_bump_and_wake(word(of: listener)) != 0 && errno == EFAULT {
             repair()
-            _ = sf_word_bump_and_wake(word)
+            _ = sf_word_bump_and_wake(word(of: listener))
         }
     }
 

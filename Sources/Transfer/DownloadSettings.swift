@@ -77,10 +77,7 @@ public struct DownloadSettings: Sendable, Equatable {
         if let v = env["SPEECH_FETCH_LOCK_WAIT_SECONDS"].flatMap({ Double($0.trimmingCharacters(in: .whitespaces)) }), v > 0 {
             s.lockWait = v
         }
-        if let v = env["SPEECH_FETCH_ENDGAME"]?.trimmingCharacters(in: .whitespaces).lowercased() {
-            if ["0", "false", "no", "off"].contains(v) { s.endgame = false }
-            if ["1", "true", "yes", "on"].contains(v) { s.endgame = true }
-        }
+        if let on = EnvironmentFlag.value("SPEECH_FETCH_ENDGAME", in: env) { s.endgame = on }
         // A value that cannot be read is not ignored: a call fails naming it (InvalidSetting).
         if let raw = env["SPEECH_FETCH_MAX_RATE"], let v = ByteRate.parse(raw), v >= RateCap.minimum {
             s.maxRate = v
@@ -90,10 +87,7 @@ public struct DownloadSettings: Sendable, Equatable {
             s.nodeMaxRate = v
             s.nodeRateSchedule = file
         }
-        if let v = env["HF_HUB_DISABLE_XET"]?.trimmingCharacters(in: .whitespaces).lowercased(),
-           ["1", "true", "yes", "on"].contains(v) {
-            s.xet = false
-        }
+        if EnvironmentFlag.isOn("HF_HUB_DISABLE_XET", in: env) { s.xet = false }
         if let v = env["SPEECH_FETCH_XET_PAGE"].flatMap({ Int64($0.trimmingCharacters(in: .whitespaces)) }), v > 0 {
             s.xetPageSize = v
         }

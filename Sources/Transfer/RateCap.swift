@@ -17,6 +17,7 @@
 // lock is only ever local (the file is on tmpfs, never on the shared cache), and CLOCK_MONOTONIC
 // is one clock for every process of a machine, so the processes agree on "paid until".
 import Foundation
+import SharedFiles
 import Synchronization
 
 /// Meters bytes at a fixed rate across every thread and connection that share it.
@@ -83,7 +84,7 @@ public final class RateCap: Sendable {
     static func removeSchedulesOfDaemonsThatAreGone(in dir: String, prefix: String) {
         for name in (try? FileManager.default.contentsOfDirectory(atPath: dir)) ?? [] where name.hasPrefix(prefix) {
             guard let pid = Int32(name.dropFirst(prefix.count)), pid > 0 else { continue }
-            if kill(pid, 0) != 0 && errno == ESRCH { unlink(dir + "/" + name) }
+            if !LeaseJudge.processRunning(pid) { unlink(dir + "/" + name) }
         }
     }
 

@@ -1,4 +1,5 @@
 // DownloadCommand - `speech download`: parse, run the downloader, print progress and the result.
+import ByteUnits
 import CommandLineKit
 import Daemon
 import Foundation
@@ -95,10 +96,10 @@ enum DownloadCommand {
         request.exclude = parsed.values("exclude")
         request.cacheDir = parsed.value("cache-dir")
         if let dir = request.cacheDir, let names = try? FileManager.default.contentsOfDirectory(atPath: dir),
-           names.contains(where: { $0.hasPrefix("models--") }) {
+           names.contains(where: { $0.hasPrefix(HubRepoFolder.folderPrefix) }) {
             // hf's --cache-dir names a huggingface_hub cache root; ours names the model's own
             // folder: loose files written into that root would sit beside its models--* folders.
-            speechProgram.usageError("speech download: --cache-dir \(dir) is a huggingface_hub cache (it holds models--* folders); "
+            speechProgram.usageError("speech download: --cache-dir \(dir) is a huggingface_hub cache (it holds \(HubRepoFolder.folderPrefix)* folders); "
                 + "--cache-dir names the model's own folder here: write into that cache with --hf-cache \(shellQuoted(dir))")
         }
         request.cacheBase = parsed.value("cache-base")
@@ -315,7 +316,7 @@ enum DownloadCommand {
 
     /// huggingface_hub's switch for hf_transfer: said once, as it changes nothing here.
     static func warnAboutHFTransfer(_ environment: [String: String]) {
-        guard let value = environment["HF_HUB_ENABLE_HF_TRANSFER"], ["1", "true", "yes", "on"].contains(value.lowercased()) else { return }
+        guard EnvironmentFlag.isOn("HF_HUB_ENABLE_HF_TRANSFER", in: environment) else { return }
         speechProgram.warn("HF_HUB_ENABLE_HF_TRANSFER has no effect here: speech fetches large files as concurrent byte ranges itself "
                            + "(HF_DOWNLOAD_RANGE_CONCURRENCY, HF_DOWNLOAD_RANGE_CHUNK), so there is nothing to switch on")
     }
@@ -398,7 +399,7 @@ enum DownloadCommand {
 
     /// HF_HUB_DISABLE_PROGRESS_BARS as huggingface_hub reads it.
     static func progressBarsDisabled(_ environment: [String: String]) -> Bool {
-        ["1", "true", "yes", "on"].contains((environment["HF_HUB_DISABLE_PROGRESS_BARS"] ?? "").lowercased())
+        EnvironmentFlag.isOn("HF_HUB_DISABLE_PROGRESS_BARS", in: environment)
     }
 }
 

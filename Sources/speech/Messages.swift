@@ -35,7 +35,7 @@ enum Messages {
             return "\(repo) has no file \(paths.joined(separator: ", ")); check the file names and --include patterns against `speech resolve \(repo)`"
         case HandoffError.noDaemon(let repo, let spool):
             return "\(repo) is requested in \(spool) but no speech-fetchd serves it; start `speech-fetchd\(baseArgument.replacingOccurrences(of: "--cache-dir", with: "--cache-base"))` or run `speech download \(repo)\(baseArgument)` to fetch it in this process"
-        case HandoffError.requestFailed(let repo, let reason) where reason == HuggingFaceDownloader.cancelledReason:
+        case HandoffError.requestFailed(let repo, .cancelled, _):
             return "the download of \(repo) was cancelled (`speech cancel`); the bytes fetched so far are kept: run the download again to resume"
         case CacheAdminError.inFlight(let repo, let directory, let reasons):
             return "\(repo) is in flight in \(directory): \(reasons.joined(separator: "; ")); " + inFlightAdvice(repo, reasons, baseArgument)

@@ -28,10 +28,10 @@ enum WaitCommand {
         interrupt.install()
         let base = parsed.value("cache-base")
         do {
-            let outcome = try HuggingFaceDownloader().wait(
+            let directory = try HuggingFaceDownloader().wait(
                 repo: repo, cacheBaseDir: base.map { URL(fileURLWithPath: $0) },
                 timeout: timeout, isCancelled: { interrupt.isRaised })
-            if case .complete(let directory) = outcome { emit("\(repo): ready in \(directory)\n") }
+            emit("\(repo): ready in \(directory)\n")
             exit(0)
         } catch is CancellationError {
             speechProgram.fail("stopped waiting; the transfer goes on", code: ExitCode.interrupted)

@@ -7,24 +7,54 @@ import SpeechFetch
 
 let speechProgram = Program("speech", libcurl: CurlLibrary.versionOrReason)
 
+/// One subcommand: its name, what follows it and what it does (for `speech --help`), its help
+/// (`speech help <command>`) and its entry point. The one list of speech's commands.
+struct Subcommand {
+    let name: String
+    let operands: String
+    let summary: String
+    let help: () -> String
+    let run: ([String]) -> Never
+}
+
+let subcommands: [Subcommand] = [
+    Subcommand(name: "download", operands: "<org/name | model> [FILE]...", summary: "download a repo or a catalog model, with progress",
+               help: { DownloadCommand.spec.help }, run: { DownloadCommand.run($0) }),
+    Subcommand(name: "models", operands: "", summary: "the model catalog and what of it is cached",
+               help: { ModelsCommand.spec.help }, run: { ModelsCommand.run($0) }),
+    Subcommand(name: "wait", operands: "<org/name>", summary: "block until a daemon-served request is ready",
+               help: { WaitCommand.spec.help }, run: { WaitCommand.run($0) }),
+    Subcommand(name: "status", operands: "", summary: "the spool: daemons, workers, requests",
+               help: { StatusCommand.spec.help }, run: { StatusCommand.run($0) }),
+    Subcommand(name: "cancel", operands: "<org/name>", summary: "withdraw a repo's request from speech-fetchd (staged bytes kept)",
+               help: { CancelCommand.spec.help }, run: { CancelCommand.run($0) }),
+    Subcommand(name: "stop", operands: "", summary: "stop this node's speech-fetchd (one --detach started)",
+               help: { StopCommand.spec.help }, run: { StopCommand.run($0) }),
+    Subcommand(name: "resolve", operands: "<org/name>", summary: "the commit and the file tree, no file bodies",
+               help: { ResolveCommand.spec.help }, run: { ResolveCommand.run($0) }),
+    Subcommand(name: "cache", operands: CacheCommand.commandNames.joined(separator: " | "), summary: "manage the cache",
+               help: { CacheCommand.spec.help }, run: { CacheCommand.run($0) }),
+    Subcommand(name: "env", operands: "", summary: "what speech would use here (endpoint, cache, daemon, kernel)",
+               help: { EnvCommand.spec.help }, run: { EnvCommand.run($0) }),
+    Subcommand(name: "demo", operands: "", summary: "a local test Hub and a demo download",
+               help: { DemoCommand.spec.help }, run: { DemoCommand.run($0) }),
+]
+
+/// `  name operands   summary`, the summary at column 43 (on the next line when they reach it).
+func commandLine(_ usage: String, _ summary: String) -> String {
+    let width = 40
+    return usage.count < width ? "  " + usage.padding(toLength: width, withPad: " ", startingAt: 0) + summary
+                               : "  " + usage + "\n" + String(repeating: " ", count: width + 2) + summary
+}
+
 let speechSpec = CommandSpec(
     name: "speech", operands: "<command> [options]",
     summary: """
     Download speech models from the Hugging Face Hub into a shared cache, with a per-node daemon.
 
     commands:
-      download <org/name | model> [FILE]...   download a repo or a catalog model, with progress
-      models                                  the model catalog and what of it is cached
-      wait <org/name>                         block until a daemon-served request is ready
-      status                                  the spool: daemons, workers, requests
-      cancel <org/name>                       withdraw a repo's request from speech-fetchd (staged bytes kept)
-      stop                                    stop this node's speech-fetchd (one --detach started)
-      resolve <org/name>                      the commit and the file tree, no file bodies
-      cache \(CacheCommand.commandNames.joined(separator: " | "))
-                                              manage the cache
-      env                                     what speech would use here (endpoint, cache, daemon, kernel)
-      demo                                    a local test Hub and a demo download
-      help [command]                          this text, or a command's
+    \((subcommands.map { commandLine($0.operands.isEmpty ? $0.name : $0.name + " " + $0.operands, $0.summary) }
+        + [commandLine("help [command]", "this text, or a command's")]).joined(separator: "\n"))
     `speech <command> --help` describes each command.
     """,
     minOperands: 0, maxOperands: nil,
@@ -50,25 +80,6 @@ if let fetchd = ProcessInfo.processInfo.environment[FetchdProcess.environmentKey
     }
 }
 
-let commands: [String: ([String]) -> Never] = [
-    "download": { DownloadCommand.run($0) },
-    "cache": { CacheCommand.run($0) },
-    "models": { ModelsCommand.run($0) },
-    "wait": { WaitCommand.run($0) },
-    "status": { StatusCommand.run($0) },
-    "cancel": { CancelCommand.run($0) },
-    "stop": { StopCommand.run($0) },
-    "resolve": { ResolveCommand.run($0) },
-    "env": { EnvCommand.run($0) },
-    "demo": { DemoCommand.run($0) },
-]
-
-let helpOf: [String: String] = [
-    "download": DownloadCommand.spec.help, "cache": CacheCommand.spec.help, "models": ModelsCommand.spec.help,
-    "wait": WaitCommand.spec.help, "cancel": CancelCommand.spec.help, "status": StatusCommand.spec.help, "stop": StopCommand.spec.help, "resolve": ResolveCommand.spec.help,
-    "env": EnvCommand.spec.help, "demo": DemoCommand.spec.help,
-]
-
 var argv = Array(CommandLine.arguments.dropFirst())
 guard let first = argv.first else {
     write(speechSpec.help, to: STDERR_FILENO)
@@ -82,11 +93,13 @@ if first.hasPrefix("-") {
 argv.removeFirst()
 if first == "help" {
     guard let topic = argv.first else { emit(speechSpec.help); exit(0) }
-    guard argv.count == 1, let text = helpOf[topic] else { speechProgram.usageError("speech help: unknown command '\(argv.joined(separator: " "))'") }
-    emit(text)
+    guard argv.count == 1, let command = subcommands.first(where: { $0.name == topic }) else {
+        speechProgram.usageError("speech help: unknown command '\(argv.joined(separator: " "))'")
+    }
+    emit(command.help())
     exit(0)
 }
-guard let command = commands[first] else {
-    speechProgram.usageError("speech: unknown command '\(first)' (download, models, wait, status, cancel, stop, resolve, cache, env, demo)")
+guard let command = subcommands.first(where: { $0.name == first }) else {
+    speechProgram.usageError("speech: unknown command '\(first)' (\(subcommands.map(\.name).joined(separator: ", ")))")
 }
-command(argv)
+command.run(argv)

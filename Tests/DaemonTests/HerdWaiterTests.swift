@@ -37,7 +37,7 @@ final class HerdWaiterTests: DaemonTestCase {
         Thread.sleep(forTimeInterval: 8)
         // What a supervisor does with an unreadable record: corrupt/, the generation, the word.
         XCTAssertNotNil(spool.quarantine(spool.layout.request(request.id), reason: "test: unreadable"))
-        spool.wakeWord()?.wakeAll()
+        spool.wakeWord(for: .waiters)?.wakeAll()
         let path = spool.layout.request(request.id)
         let deadline = Date().addingTimeInterval(40)
         while Date() < deadline && !FileManager.default.fileExists(atPath: path) { usleep(100_000) }

@@ -80,6 +80,25 @@ final class StaleHandleTests: DaemonTestCase {
         }
     }
 
+    /// The completeness check of a huggingface_hub cache looks again on a stale handle, as the
+    /// native one does: a complete model is found complete offline while its pointers' and blobs'
+    /// lstats fail now and then with ESTALE.
+    func testAHuggingFaceCacheIsFoundCompleteOfflineThroughStaleHandles() throws {
+        try TestHub.generateRepo(root: root, repo: repo, files: files)
+        let hubCache = temp.appendingPathComponent("hf-hub")
+        let fetched = try runSpeech(["download", repo, "--hf-cache", hubCache.path], environment: environment(), hint: "fetch")
+        XCTAssertEqual(fetched.status, 0, fetched.stderr)
+        let shim = try buildShim()
+        let log = temp.appendingPathComponent("faults.log")
+        for seed in 1...6 {
+            var env = faulty(shim, seed: seed, log: log, estale: 25, eio: 0)
+            env["FAULTFS_PATHS"] = "/snapshots/:/blobs"
+            let offline = try runSpeech(["download", repo, "--hf-cache", hubCache.path, "--offline"], environment: env, hint: "offline-\(seed)")
+            XCTAssertEqual(offline.status, 0, "seed \(seed): a stale handle is not a missing file: \(offline.stderr)")
+        }
+        XCTAssertGreaterThan(contents(log).split(separator: "\n").filter { $0.hasPrefix("inject ") }.count, 6, "the shim injected faults")
+    }
+
     func testDaemonHostedDownloadAndWaiterSurviveStaleHandles() throws {
         try TestHub.generateRepo(root: root, repo: repo, files: files)
         let shim = try buildShim()

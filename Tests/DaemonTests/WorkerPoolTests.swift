@@ -1,6 +1,7 @@
 // The supervisor's worker pool at its limits: a worker count beyond the bound is a usage error,
 // and a daemon that can start no worker exits saying why instead of taking requests its callers
 // wait on forever.
+import Daemon
 import Foundation
 import TestHub
 @testable import TestSupport
@@ -38,4 +39,35 @@ final class WorkerPoolTests: DaemonTestCase {
         XCTAssertEqual(caller.process.terminationStatus, 0, contents(caller.stderr))
         try assertSameBytes(repo, path)
     }
+
+    /// A SIGTERM while the supervisor starts many workers (its flag is looked at before each
+    /// spawn): the start ends at the next worker, not after all 256 of them (issue 32, D13). The
+    /// flag turns true after the fifth worker started: five are drained, whatever the machine's speed.
+    func testAStopDuringTheStartOfManyWorkersEndsTheStart() throws {
+        let looks = FlagLooks(falseFor: 6)  // the loop's first look, then one before each of five spawns
+        let lines = LogLines()
+        let supervisor = try Supervisor(cacheBase: cacheBase, workers: 256, slots: 1,
+                                        workerCommand: ["/bin/sh", "-c", "exec sleep 60"],
+                                        environment: environment(), log: { lines.add($0) })
+        try supervisor.run(shouldStop: { looks.next() })
+        XCTAssertTrue(lines.all.contains("draining 5 workers"), lines.all.joined(separator: "\n"))
+        XCTAssertTrue(lines.all.contains("stopped"), lines.all.joined(separator: "\n"))
+    }
+}
+
+/// A stop flag that reads false for its first `falseFor` looks, then true.
+private final class FlagLooks: @unchecked Sendable {
+    private let lock = NSLock()
+    private var looks = 0
+    private let falseFor: Int
+    init(falseFor: Int) { self.falseFor = falseFor }
+    func next() -> Bool { lock.withLock { looks += 1; return looks > falseFor } }
+}
+
+/// The supervisor's log lines, kept for the test to read.
+private final class LogLines: @unchecked Sendable {
+    private let lock = NSLock()
+    private var lines: [String] = []
+    func add(_ line: String) { lock.withLock { lines.append(line) } }
+    var all: [String] { lock.withLock { lines } }
 }

@@ -2,6 +2,7 @@
 // slashes, excludes win, and a literal path the repo does not have is an error naming it.
 import HubTypes
 import ModelCache
+import SharedFiles
 import XCTest
 
 final class FileSelectionTests: XCTestCase {
@@ -27,5 +28,16 @@ final class FileSelectionTests: XCTestCase {
     func testAnExcludeWinsOverAnInclude() throws {
         XCTAssertEqual(try selected(["*.json"], excluding: ["tokenizer/*"]), ["config.json"])
         XCTAssertEqual(try selected([], excluding: ["*.md", "*.json"]), ["model.safetensors"])
+    }
+
+    func testAPatternThatMatchedNothingSuggestsTheNearestPathsAndExtensions() {
+        XCTAssertEqual(editDistance("kitten", "sitting"), 3)
+        XCTAssertEqual(editDistance("", "abc"), 3)
+        XCTAssertEqual(editDistance("abc", ""), 3)
+        XCTAssertEqual(editDistance("e\u{301}".unicodeScalars, "é".unicodeScalars), 2, "scalars, not characters")
+        XCTAssertEqual(editDistance("e\u{301}", "é"), 0, "characters")
+        let paths = ["config.json", "model.safetensors", "sub/tokenizer.json"]
+        XCTAssertEqual(FileSelection.nearest(to: "*.jsn", among: paths, limit: 2), ["*.json", "config.json"])
+        XCTAssertEqual(FileSelection.nearest(to: "confg.json", among: paths, limit: 1), ["config.json"])
     }
 }

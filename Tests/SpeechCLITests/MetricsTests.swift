@@ -228,6 +228,70 @@ final class MetricsTests: DaemonTestCase {
         }, "the second request is counted beside the first:\n\(seen)\nlog:\n\(contents(log))")
     }
 
+    /// A failure's metric label and what the command line does with it follow the record's
+    /// `kind`, never its reason's words: every kind, each with a reason reworded to say nothing
+    /// of it (the transport failure's in the very words `speech cancel` writes), counts under
+    /// its own label, and the waiters exit 1, told "cancelled" for the cancelled kind alone.
+    func testMetricLabelsAndExitCodesFollowTheRecordedKindNotTheWording() throws {
+        // kind (as recorded in failed/<rid>.json) and the label it counts under.
+        let kinds: [(kind: String, label: String)] = [
+            ("cancelled", "cancelled"), ("checksum-mismatch", "verification"), ("disk-full", "disk"),
+            ("not-found", "hub"), ("gated", "hub"), ("http-error", "hub"), ("bad-answer", "hub"),
+            ("transport", "network"), ("refused", "other"), ("local", "other"), ("other", "other"),
+        ]
+        func repo(_ n: Int) -> String { "org/Failing\(n)" }
+        func reason(_ n: Int) -> String {
+            kinds[n].kind == "transport" ? "cancelled by `speech cancel`" : "reworded \(n): these words name no kind of failure"
+        }
+        for n in kinds.indices {
+            try TestHub.generateRepo(root: root, repo: repo(n), files: ["model.bin": 256 << 10])
+            hub.setFault(.rateLimit(bytesPerSecond: 4 << 10), for: "\(repo(n))/model.bin")  // in flight until failed below
+        }
+        let port = try freePort()
+        let log = try startMetricsDaemon(port: port, workers: 1)
+        let downloads = try kinds.indices.map { n in
+            try speech(["download", repo(n), "--cache-base", cacheBase.path], hint: "download-\(n)")
+        }
+        XCTAssertTrue(waitUntil(timeout: 30, interval: 0.1) {
+            let text = self.contents(log)
+            return kinds.indices.allSatisfy { text.contains("accepted \(repo($0)) @") }
+        }, "the daemon accepts every request:\n\(contents(log))")
+        // Each request fails with its kind, as a worker, the planner or `speech cancel` would record it.
+        var ids: [String: String] = [:]
+        for name in names("requests") {
+            let record = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: spoolPath("requests/\(name)")))) as? [String: Any])
+            ids[try XCTUnwrap(record["repo"] as? String)] = try XCTUnwrap(record["id"] as? String)
+        }
+        for n in kinds.indices {
+            let id = try XCTUnwrap(ids[repo(n)], "\(ids)")
+            let marker = try JSONSerialization.data(withJSONObject: ["reason": reason(n), "kind": kinds[n].kind])
+            try marker.write(to: URL(fileURLWithPath: spoolPath("tmp/marker-\(n)")))
+            XCTAssertEqual(link(spoolPath("tmp/marker-\(n)"), spoolPath("failed/\(id).json")), 0)
+        }
+        XCTAssertEqual(utime(spoolPath("generation"), nil), 0)  // as every publisher of a marker does
+
+        for (n, download) in downloads.enumerated() {
+            XCTAssertTrue(waitForExit(download.process, timeout: 30))
+            XCTAssertEqual(download.process.terminationStatus, 1, "\(kinds[n].kind): \(contents(download.stderr))")
+            let said = contents(download.stderr)
+            XCTAssertEqual(said.contains("was cancelled (`speech cancel`)"), kinds[n].kind == "cancelled", "\(kinds[n].kind): \(said)")
+            let (waiter, _, waitErr) = try speech(["wait", repo(n), "--cache-base", cacheBase.path], hint: "wait-\(n)")
+            XCTAssertTrue(waitForExit(waiter, timeout: 30))
+            XCTAssertEqual(waiter.terminationStatus, 1, "\(kinds[n].kind): \(contents(waitErr))")
+            XCTAssertEqual(contents(waitErr).contains("was cancelled (`speech cancel`)"), kinds[n].kind == "cancelled",
+                           "\(kinds[n].kind): \(contents(waitErr))")
+        }
+        var page = ""
+        XCTAssertTrue(waitUntil(timeout: 15, interval: 0.1) {
+            page = self.body(self.exchange("GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n", port: port))
+            return self.sample(page, "speech_fetchd_requests_settled_total{outcome=\"failed\"}") == Double(kinds.count)
+        }, "the page counts every failed request:\n\(page)\nlog:\n\(contents(log))")
+        for label in ["cancelled", "disk", "hub", "network", "verification", "other"] {
+            XCTAssertEqual(sample(page, "speech_fetchd_failures_total{kind=\"\(label)\"}"),
+                           Double(kinds.filter { $0.label == label }.count), "\(label):\n\(page)")
+        }
+    }
+
     func testTheEndpointServesOnlyGetMetricsAndSurvivesASilentClient() throws {
         let port = try freePort()
         _ = try startMetricsDaemon(port: port, workers: 1)

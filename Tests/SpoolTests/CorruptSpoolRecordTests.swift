@@ -114,8 +114,23 @@ final class CorruptSpoolRecordTests: DaemonTestCase {
         try plant("failures/\(key).json", Data("[1,2".utf8))
         XCTAssertNil(spool.failure(of: key), "garbage is no reason")
         XCTAssertEqual(names("failures"), [])
-        spool.recordFailure(key, reason: "HTTP 404")
-        XCTAssertEqual(spool.failure(of: key), "HTTP 404", "a real failure can be recorded in its place")
+        spool.recordFailure(key, FailureRecord(.notFound, "HTTP 404"))
+        XCTAssertEqual(spool.failure(of: key), FailureRecord(.notFound, "HTTP 404"), "a real failure can be recorded in its place")
+    }
+
+    func testAFailureRecordWithoutAKnownKindStillReads() throws {
+        // Written before kinds were recorded, or by a newer version with a kind unknown here: the
+        // reason stands, the kind is `other`, and nothing goes to corrupt/.
+        let spool = try Spool(base: cacheBase, node: "t")
+        let key = PlannedFile.key(modelDir: modelDir(repo).path, path: path, commit: String(repeating: "b", count: 40))
+        try plant("failures/\(key).json", Data(#"{"reason": "cancelled by `speech cancel`"}"#.utf8))
+        XCTAssertEqual(spool.failure(of: key), FailureRecord(.other, "cancelled by `speech cancel`"))
+        let id = String(repeating: "e", count: 24)
+        try plant("failed/\(id).json", Data(#"{"reason": "HTTP 404", "kind": "meteor-strike"}"#.utf8))
+        XCTAssertEqual(spool.state(of: id), .failed(FailureRecord(.other, "HTTP 404")))
+        try plant("failed/\(id).json", Data(#"{"reason": "HTTP 404", "kind": "not-found"}"#.utf8))
+        XCTAssertEqual(spool.state(of: id), .failed(FailureRecord(.notFound, "HTTP 404")))
+        XCTAssertEqual(names("corrupt"), [])
     }
 
     func testAnUnreadableRecordIsLookedAtAgainNotSetAside() throws {

@@ -47,6 +47,15 @@ final class LeaseJudgeTests: XCTestCase {
         XCTAssertEqual(utimensat(AT_FDCWD, path, &times, 0), 0)
     }
 
+    func testEveryCadenceIsAQuarterLeaseWithItsCallersFloor() {
+        XCTAssertEqual(LeaseJudge.refreshInterval(lease: 30), 7.5)
+        XCTAssertEqual(LeaseJudge.refreshInterval(lease: 0.1, atLeast: 0.05), 0.05, "a timer's floor on a test's tiny lease")
+        XCTAssertEqual(LeaseJudge.refreshInterval(lease: 30, atLeast: 3), 7.5)
+        // The heartbeat and the trust in a node seen serving are one value, at most four a second.
+        XCTAssertEqual(LeaseJudge.heartbeatInterval(lease: 30), 7.5)
+        XCTAssertEqual(LeaseJudge.heartbeatInterval(lease: 0.4), 0.25)
+    }
+
     func testAZombieHolderIsDead() throws {
         let pid = try zombie()
         defer { reap(pid) }

@@ -79,4 +79,24 @@ final class LiveProgressSweepTests: XCTestCase {
         again.removeIfUnused()
         XCTAssertFalse(FileManager.default.fileExists(atPath: spool.live.directory), "nothing else there: the folder goes")
     }
+
+    /// A worker killed mid-range whose parent has not reaped it yet writes nothing more: its
+    /// record is not counted as bytes in flight, and goes (`LeaseJudge.processRunning`, the one
+    /// local-process check, for which a zombie is gone).
+    func testTheRecordOfAZombieWorkerIsNotCountedAndGoes() throws {
+        let (_, live) = try spoolWithRecord("zombie")
+        var pid: pid_t = 0
+        let argv: [UnsafeMutablePointer<CChar>?] = [strdup("/bin/true"), nil]
+        defer { argv.forEach { free($0) } }
+        XCTAssertEqual(posix_spawn(&pid, "/bin/true", nil, nil, argv, environ), 0)
+        defer { var status: Int32 = 0; waitpid(pid, &status, 0) }
+        let deadline = Date().addingTimeInterval(5)
+        while Date() < deadline, (try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8))?.contains(") Z ") != true {
+            usleep(10_000)
+        }
+        let record = "\(live.directory)/\(job)@\(pid)"
+        XCTAssertTrue(FileManager.default.createFile(atPath: record, contents: Data(count: 4096)))
+        XCTAssertEqual(live.read(), [:], "a zombie's bytes are not in flight")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: record), "a zombie's record goes")
+    }
 }

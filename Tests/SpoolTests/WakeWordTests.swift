@@ -19,8 +19,8 @@ final class WakeWordTests: XCTestCase {
     func testAWakeThroughOneMappingEndsASleepOnAnother() throws {
         // Two mappings of the same file, as two processes would have: the kernel keys the futex
         // by inode and offset, not by address.
-        let sleeper = try XCTUnwrap(WakeWord(spoolRoot: root))
-        let waker = try XCTUnwrap(WakeWord(spoolRoot: root))
+        let sleeper = try XCTUnwrap(WakeWord(spoolRoot: root, listener: .slots))
+        let waker = try XCTUnwrap(WakeWord(spoolRoot: root, listener: .slots))
         let before = sleeper.generation
         let woken = LockedBox<Bool?>(nil)
         let ended = DispatchSemaphore(value: 0)
@@ -35,7 +35,7 @@ final class WakeWordTests: XCTestCase {
     }
 
     func testASleepNobodyEndsRunsOut() throws {
-        let word = try XCTUnwrap(WakeWord(spoolRoot: root))
+        let word = try XCTUnwrap(WakeWord(spoolRoot: root, listener: .slots))
         XCTAssertFalse(word.wait(whileGeneration: word.generation, seconds: 0.02))
         // A generation that already moved returns at once, as woken.
         XCTAssertTrue(word.wait(whileGeneration: word.generation &+ 5, seconds: 60))
@@ -43,8 +43,8 @@ final class WakeWordTests: XCTestCase {
 
     func testATruncatedWakeFileIsNoSignalAndTheWordWorksAgain() throws {
         // `truncate -s 0 spool/wake` under live mappings: any load through them would be a SIGBUS.
-        let sleeper = try XCTUnwrap(WakeWord(spoolRoot: root))
-        let waker = try XCTUnwrap(WakeWord(spoolRoot: root))
+        let sleeper = try XCTUnwrap(WakeWord(spoolRoot: root, listener: .slots))
+        let waker = try XCTUnwrap(WakeWord(spoolRoot: root, listener: .slots))
         XCTAssertEqual(truncate(root + "/wake", 0), 0)
         XCTAssertEqual(sleeper.generation, 0, "read through the file, and the file given its page back")
         XCTAssertEqual(truncate(root + "/wake", 0), 0)
@@ -56,9 +56,9 @@ final class WakeWordTests: XCTestCase {
     }
 
     func testAReplacedWakeFileIsFollowed() throws {
-        let sleeper = try XCTUnwrap(WakeWord(spoolRoot: root))
+        let sleeper = try XCTUnwrap(WakeWord(spoolRoot: root, listener: .slots))
         XCTAssertEqual(unlink(root + "/wake"), 0)
-        let waker = try XCTUnwrap(WakeWord(spoolRoot: root))  // a publisher makes a new one
+        let waker = try XCTUnwrap(WakeWord(spoolRoot: root, listener: .slots))  // a publisher makes a new one
         XCTAssertTrue(sleeper.wait(whileGeneration: sleeper.generation, seconds: 60), "the handle moves to the new file at once")
         assertWakes(sleeper, by: waker, "woken through the new file")
     }
@@ -76,15 +76,35 @@ final class WakeWordTests: XCTestCase {
         XCTAssertEqual(ended.wait(timeout: .now() + 60), .success, message, file: file, line: line)
     }
 
-    func testPublishingAMarkerBumpsTheWord() throws {
+    func testPublishingAMarkerBumpsBothWords() throws {
         let spool = try Spool(base: URL(fileURLWithPath: root), node: "n1", lease: 30)
-        let word = try XCTUnwrap(spool.wakeWord())
-        let before = word.generation
-        spool.markDone("request-1")
-        XCTAssertEqual(word.generation, before &+ 1)
-        spool.markFailed("request-2", reason: "gone")
-        XCTAssertEqual(word.generation, before &+ 2)
-        XCTAssertEqual(spool.state(of: "request-1"), .done)
+        for listener in WakeWord.Listener.allCases {
+            let word = try XCTUnwrap(spool.wakeWord(for: listener))
+            let before = word.generation
+            spool.markDone("request-\(listener)-1")
+            XCTAssertEqual(word.generation, before &+ 1, "\(listener)")
+            spool.markFailed("request-\(listener)-2", FailureRecord(.other, "gone"))
+            XCTAssertEqual(word.generation, before &+ 2, "\(listener)")
+            XCTAssertEqual(spool.state(of: "request-\(listener)-1"), .done)
+        }
+    }
+
+    /// The supervisor wakes waiters before its pass and slots after it: a bump of one word
+    /// leaves the other's sleepers asleep.
+    func testEachListenerHasItsOwnWord() throws {
+        let slots = try XCTUnwrap(WakeWord(spoolRoot: root, listener: .slots))
+        let waiters = try XCTUnwrap(WakeWord(spoolRoot: root, listener: .waiters))
+        let (slotsBefore, waitersBefore) = (slots.generation, waiters.generation)
+        waiters.wakeAll()
+        XCTAssertEqual(slots.generation, slotsBefore)
+        XCTAssertEqual(waiters.generation, waitersBefore &+ 1)
+        XCTAssertFalse(slots.wait(whileGeneration: slotsBefore, seconds: 0.2), "the slots' word did not move")
+        slots.wakeAll()
+        XCTAssertEqual(slots.generation, slotsBefore &+ 1)
+        XCTAssertEqual(waiters.generation, waitersBefore &+ 1)
+        slots.wakeEveryone()
+        XCTAssertEqual(slots.generation, slotsBefore &+ 2)
+        XCTAssertEqual(waiters.generation, waitersBefore &+ 2)
     }
 }
 

@@ -1,5 +1,5 @@
 """compare.py - ours before and after a change, from two scripts/bench runs into separate folders,
-added to the page (docs/benchmarks.md, "Before and after") so that it says whether a change moved
+added to the lab page (docs/lab/benchmarks.md, "Before and after") so that it says whether a change moved
 scenarios 1, 2 and 4 beyond the runs' noise.
 
 Usage:
@@ -8,8 +8,8 @@ Usage:
 BEFORE_DIR and AFTER_DIR are two BENCH_OUT_DIRs (each with the benchmarks.json of a run of the same
 scenarios, the binaries given by BENCH_SPEECH_BIN/BENCH_FETCHD_BIN/BENCH_SPEECH_COMMIT). A tool's
 figures are within noise when the two runs' min–max ranges of MiB/s overlap. The comparison is
-appended to the document's `comparisons` and the page rendered again beside it; the figures of the
-scenarios are not touched.
+appended to the document's `comparisons`, and both pages are rendered again (the page of current
+figures links the lab page); the figures of the scenarios are not touched.
 """
 import argparse
 import json

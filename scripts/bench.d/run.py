@@ -62,8 +62,10 @@ def main():
         with open(sys.argv[2]) as f:
             doc = json.load(f)
         doc["verdict"] = page.verdict(doc)
-        with open(os.path.join(os.path.dirname(os.path.abspath(sys.argv[2])), "benchmarks.md"), "w") as f:
+        out_dir = os.path.dirname(os.path.abspath(sys.argv[2]))
+        with open(os.path.join(out_dir, "benchmarks.md"), "w") as f:
             f.write(page.render(doc))
+        page.write_lab(doc, out_dir)
         return
     a = arguments()
     signal.signal(signal.SIGTERM, stop_current)

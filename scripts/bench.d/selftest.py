@@ -4,7 +4,8 @@ so; scripts/test runs it):
   layers   each module of bench.d imports only modules on a lower floor (measure.py
            at the bottom, the scenario modules above them, page.py above those, run.py on top;
            the small helper commands import none of them), so there is no import cycle.
-  page     docs/benchmarks.json renders into a page with every section, through run.py --render.
+  page     docs/benchmarks.json renders into a page with every section, through run.py --render,
+           and its comparisons of builds into lab/benchmarks.md, which the page links.
   merge    a run of some scenarios (1 and 4; 5 alone; all six) merged into that document keeps the
            others' figures and stamps, and the page says which were measured when, at which commit.
 
@@ -99,6 +100,19 @@ def check_render(doc, label, sections):
             return ""
         with open(os.path.join(tmp, "benchmarks.md")) as f:
             text = f.read()
+        # Comparisons of builds go to the lab page, which the page links; the page keeps none.
+        lab = os.path.join(tmp, "lab", "benchmarks.md")
+        if doc.get("comparisons"):
+            if not os.path.exists(lab):
+                fail(f"{label}: the document has comparisons but no lab/benchmarks.md was written")
+            else:
+                with open(lab) as f:
+                    if "\n## Before and after" not in f.read():
+                        fail(f"{label}: lab/benchmarks.md has no section '## Before and after'")
+            if "(lab/benchmarks.md)" not in text:
+                fail(f"{label}: the page does not link lab/benchmarks.md")
+        if "\n## Before and after" in text:
+            fail(f"{label}: the page holds the comparisons of builds; they belong on lab/benchmarks.md")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     for s in sections:

@@ -130,15 +130,22 @@ cleanup() {
     gluster_teardown
     local ns
     for ns in "${NAMESPACES[@]}"; do ip netns del "$ns" 2>/dev/null; done
-    if [[ -n "$WORK" && -d "$WORK" ]]; then
-        if [[ $status -ne 0 || -n "${CLUSTER_LOG_DIR:-}" ]]; then
-            local keep=${CLUSTER_LOG_DIR:-${TMPDIR:-/tmp}/speech-fetch-cluster-logs.$$}
-            mkdir -p "$keep" && cp -r "$LOGS"/. "$keep"/ 2>/dev/null && say "logs kept in $keep"
-        fi
-        # Only once nothing is mounted below it (a live FUSE mount would be walked into).
-        if ! grep -q " $WORK/" /proc/mounts; then rm -rf "$WORK"; else say "left $WORK: still mounted"; fi
-    fi
+    remove_work "$status" "${CLUSTER_LOG_DIR:-}" "${TMPDIR:-/tmp}/speech-fetch-cluster-logs.$$"
     exit "$status"
+}
+
+# remove_work STATUS LOG_DIR FALLBACK: the last step of both harnesses' cleanup. Copies $LOGS into
+# LOG_DIR when one is given, else into FALLBACK when STATUS says the run failed; then removes
+# $WORK (nothing when there is none).
+remove_work() {
+    local status=$1 log_dir=$2 fallback=$3
+    [[ -n "$WORK" && -d "$WORK" ]] || return 0
+    if [[ $status -ne 0 || -n "$log_dir" ]]; then
+        local keep=${log_dir:-$fallback}
+        mkdir -p "$keep" && cp -r "$LOGS"/. "$keep"/ 2>/dev/null && say "logs kept in $keep"
+    fi
+    # Only once nothing is mounted below it (a live FUSE mount would be walked into).
+    if ! grep -q " $WORK/" /proc/mounts; then rm -rf "$WORK"; else say "left $WORK: still mounted"; fi
 }
 
 # ---------------------------------------------------------------- set-up

@@ -1,6 +1,6 @@
-// Metrics - what `speech-fetchd --metrics` reports, in the Prometheus text exposition format
-// (version 0.0.4): counters the supervisor bumps as things happen, and gauges read from the
-// spool when the page is asked for.
+// DaemonMetrics - what `speech-fetchd --metrics` reports, in the Prometheus text exposition
+// format (version 0.0.4, MetricsPage.swift): counters the supervisor bumps as things happen, and
+// gauges read from the spool when the page is asked for.
 //
 // The counters live in this process (they start at 0 with each daemon, as Prometheus expects
 // of a counter); the spool's gauges are one look per scrape that keeps what cannot have changed
@@ -55,33 +55,32 @@ public final class DaemonMetrics: Sendable {
         counts.withLock { $0.planned += count }
     }
 
-    /// A request the supervisor saw settle; a done one with the files and bytes it asked for.
-    func settled(failedBecause reason: String?, files: Int = 0, bytes: Int64 = 0) {
+    /// A request the supervisor saw settle: failed with a kind of failure, or done with the files
+    /// and bytes it asked for.
+    func settled(failed kind: FailureKind?, files: Int = 0, bytes: Int64 = 0) {
         counts.withLock { c in
-            c.requests[reason == nil ? "done" : "failed", default: 0] += 1
-            if let reason { c.failures[DaemonMetrics.kind(of: reason), default: 0] += 1 }
+            c.requests[kind == nil ? "done" : "failed", default: 0] += 1
+            if let kind { c.failures[DaemonMetrics.label(of: kind), default: 0] += 1 }
             c.files += files
             c.bytes += bytes
         }
     }
 
-    /// A failure's kind for the `kind` label, from its reason: a short fixed set, so that a
-    /// reason's details (paths, URLs) never become label values.
-    static func kind(of reason: String) -> String {
-        let r = reason.lowercased()
-        if r.contains("cancelled") { return "cancelled" }
-        if r.contains("sha-256") || r.contains("sha256") || r.contains("checksum") || r.contains("digest") || r.contains("blob id") {
-            return "verification"
+    /// The `kind` label of `speech_fetchd_failures_total`: a short fixed set (`failureLabels`),
+    /// decided by the recorded kind, never by the wording of the reason.
+    static func label(of kind: FailureKind) -> String {
+        switch kind {
+        case .cancelled: return "cancelled"
+        case .checksumMismatch: return "verification"
+        case .diskFull: return "disk"
+        case .notFound, .gated, .httpError, .badAnswer: return "hub"
+        case .transport: return "network"
+        case .refused, .local, .other: return "other"
         }
-        if r.contains("no space") || r.contains("disk") || r.contains("free") { return "disk" }
-        if r.contains("http 4") || r.contains("http 5") || r.contains("gated") || r.contains("not found") || r.contains("unauthorized") {
-            return "hub"
-        }
-        if r.contains("timed out") || r.contains("connect") || r.contains("resolve") || r.contains("no data") || r.contains("reset") {
-            return "network"
-        }
-        return "other"
     }
+
+    /// Every value of the `kind` label, in the page's order.
+    static let failureLabels = ["cancelled", "disk", "hub", "network", "verification", "other"]
 
     // MARK: The page
 
@@ -121,7 +120,7 @@ public final class DaemonMetrics: Sendable {
         page.add("speech_fetchd_requests_settled_total", type: "counter", help: "Requests this supervisor saw finish, by outcome.",
                  ["done", "failed"].map { ([("outcome", $0)], Double(c.requests[$0] ?? 0)) })
         page.add("speech_fetchd_failures_total", type: "counter", help: "Failed requests by kind of failure.",
-                 ["cancelled", "disk", "hub", "network", "verification", "other"].map { ([("kind", $0)], Double(c.failures[$0] ?? 0)) })
+                 DaemonMetrics.failureLabels.map { ([("kind", $0)], Double(c.failures[$0] ?? 0)) })
 
         let cache = cacheSize()
         page.add("speech_fetchd_cache_bytes", type: "gauge", help: "Bytes allocated by the cache's models (looked at most every 30 s).",
@@ -155,41 +154,5 @@ public final class DaemonMetrics: Sendable {
         let bytes = FileTree.allocatedBytes(root)
         cacheLook.withLock { $0 = (Date(), bytes, models) }
         return (bytes, models)
-    }
-}
-
-/// A page in the Prometheus text exposition format: each family's HELP and TYPE, then its samples.
-struct MetricsPage {
-    private(set) var text = ""
-
-    mutating func add(_ name: String, type: String, help: String, _ samples: [([(String, String)], Double)]) {
-        text += "# HELP \(name) \(MetricsPage.escape(help, quotes: false))\n"
-        text += "# TYPE \(name) \(type)\n"
-        for (labels, value) in samples {
-            let rendered = labels.isEmpty ? "" : "{" + labels.map { "\($0.0)=\"\(MetricsPage.escape($0.1))\"" }.joined(separator: ",") + "}"
-            text += "\(name)\(rendered) \(MetricsPage.number(value))\n"
-        }
-    }
-
-    /// A label value: backslash, double quote and newline escaped (a HELP text: the quote not).
-    /// Most values need nothing, and are returned as they are without a copy.
-    static func escape(_ value: String, quotes: Bool = true) -> String {
-        guard value.utf8.contains(where: { $0 == UInt8(ascii: "\\") || $0 == UInt8(ascii: "\n") || (quotes && $0 == UInt8(ascii: "\"")) }) else {
-            return value
-        }
-        var escaped = ""
-        for scalar in value.unicodeScalars {
-            switch scalar {
-            case "\\": escaped += "\\\\"
-            case "\n": escaped += "\\n"
-            case "\"" where quotes: escaped += "\\\""
-            default: escaped.unicodeScalars.append(scalar)
-            }
-        }
-        return escaped
-    }
-
-    static func number(_ value: Double) -> String {
-        value == value.rounded() && abs(value) < 1e15 ? String(Int64(value)) : String(value)
     }
 }
