@@ -61,11 +61,11 @@ let package = Package(
         // command lines, neither of which should need the HTTP stack to read a number.
         .target(name: "ByteUnits"),
         .target(name: "HubClient", dependencies: ["Curl", "HubTypes"]),
-        .target(name: "ModelCache", dependencies: ["HubTypes", "Digest", "CFileOps", "SharedFiles"]),
+        .target(name: "ModelCache", dependencies: ["ByteUnits", "HubTypes", "Digest", "CFileOps", "SharedFiles"]),
         .target(name: "Transfer", dependencies: ["ByteUnits", "Curl", "HubClient", "HubTypes", "ModelCache", "SharedFiles"]),
         .target(name: "Spool", dependencies: ["CFileOps", "Digest", "HubTypes", "ModelCache", "SharedFiles"]),
-        .target(name: "Daemon", dependencies: ["FileEvents", "HubClient", "HubTypes", "ModelCache", "SharedFiles", "Spool", "Transfer"]),
-        .target(name: "CacheAdmin", dependencies: ["Digest", "HubTypes", "ModelCache", "SharedFiles", "Spool", "Transfer"]),
+        .target(name: "Daemon", dependencies: ["ByteUnits", "FileEvents", "HubClient", "HubTypes", "ModelCache", "SharedFiles", "Spool", "Transfer"]),
+        .target(name: "CacheAdmin", dependencies: ["ByteUnits", "Digest", "HubTypes", "ModelCache", "SharedFiles", "Spool", "Transfer"]),
         .target(name: "SpeechFetch", dependencies: ["ByteUnits", "CacheAdmin", "CFileOps", "Daemon", "Digest", "HubClient", "HubTypes", "ModelCache", "SharedFiles", "Spool", "Transfer"]),
 
         // The local stand-in for the Hub (tests, demo, fidelity check).

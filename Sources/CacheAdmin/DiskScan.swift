@@ -33,17 +33,6 @@ enum DiskScan {
         return result
     }
 
-    /// "1 file", "3 files".
-    static func count(_ n: Int, _ noun: String) -> String { "\(n) \(noun)\(n == 1 ? "" : "s")" }
-
-    /// A span of seconds, coarsely: 45 s, 12 min, 5 h, 3 d.
-    static func formatAge(_ seconds: Double) -> String {
-        let s = max(0, Int(seconds))
-        if s < 120 { return "\(s) s" }
-        if s < 7200 { return "\(s / 60) min" }
-        if s < 172_800 { return "\(s / 3600) h" }
-        return "\(s / 86400) d"
-    }
 }
 
 extension DiskScan {

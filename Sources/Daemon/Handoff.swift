@@ -1,5 +1,6 @@
 // Handoff - a caller's side of the spool: hand a request to the daemon and wait for it,
 // adopt what a daemon left behind, start a daemon for `--detach`.
+import ByteUnits
 import FileEvents
 import Foundation
 import HubTypes
@@ -345,21 +346,6 @@ struct SharedLooks {
     func due(now: Date) -> Bool { now.timeIntervalSince(last) >= interval(now: now) }
     func untilDue(now: Date) -> Double { interval(now: now) - now.timeIntervalSince(last) }
     mutating func looked(now: Date) { last = now }
-}
-
-/// Bytes per second over the last few seconds, from byte counts seen at irregular instants
-/// (a waiter reports when a part is published, not per received byte).
-struct RateMeter {
-    private var samples: [(time: Double, bytes: Int64)] = []
-    private let window = 5.0
-
-    /// Records the count now; returns the rate over the window (0 until two samples differ).
-    mutating func add(_ bytes: Int64, now: Double = Date().timeIntervalSinceReferenceDate) -> Double {
-        samples.append((now, bytes))
-        while samples.count > 2, now - samples[1].time >= window { samples.removeFirst() }
-        guard let first = samples.first, now - first.time > 0.05 else { return 0 }
-        return Double(max(0, bytes - first.bytes)) / (now - first.time)
-    }
 }
 
 /// How a hand-over to the daemon failed, as its caller sees it.

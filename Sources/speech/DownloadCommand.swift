@@ -275,7 +275,7 @@ enum DownloadCommand {
                     }
                     say("\(request.repo): handed to speech-fetchd; `speech wait \(request.repo)\(request.baseArgument.replacingOccurrences(of: "--cache-dir", with: "--cache-base"))` blocks until it is ready")
                 } else {
-                    let rate = printer.bytesMoved > 0 ? ", \(Format.bytes(Int64(printer.averageRate)))/s average" : ""
+                    let rate = printer.bytesMoved > 0 ? ", \(ByteFormat.rate(Int64(printer.averageRate))) average" : ""
                     say("\(request.repo): \(counted(result.files.count, "file")) in \(result.directory.path) (\(result.fetched.count) fetched, "
                         + "\(String(format: "%.1f", seconds)) s\(rate))")
                 }
@@ -343,15 +343,15 @@ enum DownloadCommand {
                       "files": plan.files.map { ["path": $0.path, "size": $0.size, "cached": $0.cached] as [String: Any] }])
             return
         }
-        let width = plan.files.map { Format.bytes($0.size).count }.max() ?? 0
+        let width = plan.files.map { ByteFormat.string($0.size).count }.max() ?? 0
         for file in plan.files {
-            let size = Format.bytes(file.size)
+            let size = ByteFormat.string(file.size)
             emit(String(repeating: " ", count: width - size.count) + size + "  " + (file.cached ? "cached  " : "fetch   ")
                  + TerminalText.escaped(file.path) + "\n")
         }
         let fetch = plan.files.filter { !$0.cached }
         emit("dry run: \(request.repo) @ \(plan.commit.prefix(12)) would fetch \(fetch.count) of \(counted(plan.files.count, "file")) "
-             + "(\(Format.bytes(plan.bytesToFetch))) into \(plan.directory.path); nothing was written\n")
+             + "(\(ByteFormat.string(plan.bytesToFetch))) into \(plan.directory.path); nothing was written\n")
     }
 
     /// `speech download <model name>`: every repo the catalog entry needs.

@@ -2,6 +2,7 @@
 // told to stop. The executables parse the command line (CommandLineKit's FetchdCommandLine);
 // both `speech-fetchd` and `speech` (run as speech-fetchd, docs/architecture.md "Start-up")
 // call this, so every process of a node can run one executable file and share its pages.
+import ByteUnits
 import CacheAdmin
 import CFileOps
 import Daemon
@@ -119,7 +120,7 @@ public enum FetchdProcess {
                 environment["SPEECH_FETCH_NODE_MAX_RATE"] = "\(rate)"
                 environment["SPEECH_FETCH_NODE_RATE_FILE"] = path
                 schedule = path
-                log("capping the node's downloads at \(ByteRate.describe(rate)) (all workers together)")
+                log("capping the node's downloads at \(ByteFormat.rate(rate)) (all workers together)")
             }
             defer { if let schedule { unlink(schedule) } }
             let supervisor = try Supervisor(cacheBase: cacheBase, workers: options.workers, slots: options.slots, workerCommand: command,
