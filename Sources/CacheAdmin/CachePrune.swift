@@ -97,7 +97,7 @@ public final class ModelSizes: @unchecked Sendable {
     func bytes(_ directory: ModelDirectory) -> Int64 {
         let stamp = Self.stamp(directory.path + "/" + ModelLayout.manifest) + Self.stamp(directory.path)
         if let hit = lock.withLock({ known[directory.path] }), hit.stamp == stamp { return hit.bytes }
-        let bytes = DiskScan.sizeOnDisk(DiskScan.regularFiles(under: directory.path, skipTopLevel: ModelLayout.isBookkeeping))
+        let bytes = FileTree.allocatedBytes(of: DiskScan.regularFiles(under: directory.path, skipTopLevel: ModelLayout.isBookkeeping).map(\.facts))
         lock.withLock { known[directory.path] = (stamp, bytes) }
         return bytes
     }

@@ -195,20 +195,10 @@ public struct ModelDirectory: Sendable {
     /// so a folder holding only those is empty.
     public func listFiles() -> Set<String> {
         if hubCommit != nil { return hubListFiles() }
-        var result = Set<String>()
-        guard let walker = FileManager.default.enumerator(at: url, includingPropertiesForKeys: [.isRegularFileKey]) else {
-            return result
+        let entries = FileTree.walk(path, maxDepth: ModelDirectory.maxWalkDepth, followingRootLink: true) { relative, _ in
+            !relative.contains("/") && ModelLayout.isBookkeeping(relative)
         }
-        let prefix = url.path.hasSuffix("/") ? url.path : url.path + "/"
-        for case let file as URL in walker {
-            let full = file.standardizedFileURL.path
-            guard full.hasPrefix(prefix) else { continue }
-            let relative = String(full.dropFirst(prefix.count))
-            if !relative.contains("/") && ModelLayout.isBookkeeping(relative) { walker.skipDescendants(); continue }
-            guard (try? file.resourceValues(forKeys: [.isRegularFileKey]))?.isRegularFile == true else { continue }
-            result.insert(relative)
-        }
-        return result
+        return Set(entries.filter { $0.facts.isRegular }.map(\.path))
     }
 }
 
