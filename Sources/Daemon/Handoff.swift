@@ -44,7 +44,7 @@ public struct Handoff: Sendable {
     /// inside the cache base or a huggingface_hub cache it was given, or a directory whose
     /// manifest (written before the hand-over) names them. A caller hands over nothing else.
     public func accepts(_ directory: ModelDirectory, repo: String, commit: String) -> Bool {
-        spool.targets?.refusal(modelDir: directory.path, layout: directory.layoutName, repo: repo, commit: commit) == nil
+        spool.targets?.refusal(modelDir: directory.path, layout: directory.layout, repo: repo, commit: commit) == nil
     }
 
     /// Why this node's daemon would not fetch a request resolved against `endpoint` (docs/protocol.md,
