@@ -175,9 +175,9 @@ enum Messages {
     }
 
     /// The JSON event of a retry.
-    static func retryJSON(_ event: RetryEvent) -> [String: Any] {
-        ["event": "retry", "subject": event.subject, "reason": event.reason, "attempt": event.attempt,
-         "attempts": event.attempts, "waitSeconds": event.wait, "unreachable": event.isUnreachable]
+    static func retryNotice(_ event: RetryEvent) -> RetryNotice {
+        RetryNotice(subject: event.subject, reason: event.reason, attempt: event.attempt, attempts: event.attempts,
+                    waitSeconds: event.wait, unreachable: event.isUnreachable)
     }
 
     /// A proxy URL without its credentials.

@@ -53,13 +53,9 @@ final class ProgressPrinter: @unchecked Sendable {
             switch style {
             case .silent: return
             case .json:
-                var event: [String: Any] = ["event": p.completedFile == nil ? "progress" : "file",
-                                            "completedBytes": p.completedBytes, "totalBytes": p.totalBytes,
-                                            "fraction": p.fraction, "filesDone": p.filesDone, "filesTotal": p.filesTotal,
-                                            "bytesPerSecond": Int(p.bytesPerSecond)]
-                if let f = p.currentFile { event["currentFile"] = f }
-                if let f = p.completedFile { event["completedFile"] = f }
-                emitJSON(event)
+                emit(ProgressEvent(event: p.completedFile == nil ? "progress" : "file", completedBytes: p.completedBytes,
+                                   totalBytes: p.totalBytes, fraction: p.fraction, filesDone: p.filesDone, filesTotal: p.filesTotal,
+                                   bytesPerSecond: Int(p.bytesPerSecond), currentFile: p.currentFile, completedFile: p.completedFile).line)
             case .lines:
                 if let file = p.completedFile {
                     say("done \(TerminalText.escaped(file)) (\(p.filesDone)/\(p.filesTotal) files, \(ByteFormat.string(p.completedBytes)) of \(ByteFormat.string(p.totalBytes)))")
@@ -75,10 +71,10 @@ final class ProgressPrinter: @unchecked Sendable {
     }
 
     /// A line of its own (a retry, the daemon going away) without breaking the redrawn bar.
-    func note(_ text: String, json: [String: Any]) {
+    func note(_ text: String, json: some DownloadEvent) {
         lock.withLock {
             switch style {
-            case .json: emitJSON(json)
+            case .json: emit(json.line)
             case .terminal:
                 if lastWidth > 0 { write("\r" + String(repeating: " ", count: lastWidth) + "\r", to: STDERR_FILENO) }
                 write("speech: \(text)\n", to: STDERR_FILENO)
@@ -131,11 +127,8 @@ final class ProgressPrinter: @unchecked Sendable {
         }
     }
 
-    func emitJSON(_ object: [String: Any]) {
-        if let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes]) {
-            emit(String(decoding: data, as: UTF8.self) + "\n")
-        }
-    }
+    /// A `--json` line (outside the printer's lock: the final events).
+    func emitEvent(_ event: some DownloadEvent) { emit(event.line) }
 }
 
 /// Writes straight to standard output (unbuffered, so lines interleave correctly with stderr).
