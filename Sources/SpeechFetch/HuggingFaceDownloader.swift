@@ -120,7 +120,7 @@ public final class HuggingFaceDownloader: Sendable {
                 cached = directory.loadCheck(selection, repo: repo.description)
             } else {
                 directory = ModelDirectory(hubRepoFolder: folder.url, commit: "")
-                let wanted = selection.literalPaths.isEmpty ? ["(any file)"] : selection.literalPaths
+                let wanted = selection.literalPaths.isEmpty ? [OfflineCheck.anyFile] : selection.literalPaths
                 cached = OfflineCheck(missing: wanted, present: [], commit: nil)
             }
         } else {
