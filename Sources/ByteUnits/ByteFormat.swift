@@ -19,6 +19,9 @@ public enum ByteFormat {
         n < 1024 ? "\(n) bytes" : "\(string(n)) (\(n) bytes)"
     }
 
+    /// "2.0 MiB", also for 3 KiB or 5 GiB: a log's one unit, so its lines compare at a glance.
+    public static func mebibytes(_ n: Int64) -> String { String(format: "%.1f MiB", Double(n) / 1_048_576) }
+
     /// `2.0 MiB/s`, `512 B/s`: a rate.
     public static func rate(_ bytesPerSecond: Int64) -> String { string(bytesPerSecond) + "/s" }
 }

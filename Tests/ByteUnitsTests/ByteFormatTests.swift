@@ -12,6 +12,8 @@ final class ByteFormatTests: XCTestCase {
         XCTAssertEqual(ByteFormat.withExactBytes(12_897_484), "12.3 MiB (12897484 bytes)")
         XCTAssertEqual(ByteFormat.rate(2 << 20), "2.0 MiB/s")
         XCTAssertEqual(ByteFormat.rate(100), "100 B/s")
+        XCTAssertEqual(ByteFormat.mebibytes(3 << 20), "3.0 MiB")
+        XCTAssertEqual(ByteFormat.mebibytes(512 << 10), "0.5 MiB", "the log's one unit")
     }
 
     func testDurationsAreCompactForAnEstimateAndCoarseForAnAge() {
