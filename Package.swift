@@ -60,13 +60,14 @@ let package = Package(
         // Sizes and rates as people write them (`20M`, `500K`): for the engine's rate cap and the
         // command lines, neither of which should need the HTTP stack to read a number.
         .target(name: "ByteUnits"),
+        .target(name: "DaemonOptions"),
         .target(name: "HubClient", dependencies: ["Curl", "HubTypes", "Xet"]),
-        .target(name: "ModelCache", dependencies: ["HubTypes", "Digest", "CFileOps", "SharedFiles"]),
+        .target(name: "ModelCache", dependencies: ["ByteUnits", "HubTypes", "Digest", "CFileOps", "SharedFiles"]),
         .target(name: "Transfer", dependencies: ["ByteUnits", "Curl", "HubClient", "HubTypes", "ModelCache", "SharedFiles", "Xet"]),
         .target(name: "Spool", dependencies: ["CFileOps", "Digest", "HubTypes", "ModelCache", "SharedFiles"]),
-        .target(name: "Daemon", dependencies: ["FileEvents", "HubClient", "HubTypes", "ModelCache", "SharedFiles", "Spool", "Transfer"]),
-        .target(name: "CacheAdmin", dependencies: ["Digest", "HubTypes", "ModelCache", "SharedFiles", "Spool", "Transfer"]),
-        .target(name: "SpeechFetch", dependencies: ["ByteUnits", "CacheAdmin", "CFileOps", "Daemon", "Digest", "HubClient", "HubTypes", "ModelCache", "SharedFiles", "Spool", "Transfer"]),
+        .target(name: "Daemon", dependencies: ["ByteUnits", "FileEvents", "HubClient", "HubTypes", "ModelCache", "SharedFiles", "Spool", "Transfer"]),
+        .target(name: "CacheAdmin", dependencies: ["ByteUnits", "Digest", "HubTypes", "ModelCache", "SharedFiles", "Spool", "Transfer"]),
+        .target(name: "SpeechFetch", dependencies: ["ByteUnits", "CacheAdmin", "CFileOps", "Daemon", "DaemonOptions", "Digest", "HubClient", "HubTypes", "ModelCache", "SharedFiles", "Spool", "Transfer"]),
 
         // The local stand-in for the Hub (tests, demo, fidelity check).
         .target(name: "TestHub", dependencies: ["Digest", "Xet"]),
@@ -74,7 +75,7 @@ let package = Package(
         // The executables' one argument parser, help and version text, exit codes (docs/cli.md).
         // The executables hand it libcurl's version line; ByteUnits for --max-rate and --max-cache-size.
         // The BuildCommit plugin records the build's commit for `--version` (scripts/build-commit).
-        .target(name: "CommandLineKit", dependencies: ["ByteUnits", "SharedFiles"], plugins: ["BuildCommit"]),
+        .target(name: "CommandLineKit", dependencies: ["ByteUnits", "DaemonOptions", "SharedFiles"], plugins: ["BuildCommit"]),
         .plugin(name: "BuildCommit", capability: .buildTool()),
 
         // Thin executables: argument parsing and printing only (Curl for libcurl's version line).

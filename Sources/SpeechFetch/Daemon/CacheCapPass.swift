@@ -1,5 +1,6 @@
 // CacheCapPass - `speech-fetchd --max-cache-size`'s pass: CacheAdmin's prune of the served cache
 // base, with the model sizes remembered between passes, one log line per eviction.
+import ByteUnits
 import CacheAdmin
 import Daemon
 import Foundation
