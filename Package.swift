@@ -60,15 +60,16 @@ let package = Package(
         // Sizes and rates as people write them (`20M`, `500K`): for the engine's rate cap and the
         // command lines, neither of which should need the HTTP stack to read a number.
         .target(name: "ByteUnits"),
+        .target(name: "DaemonOptions"),
         .target(name: "HubClient", dependencies: ["Curl", "HubTypes", "Xet"]),
-        .target(name: "ModelCache", dependencies: ["HubTypes", "Digest", "CFileOps", "SharedFiles"]),
+        .target(name: "ModelCache", dependencies: ["ByteUnits", "HubTypes", "Digest", "CFileOps", "SharedFiles"]),
         .target(name: "Transfer", dependencies: ["ByteUnits", "Curl", "HubClient", "HubTypes", "ModelCache", "SharedFiles", "Xet"]),
         .target(name: "Spool", dependencies: ["CFileOps", "Digest", "HubTypes", "ModelCache", "SharedFiles"]),
         // The model catalog's data: the supported models by name, their repos and files (docs/models.md).
         .target(name: "ModelCatalog", dependencies: ["ModelCache"]),
-        .target(name: "Daemon", dependencies: ["ByteUnits", "CFileOps", "Digest", "FileEvents", "HubClient", "HubTypes", "ModelCache", "SharedFiles", "Spool", "Transfer"]),
-        .target(name: "CacheAdmin", dependencies: ["Digest", "HubTypes", "ModelCache", "SharedFiles", "Spool", "Transfer"]),
-        .target(name: "SpeechFetch", dependencies: ["ByteUnits", "CacheAdmin", "Curl", "Daemon", "Digest", "HubClient", "HubTypes", "ModelCache", "ModelCatalog", "SharedFiles", "Spool", "Transfer"]),
+        .target(name: "Daemon", dependencies: ["ByteUnits", "CFileOps", "DaemonOptions", "Digest", "FileEvents", "HubClient", "HubTypes", "ModelCache", "SharedFiles", "Spool", "Transfer"]),
+        .target(name: "CacheAdmin", dependencies: ["ByteUnits", "Digest", "HubTypes", "ModelCache", "SharedFiles", "Spool", "Transfer"]),
+        .target(name: "SpeechFetch", dependencies: ["ByteUnits", "CacheAdmin", "Curl", "Daemon", "DaemonOptions", "Digest", "HubClient", "HubTypes", "ModelCache", "ModelCatalog", "SharedFiles", "Spool", "Transfer"]),
 
         // The local stand-in for the Hub (tests, demo, fidelity check).
         .target(name: "TestHub", dependencies: ["Digest", "Xet"]),
@@ -76,7 +77,7 @@ let package = Package(
         // The executables' one argument parser, help and version text, exit codes (docs/cli.md).
         // The executables hand it libcurl's version line; ByteUnits for --max-rate and --max-cache-size.
         // The BuildCommit plugin records the build's commit for `--version` (scripts/build-commit).
-        .target(name: "CommandLineKit", dependencies: ["ByteUnits", "SharedFiles"], plugins: ["BuildCommit"]),
+        .target(name: "CommandLineKit", dependencies: ["ByteUnits", "DaemonOptions", "SharedFiles"], plugins: ["BuildCommit"]),
         .plugin(name: "BuildCommit", capability: .buildTool()),
 
         // Thin executables: argument parsing and printing only (Curl for libcurl's version line).
@@ -96,7 +97,7 @@ let package = Package(
         .testTarget(name: "FileEventsTests", dependencies: ["FileEvents"]),
         .testTarget(name: "HubClientTests", dependencies: ["HubClient", "HubTypes", "TestHub"]),
         .testTarget(name: "ModelCacheTests", dependencies: ["Digest", "HubTypes", "ModelCache", "SharedFiles"]),
-        .testTarget(name: "TransferTests", dependencies: ["CacheAdmin", "Curl", "Daemon", "Digest", "HubClient", "HubTypes", "ModelCache", "SpeechFetch", "Spool", "TestHub", "TestSupport", "Transfer"]),
+        .testTarget(name: "TransferTests", dependencies: ["CacheAdmin", "Curl", "Daemon", "Digest", "HubClient", "HubTypes", "ModelCache", "SpeechFetch", "Spool", "TestHub", "TestSupport", "Transfer", "Xet"]),
         .testTarget(name: "SpoolTests", dependencies: ["CacheAdmin", "Daemon", "Digest", "HubTypes", "ModelCache", "SharedFiles", "SpeechFetch", "Spool", "TestHub", "TestSupport"]),
         .testTarget(name: "DaemonTests", dependencies: ["Curl", "Daemon", "Digest", "HubClient", "HubTypes", "ModelCache", "SpeechFetch", "Spool", "TestHub", "TestSupport"]),
         .testTarget(name: "CacheAdminTests", dependencies: ["CacheAdmin", "Digest", "HubTypes", "ModelCache", "SharedFiles", "SpeechFetch", "Spool", "TestHub", "TestSupport"]),

@@ -25,13 +25,4 @@ public enum ByteRate {
         guard bytes >= 1, bytes < Double(Int64.max / 2) else { return nil }
         return Int64(bytes.rounded())
     }
-
-    /// `2.0 MiB/s`: a rate for messages.
-    public static func describe(_ bytesPerSecond: Int64) -> String {
-        let units = ["B/s", "KiB/s", "MiB/s", "GiB/s"]
-        var value = Double(bytesPerSecond)
-        var i = 0
-        while value >= 1024, i < units.count - 1 { value /= 1024; i += 1 }
-        return i == 0 ? "\(bytesPerSecond) B/s" : "\(String(format: "%.1f", value)) \(units[i])"
-    }
 }

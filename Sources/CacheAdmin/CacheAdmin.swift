@@ -148,7 +148,7 @@ struct InFlight {
     var reasons: [String] {
         var out = lockedPaths.sorted { $0.key < $1.key }.map { "\($0.key) is being written (staging lock held by \($0.value))" }
         for request in activeRequests {
-            out.append("spool request \(request.id) (\(DiskScan.count(request.files.count, "file"))) is active")
+            out.append("spool request \(request.id) (\(counted(request.files.count, "file"))) is active")
         }
         let unrequested = plannedPaths.subtracting(requestedPaths).subtracting(lockedPaths.keys)
         if !unrequested.isEmpty { out.append("the spool has plans for \(unrequested.sorted().joined(separator: ", "))") }

@@ -1,5 +1,6 @@
 // CacheCleanup - `speech cache rm` and `speech cache clean`: delete a model, or what crashed and
 // abandoned transfers left behind, never anything a live transfer still uses.
+import ByteUnits
 import Foundation
 import HubTypes
 import ModelCache
@@ -115,7 +116,7 @@ extension CacheAdmin {
             if flight.touches(path) || flight.touches(stagingName: name) {
                 let why = flight.lockedPaths[path].map { "its staging lock is held by \($0)" }
                     ?? "an active spool request or plan still wants it"
-                report.kept.append("\(repo): \(path) (staged \(DiskScan.formatAge(now - newest)) ago; \(why))")
+                report.kept.append("\(repo): \(path) (staged \(DurationText.coarse(now - newest)) ago; \(why))")
                 continue
             }
             let bytes = facts.reduce(Int64(0)) { $0 + $1.allocated }
@@ -127,8 +128,8 @@ extension CacheAdmin {
             for entry in entries where !ModelLayout.isLock(entry, of: name) { unlink(directory.stagingPath(entry)) }
             lock.release()
             report.removed.append(CleanedItem(path: directory.stagingPath(name), bytes: bytes,
-                                              reason: "\(repo): abandoned staging of \(path) (\(DiskScan.count(entries.count, "file")), "
-                                                  + "last written \(DiskScan.formatAge(now - newest)) ago)"))
+                                              reason: "\(repo): abandoned staging of \(path) (\(counted(entries.count, "file")), "
+                                                  + "last written \(DurationText.coarse(now - newest)) ago)"))
         }
     }
 

@@ -76,18 +76,14 @@ extension CacheAdmin {
     /// its staging and what of it is in flight.
     func describe(_ repo: RepoID, _ directory: ModelDirectory, _ view: SpoolView, counting files: [(path: String, facts: FileFacts)],
                   shownAs shown: URL, fileCount: Int, missing: [String], commit: String?) -> CachedModel {
-        var seen = Set<[UInt64]>()
-        var size: Int64 = 0
-        var shared: Int64 = 0
+        let size = FileTree.allocatedBytes(of: files.map(\.facts))
+        let shared = FileTree.allocatedBytes(of: files.map(\.facts).filter { $0.links > 1 })
         // A load records itself in the model's use marker (ModelUse), at most once an hour.
         var newestAccess = SharedFS.mtime(directory.useMarkerPath).value ?? 0
         var newestChange = 0.0
         for (_, f) in files {
             newestAccess = max(newestAccess, f.atime)
             newestChange = max(newestChange, f.mtime)
-            guard seen.insert([f.device, f.inode]).inserted else { continue }
-            size += f.allocated
-            if f.links > 1 { shared += f.allocated }
         }
         let staged = DiskScan.stagingGroups(directory).compactMap { name, entries -> String? in
             ModelLayout.holdsStagedFile(name, entries: entries) ? ModelLayout.repoPath(stagingName: name) : nil

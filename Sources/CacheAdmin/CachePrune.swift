@@ -6,6 +6,7 @@
 // are freed by the pass. On a network or FUSE filesystem a file unlinked under another node's
 // reader gives it ESTALE, so there it is deleted only once the grace period has passed
 // (docs/cache-and-offline.md, "Size cap"; docs/cluster.md).
+import ByteUnits
 import Foundation
 import HubTypes
 import ModelCache
@@ -96,7 +97,7 @@ public final class ModelSizes: @unchecked Sendable {
     func bytes(_ directory: ModelDirectory) -> Int64 {
         let stamp = Self.stamp(directory.path + "/" + ModelLayout.manifest) + Self.stamp(directory.path)
         if let hit = lock.withLock({ known[directory.path] }), hit.stamp == stamp { return hit.bytes }
-        let bytes = DiskScan.sizeOnDisk(DiskScan.regularFiles(under: directory.path, skipTopLevel: ModelLayout.isBookkeeping))
+        let bytes = FileTree.allocatedBytes(of: DiskScan.regularFiles(under: directory.path, skipTopLevel: ModelLayout.isBookkeeping).map(\.facts))
         lock.withLock { known[directory.path] = (stamp, bytes) }
         return bytes
     }
@@ -202,7 +203,7 @@ extension CacheAdmin {
     /// kept. A use is recorded at most hourly, so when its record is older than the grace
     /// period it is the hourly recording that keeps it, and the reason says so.
     static func graceReason(age: Double, grace: Double) -> String {
-        let ago = DiskScan.formatAge(age)
+        let ago = DurationText.coarse(age)
         if age < grace { return "used \(ago) ago, within the grace period" }
         let window = grace < 1 ? "the last hour" : "the grace period plus an hour"
         return "recorded use \(ago) ago, within \(window) (uses are recorded hourly)"
@@ -241,7 +242,7 @@ extension CacheAdmin {
             let path = trash + "/" + name
             let bytes = FileTree.allocatedBytes(path)
             if !options.dryRun { guard FileTree.removeTree(path) else { continue } }
-            report.purged.append(CleanedItem(path: path, bytes: bytes, reason: "evicted \(DiskScan.formatAge((round.serverNow ?? stamp) - stamp)) ago"))
+            report.purged.append(CleanedItem(path: path, bytes: bytes, reason: "evicted \(DurationText.coarse((round.serverNow ?? stamp) - stamp)) ago"))
         }
         if !options.dryRun && report.purged.count > before { rmdir(trash) }  // when empty
     }

@@ -13,45 +13,11 @@ enum DiskScan {
         return result
     }
 
-    /// Every regular file under `root` as (relative path, facts), without following symlinks and
-    /// without descending into top-level names `skipTopLevel` accepts.
+    /// Every regular file under `root` as (relative path, facts) (`FileTree.walk`: no symlink
+    /// followed, each folder once, at most a repo path deep below a model), without the
+    /// top-level names `skipTopLevel` accepts.
     static func regularFiles(under root: String, skipTopLevel: (String) -> Bool = { _ in false }) -> [(path: String, facts: FileFacts)] {
-        var result: [(String, FileFacts)] = []
-        func walk(_ dir: String, _ prefix: String) {
-            for name in FileTree.names(dir) {
-                if prefix.isEmpty && skipTopLevel(name) { continue }
-                let full = dir + "/" + name
-                guard let f = FileTree.facts(full) else { continue }
-                if f.isDirectory {
-                    walk(full, prefix + name + "/")
-                } else if f.isRegular {
-                    result.append((prefix + name, f))
-                }
-            }
-        }
-        walk(root, "")
-        return result
-    }
-
-    /// "1 file", "3 files".
-    static func count(_ n: Int, _ noun: String) -> String { "\(n) \(noun)\(n == 1 ? "" : "s")" }
-
-    /// A span of seconds, coarsely: 45 s, 12 min, 5 h, 3 d.
-    static func formatAge(_ seconds: Double) -> String {
-        let s = max(0, Int(seconds))
-        if s < 120 { return "\(s) s" }
-        if s < 7200 { return "\(s / 60) min" }
-        if s < 172_800 { return "\(s / 3600) h" }
-        return "\(s / 86400) d"
-    }
-}
-
-extension DiskScan {
-    /// Allocated bytes of `files`, each inode counted once (hard links within a model).
-    static func sizeOnDisk(_ files: [(path: String, facts: FileFacts)]) -> Int64 {
-        var seen = Set<[UInt64]>()
-        return files.reduce(Int64(0)) { sum, file in
-            seen.insert([file.facts.device, file.facts.inode]).inserted ? sum + file.facts.allocated : sum
-        }
+        FileTree.walk(root, maxDepth: ModelDirectory.maxWalkDepth + 1, followingRootLink: true) { path, _ in !path.contains("/") && skipTopLevel(path) }
+            .filter { $0.facts.isRegular }.map { ($0.path, $0.facts) }
     }
 }

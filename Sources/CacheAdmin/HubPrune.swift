@@ -3,6 +3,7 @@
 // with the blobs no other revision of its repo points to. An evicted revision is renamed into
 // `<repo folder>/.speech-fetch-evicted/` (huggingface_hub reads only the repo's `blobs/`,
 // `snapshots/` and `refs/`), its blobs follow it, and the refs naming its commit are removed.
+import ByteUnits
 import Foundation
 import HubTypes
 import ModelCache
@@ -65,14 +66,14 @@ extension CacheAdmin {
             }
             guard round.age(.found(orphan.facts.mtime), lease: options.grace) == .expired else {
                 report.kept.append(KeptModel(repo: name, revision: nil, bytes: orphan.facts.allocated,
-                                             reason: "\(blob) (no revision points to it) written \(DiskScan.formatAge(age)) ago, "
+                                             reason: "\(blob) (no revision points to it) written \(DurationText.coarse(age)) ago, "
                                                 + "within the grace period: a download may be about to point to it"))
                 continue
             }
             let path = orphan.folder.blobPath(orphan.name)
             if !options.dryRun { guard unlink(path) == 0 || errno == ENOENT else { continue } }
             report.orphans.append(CleanedItem(path: path, bytes: orphan.facts.allocated,
-                                              reason: "\(orphan.repo): no revision points to it, written \(DiskScan.formatAge(age)) ago"))
+                                              reason: "\(orphan.repo): no revision points to it, written \(DurationText.coarse(age)) ago"))
             report.sizeAfter -= orphan.facts.allocated
         }
     }

@@ -1,6 +1,7 @@
 // FetchdCommandLine - speech-fetchd's command line, shared by the two executables that can be
 // the daemon (speech-fetchd, and speech when speech-fetchd runs it: docs/architecture.md).
 import ByteUnits
+import DaemonOptions
 import Foundation
 
 public enum FetchdCommandLine {
@@ -41,31 +42,6 @@ public enum FetchdCommandLine {
     /// and 256 × 64 slots is far more ranges at once than any link needs.
     public static let maxWorkers = 256
 
-    /// The daemon's options as parsed values.
-    public struct Arguments: Sendable {
-        public var cacheBase: String?
-        public var workers: Int?
-        public var slots = 4
-        public var node: String?
-        public var isWorker = false
-        public var ownRequests = false
-        /// `--hf-cache`: huggingface_hub caches requests may point into, besides the cache base.
-        public var hubCaches: [String] = []
-        /// `--allow-endpoint`: Hubs besides its own HF_ENDPOINT whose requests the daemon fetches.
-        public var allowedEndpoints: [String] = []
-        /// `--metrics`: the address and port to serve /metrics on.
-        public var metrics: (host: String, port: UInt16)?
-        /// `--max-rate` in bytes per second.
-        public var maxRate: Int64?
-        /// `--log`: the file to append to and reopen on SIGHUP.
-        public var log: String?
-        /// `--max-cache-size` in bytes, and `--cache-grace` in seconds.
-        public var maxCacheSize: Int64?
-        public var cacheGrace: Double?
-        /// `--cap-hf-cache`: a huggingface_hub cache the size cap covers too.
-        public var capHubCache: String?
-    }
-
     /// `speech_fetchd_build_info`'s labels: what `--version` prints.
     public static func buildLabels(_ program: Program) -> [(String, String)] {
         [("version", BuildInfo.version), ("commit", BuildInfo.commit ?? "unknown"), ("libcurl", program.libcurl())]
@@ -94,10 +70,12 @@ public enum FetchdCommandLine {
 
     /// Parses the daemon's command line; help, version and usage errors end the process.
     /// `program` is speech-fetchd as the executable made it (with its libcurl line).
-    public static func parse(_ words: [String], as program: Program) -> Arguments {
+    /// The daemon's options from its command line: the one place they are made (both executables
+    /// that can be the daemon parse here); help, version and usage errors end the process.
+    public static func parse(_ words: [String], as program: Program) -> FetchdOptions {
         let parsed = program.parse(spec, words)
-        var result = Arguments()
-        result.cacheBase = parsed.value("cache-base")
+        var result = FetchdOptions()
+        result.cacheBase = parsed.value("cache-base").map { URL(fileURLWithPath: $0) }
         if let raw = parsed.value("workers") {
             guard let n = Int(raw), n > 0, n <= maxWorkers else {
                 program.usageError("speech-fetchd: --workers needs a number from 1 to \(maxWorkers), not '\(raw)' (each worker is a process with --slots ranges in flight: raise --slots, up to 64, for more ranges at once)")
@@ -110,7 +88,7 @@ public enum FetchdCommandLine {
         }
         result.node = parsed.value("node")
         result.isWorker = parsed.flag("worker")
-        result.ownRequests = parsed.flag("own-requests")
+        result.ownRequestsOnly = parsed.flag("own-requests")
         result.hubCaches = parsed.values("hf-cache").map { URL(fileURLWithPath: $0).standardizedFileURL.path }
         for raw in parsed.values("allow-endpoint") {
             var text = raw.trimmingCharacters(in: .whitespaces)
@@ -143,7 +121,7 @@ public enum FetchdCommandLine {
         }
         if let raw = parsed.value("cap-hf-cache") {
             guard result.maxCacheSize != nil else { program.usageError("speech-fetchd: --cap-hf-cache goes with --max-cache-size SIZE") }
-            result.capHubCache = raw
+            result.capHubCache = URL(fileURLWithPath: raw)
         }
         if let raw = parsed.value("metrics") {
             guard let address = listenAddress(raw) else {
@@ -156,9 +134,13 @@ public enum FetchdCommandLine {
 
     /// Runs the daemon with the parsed arguments, then exits 0 (it drained); an error it throws
     /// ends the process as speech-fetchd's failure. Both executables that can be the daemon end here.
-    public static func serve(_ arguments: Arguments, as program: Program, _ daemon: (Arguments) throws -> Void) -> Never {
+    /// With `--metrics`, the options get the build's labels first (here, not in `parse`: asking
+    /// libcurl's version loads it, and speech-fetchd parses before it runs the `speech` beside it).
+    public static func serve(_ options: FetchdOptions, as program: Program, _ daemon: (FetchdOptions) throws -> Void) -> Never {
+        var options = options
+        if options.metrics != nil { options.build = buildLabels(program) }
         do {
-            try daemon(arguments)
+            try daemon(options)
             exit(ExitCode.success)
         } catch {
             program.fail("\(error)")

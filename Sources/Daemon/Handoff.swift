@@ -1,5 +1,6 @@
 // Handoff - a caller's side of the spool: hand a request to the daemon and wait for it,
 // adopt what a daemon left behind, start a daemon for `--detach`.
+import ByteUnits
 import FileEvents
 import Foundation
 import HubTypes
@@ -43,7 +44,7 @@ public struct Handoff: Sendable {
     /// inside the cache base or a huggingface_hub cache it was given, or a directory whose
     /// manifest (written before the hand-over) names them. A caller hands over nothing else.
     public func accepts(_ directory: ModelDirectory, repo: String, commit: String) -> Bool {
-        spool.targets?.refusal(modelDir: directory.path, layout: directory.layoutName, repo: repo, commit: commit) == nil
+        spool.targets?.refusal(modelDir: directory.path, layout: directory.layout, repo: repo, commit: commit) == nil
     }
 
     /// Why this node's daemon would not fetch a request resolved against `endpoint` (docs/protocol.md,
@@ -345,19 +346,4 @@ struct SharedLooks {
     func due(now: Date) -> Bool { now.timeIntervalSince(last) >= interval(now: now) }
     func untilDue(now: Date) -> Double { interval(now: now) - now.timeIntervalSince(last) }
     mutating func looked(now: Date) { last = now }
-}
-
-/// Bytes per second over the last few seconds, from byte counts seen at irregular instants
-/// (a waiter reports when a part is published, not per received byte).
-struct RateMeter {
-    private var samples: [(time: Double, bytes: Int64)] = []
-    private let window = 5.0
-
-    /// Records the count now; returns the rate over the window (0 until two samples differ).
-    mutating func add(_ bytes: Int64, now: Double = Date().timeIntervalSinceReferenceDate) -> Double {
-        samples.append((now, bytes))
-        while samples.count > 2, now - samples[1].time >= window { samples.removeFirst() }
-        guard let first = samples.first, now - first.time > 0.05 else { return 0 }
-        return Double(max(0, bytes - first.bytes)) / (now - first.time)
-    }
 }

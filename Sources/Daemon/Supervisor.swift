@@ -1,5 +1,6 @@
 // Supervisor - speech-fetchd's main loop: keeps the worker processes alive, plans requests
 // into range jobs, revokes dead claims, splices parts and settles requests.
+import ByteUnits
 import FileEvents
 import Foundation
 import ModelCache
@@ -415,7 +416,7 @@ struct RequestLog {
                 } else if state == .active {
                     open[request.id] = (Date(), bytes)
                     log("accepted \(request.repo) @ \(request.commit.prefix(12)): \(counted(request.files.count, "file")), "
-                        + "\(mebibytes(bytes)) into \(request.modelDir) (request \(request.id), node \(request.node))")
+                        + "\(ByteFormat.mebibytes(bytes)) into \(request.modelDir) (request \(request.id), node \(request.node))")
                 } else {
                     settled.insert(request.id)  // settled before this daemon saw it
                 }
@@ -425,7 +426,7 @@ struct RequestLog {
             switch state {
             case .active: continue
             case .done:
-                log("done \(request.repo) (request \(request.id)): \(mebibytes(seen.bytes)) in \(seconds) s")
+                log("done \(request.repo) (request \(request.id)): \(ByteFormat.mebibytes(seen.bytes)) in \(seconds) s")
                 if request.node == spool.owner.node { finished += 1 }
             case .failed(let failure): log("failed \(request.repo) (request \(request.id)) after \(seconds) s: \(failure.reason)")
             }
@@ -439,6 +440,3 @@ struct RequestLog {
         }
     }
 }
-
-/// "2.0 MiB": the log's one unit, so lines compare at a glance.
-private func mebibytes(_ bytes: Int64) -> String { String(format: "%.1f MiB", Double(bytes) / 1_048_576) }

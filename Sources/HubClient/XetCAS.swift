@@ -38,12 +38,12 @@ public final class XetCAS: @unchecked Sendable {
 
     /// The token to use now: the one in hand unless it is near its expiry (or `stale`, the one
     /// the CAS just refused), else a new one from the Hub.
-    public func token(refreshing stale: XetAccessToken? = nil) throws -> XetAccessToken {
+    public func token(refreshing stale: XetAccessToken? = nil, isCancelled: () -> Bool = { false }) throws -> XetAccessToken {
         if let token = lock.withLock({ current }), token != stale,
            token.expires - Date().timeIntervalSince1970 > XetCAS.refreshMargin {
             return token
         }
-        let fresh = try client.retry.run { try fetchToken() }
+        let fresh = try client.retry.run(shouldStop: isCancelled) { try fetchToken() }
         return lock.withLock {
             if casURL == nil { casURL = fresh.casURL }
             let kept = XetAccessToken(casURL: casURL ?? fresh.casURL, token: fresh.token, expires: fresh.expires)
@@ -75,15 +75,17 @@ public final class XetCAS: @unchecked Sendable {
 
     /// The reconstruction of bytes `first...last` of the file with Xet hash `fileHash` (hex), nil
     /// when `first` is past the file's end (416). Retries by the client's ladder; a 401 gets a
-    /// new token and is asked again at once (at most `retry.attempts` times).
-    public func reconstruction(of fileHash: String, first: Int64, last: Int64, path: String) throws -> XetReconstruction? {
+    /// new token and is asked again at once (at most `retry.attempts` times). `isCancelled` ends
+    /// the retry ladder's waits early.
+    public func reconstruction(of fileHash: String, first: Int64, last: Int64, path: String,
+                               isCancelled: () -> Bool = { false }) throws -> XetReconstruction? {
         var refusals = 0
         var refused: XetAccessToken?
         while true {
-            let token = try token(refreshing: refused)
+            let token = try token(refreshing: refused, isCancelled: isCancelled)
             let version = lock.withLock { self.version }
             let url = "\(token.casURL)/v\(version.rawValue)/reconstructions/\(fileHash)"
-            let response = try client.retry.run {
+            let response = try client.retry.run(shouldStop: isCancelled) {
                 var request = HTTPRequest(url: url, headers: [("Authorization", "Bearer \(token.token)")], stallTimeout: client.stallTimeout)
                 request.range = (first, last)
                 let response = try client.send(request, bodyLimit: XetReconstruction.maximumBytes)

@@ -1,4 +1,5 @@
 // CacheError - failures of the on-disk cache: misses, bad files, checksum mismatches.
+import ByteUnits
 import Foundation
 import SharedFiles
 
@@ -48,11 +49,11 @@ public enum CacheError: Error, Sendable, CustomStringConvertible {
         case .unusableDirectory(let path, let role, let reason):
             return "cannot use \(path.isEmpty ? "an empty path" : "'\(path)'") as \(role): \(reason)"
         case .diskFull(let directory, let needed, let available, let staged):
-            return "the disk holding \(directory) is full: \(CacheError.bytes(needed)) more are needed to finish, "
-                + "\(CacheError.bytes(available)) are free; \(staged) was kept in \(directory)/.incomplete, "
+            return "the disk holding \(directory) is full: \(ByteFormat.withExactBytes(needed)) more are needed to finish, "
+                + "\(ByteFormat.withExactBytes(available)) are free; \(staged) was kept in \(directory)/.incomplete, "
                 + "so free space (or use another --cache-dir/--cache-base) and run the download again to resume"
         case .tooLargeForDisk(let path, let size, let available, let directory):
-            return "\(path) is \(CacheError.bytes(size)) but only \(CacheError.bytes(available)) are free on the disk holding "
+            return "\(path) is \(ByteFormat.withExactBytes(size)) but only \(ByteFormat.withExactBytes(available)) are free on the disk holding "
                 + "\(directory); nothing was written: free space, or use another --cache-dir/--cache-base (a listing that "
                 + "claims such a size from a mirror may also be wrong: check HF_ENDPOINT)"
         case .lockWaitExpired(let path, let seconds, let holder):
@@ -65,17 +66,6 @@ public enum CacheError: Error, Sendable, CustomStringConvertible {
         }
     }
 
-    /// "12.3 MiB (12897484 bytes)".
-    static func bytes(_ n: Int64) -> String {
-        let units = ["bytes", "KiB", "MiB", "GiB", "TiB"]
-        var value = Double(n)
-        var unit = 0
-        while value >= 1024 && unit < units.count - 1 {
-            value /= 1024
-            unit += 1
-        }
-        return unit == 0 ? "\(n) bytes" : String(format: "%.1f", value) + " \(units[unit]) (\(n) bytes)"
-    }
 }
 
 extension CacheError {

@@ -119,20 +119,8 @@ public struct HubRepoFolder: Sendable {
     /// lstat facts). The walk never follows a link to a directory (a loop, or a way out of the
     /// cache), visits each directory once (by device and inode) and goes at most `maxDepth`
     /// folders deep.
-    public func snapshotEntries(_ commit: String, maxDepth: Int = .max) -> [(path: String, fullPath: String, facts: FileFacts)] {
-        var result: [(path: String, fullPath: String, facts: FileFacts)] = []
-        var visited = Set<[UInt64]>()
-        func walk(_ dir: String, _ prefix: String, depth: Int) {
-            guard depth <= maxDepth, let here = FileTree.facts(dir), here.isDirectory,
-                  visited.insert([here.device, here.inode]).inserted else { return }
-            for name in FileTree.names(dir) {
-                let full = dir + "/" + name
-                guard let facts = FileTree.facts(full) else { continue }
-                if facts.isDirectory { walk(full, prefix + name + "/", depth: depth + 1) } else { result.append((prefix + name, full, facts)) }
-            }
-        }
-        walk(snapshotPath(commit), "", depth: 0)
-        return result
+    public func snapshotEntries(_ commit: String, maxDepth: Int = FileTree.deepestWalk) -> [(path: String, fullPath: String, facts: FileFacts)] {
+        FileTree.walk(snapshotPath(commit), maxDepth: maxDepth)
     }
 
     /// The blob a snapshot entry links to, `<repo folder>/blobs/<40 or 64 hex>` (the link

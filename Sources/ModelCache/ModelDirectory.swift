@@ -179,7 +179,7 @@ public struct ModelDirectory: Sendable {
         for pattern in selection.patterns where FileSelection.isPattern(pattern) {
             if !present.contains(where: { FileSelection.glob(pattern, matches: $0) }) { missing.append(pattern) }
         }
-        if selection.isAll && present.isEmpty { missing.append("(any file)") }
+        if selection.isAll && present.isEmpty { missing.append(OfflineCheck.anyFile) }
         for indexPath in present where ShardIndex.isIndexPath(indexPath) && selection.matches(indexPath) {
             guard let index = try? ShardIndex(contentsOf: finalURL(indexPath), path: indexPath) else {
                 missing.append(indexPath)
@@ -195,20 +195,10 @@ public struct ModelDirectory: Sendable {
     /// so a folder holding only those is empty.
     public func listFiles() -> Set<String> {
         if hubCommit != nil { return hubListFiles() }
-        var result = Set<String>()
-        guard let walker = FileManager.default.enumerator(at: url, includingPropertiesForKeys: [.isRegularFileKey]) else {
-            return result
+        let entries = FileTree.walk(path, maxDepth: ModelDirectory.maxWalkDepth, followingRootLink: true) { relative, _ in
+            !relative.contains("/") && ModelLayout.isBookkeeping(relative)
         }
-        let prefix = url.path.hasSuffix("/") ? url.path : url.path + "/"
-        for case let file as URL in walker {
-            let full = file.standardizedFileURL.path
-            guard full.hasPrefix(prefix) else { continue }
-            let relative = String(full.dropFirst(prefix.count))
-            if !relative.contains("/") && ModelLayout.isBookkeeping(relative) { walker.skipDescendants(); continue }
-            guard (try? file.resourceValues(forKeys: [.isRegularFileKey]))?.isRegularFile == true else { continue }
-            result.insert(relative)
-        }
-        return result
+        return Set(entries.filter { $0.facts.isRegular }.map(\.path))
     }
 }
 
@@ -225,6 +215,13 @@ public struct OfflineCheck: Sendable {
     /// Globs of the selection that match no file of the manifest's listing (the repo at the
     /// cached commit). A warning, not a miss (docs/cli.md, `--include`).
     public var unmatched: [String] = []
+
+    /// The one item of `missing` when nothing of the repo is on disk and no listing names its
+    /// files: "any file" is what the call lacks (messages say "nothing of it is in the cache").
+    public static let anyFile = "(any file)"
+
+    /// True when nothing of the repo is on disk (`missing` is `[anyFile]`).
+    public static func lacksEverything(_ missing: [String]) -> Bool { missing == [anyFile] }
 
     public init(missing: [String], present: [String], commit: String?, revision: String? = nil) {
         self.missing = missing

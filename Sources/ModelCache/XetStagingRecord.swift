@@ -10,10 +10,15 @@ public struct XetStagingRecord: Codable, Sendable, Equatable {
     /// The file's Xet hash (hex) the terms belong to: a record for another hash is ignored.
     public var fileHash: String
     public var terms: [XetDoneTerm]
+    /// Terms being written: the chunks written from each one's first (`chunkEnd` is the first
+    /// not written; `byteEnd` the last xorb byte of those written), so a resume asks only for the
+    /// rest of a long term. Absent when none.
+    public var heads: [XetDoneTerm]?
 
-    public init(fileHash: String, terms: [XetDoneTerm] = []) {
+    public init(fileHash: String, terms: [XetDoneTerm] = [], heads: [XetDoneTerm]? = nil) {
         self.fileHash = fileHash
         self.terms = terms
+        self.heads = heads
     }
 }
 
@@ -54,15 +59,38 @@ extension StagingFile {
         }
     }
 
-    /// Notes a finished term; it is recorded with the next `persist`, after a sync.
-    public func recordXetTerm(_ term: XetDoneTerm) {
-        lock.withLock { record.xet?.terms.append(term) }
+    /// The heads of terms a previous call was writing (see `XetStagingRecord.heads`), for the
+    /// file with Xet hash `fileHash`.
+    public func xetHeads(for fileHash: String) -> [XetDoneTerm] {
+        lock.withLock { record.xet?.fileHash == fileHash ? record.xet?.heads ?? [] : [] }
     }
 
-    /// Forgets every finished term (the file is fetched again from scratch).
+    /// Notes a finished term; it is recorded with the next `persist`, after a sync.
+    public func recordXetTerm(_ term: XetDoneTerm) {
+        lock.withLock {
+            record.xet?.terms.append(term)
+            record.xet?.heads?.removeAll { $0.offset == term.offset && $0.chunkStart == term.chunkStart && $0.xorb == term.xorb }
+        }
+    }
+
+    /// Notes the heads of the terms being written (replacing those noted before); recorded with
+    /// the next `persist`, after a sync, so a head never names bytes a crash could lose.
+    public func recordXetHeads(_ heads: [XetDoneTerm]) {
+        lock.withLock {
+            guard record.xet != nil else { return }
+            let finished = Set((record.xet?.terms ?? []).map { "\($0.offset) \($0.xorb) \($0.chunkStart)" })
+            let kept = heads.filter { !finished.contains("\($0.offset) \($0.xorb) \($0.chunkStart)") }
+            record.xet?.heads = kept.isEmpty ? nil : kept
+        }
+    }
+
+    /// Forgets every finished term and head (the file is fetched again from scratch).
     public func resetXetTerms() {
         lock.withLock {
-            if record.xet != nil { record.xet?.terms = [] }
+            if record.xet != nil {
+                record.xet?.terms = []
+                record.xet?.heads = nil
+            }
         }
     }
 }

@@ -46,22 +46,49 @@ public enum FileTree {
         ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []).sorted()
     }
 
+    /// How deep a walk goes unless told: no path the kernel resolves (PATH_MAX, 4096 bytes) has
+    /// more components.
+    public static let deepestWalk = 2048
+
+    /// Every entry under the directory `root` that is not a directory itself (files, links, and
+    /// anything else), as (path relative to `root`, full path, lstat facts), in name order: the
+    /// one walk of a tree. It never follows a link (a link to a folder is an entry, not a folder:
+    /// no loop, no way out of the tree), visits each directory once (by device and inode: a bind
+    /// mount of a parent), goes at most `maxDepth` folders deep, and passes over an entry (a
+    /// folder with everything in it) for which `skip` (relative path, facts) is true.
+    /// `followingRootLink`: `root` may itself be a link to a folder (a folder the user named);
+    /// without it, a root that is a link is walked as nothing (a folder of a cache that must be
+    /// its own).
+    public static func walk(_ root: String, maxDepth: Int = deepestWalk, followingRootLink: Bool = false,
+                            skip: (String, FileFacts) -> Bool = { _, _ in false }) -> [(path: String, fullPath: String, facts: FileFacts)] {
+        var result: [(path: String, fullPath: String, facts: FileFacts)] = []
+        var visited = Set<[UInt64]>()
+        func walk(_ dir: String, _ prefix: String, depth: Int) {
+            var followed = stat()
+            let here = depth == 0 && followingRootLink ? (stat(dir, &followed) == 0 ? FileFacts(followed) : nil) : facts(dir)
+            guard depth <= maxDepth, let here, here.isDirectory, visited.insert([here.device, here.inode]).inserted else { return }
+            for name in names(dir) {
+                let full = dir + "/" + name
+                guard let facts = facts(full), !skip(prefix + name, facts) else { continue }
+                if facts.isDirectory { walk(full, prefix + name + "/", depth: depth + 1) } else { result.append((prefix + name, full, facts)) }
+            }
+        }
+        walk(root, "", depth: 0)
+        return result
+    }
+
+    /// Allocated bytes of `files`, each inode counted once (hard links, within a model or with
+    /// a huggingface_hub cache): what deleting them all frees.
+    public static func allocatedBytes(of files: [FileFacts]) -> Int64 {
+        var seen = Set<[UInt64]>()
+        return files.reduce(Int64(0)) { sum, file in seen.insert([file.device, file.inode]).inserted ? sum + file.allocated : sum }
+    }
+
     /// Allocated bytes of everything under `path` (or of `path` itself), each inode counted once.
     public static func allocatedBytes(_ path: String) -> Int64 {
         guard let top = facts(path) else { return 0 }
         guard top.isDirectory else { return top.allocated }
-        var seen = Set<[UInt64]>()
-        var total: Int64 = 0
-        func walk(_ dir: String) {
-            for name in names(dir) {
-                let full = dir + "/" + name
-                guard let f = facts(full) else { continue }
-                if f.isDirectory { walk(full); continue }
-                if seen.insert([f.device, f.inode]).inserted { total += f.allocated }
-            }
-        }
-        walk(path)
-        return total
+        return allocatedBytes(of: walk(path).map(\.facts))
     }
 
     /// Removes a file or a whole tree; true when nothing is left.

@@ -2,8 +2,10 @@
 // base, with the model sizes remembered between passes, one log line per eviction; and a daemon
 // process run with it. It stays here, a thin hook, because Daemon does not import CacheAdmin
 // (they sit side by side, docs/architecture.md) and the prune needs the catalog's selections.
+import ByteUnits
 import CacheAdmin
 import Daemon
+import DaemonOptions
 import Foundation
 import ModelCatalog
 

@@ -46,40 +46,24 @@ extension HuggingFaceDownloader {
     /// True when `directory` holds weights (a `.safetensors` file or a `.mlmodelc`/`.mlpackage`
     /// bundle at its top level) and every shard each `*.safetensors.index.json` in it names is
     /// present. Other files (config, tokenizer, README) do not count; staging does not either.
-    /// The walk looks for indexes without following links to folders, visits each folder once
-    /// and goes at most `ModelDirectory.maxWalkDepth` folders deep, so a link loop ends it.
+    /// The walk for indexes is `FileTree.walk` (no link to a folder followed, each folder once, at
+    /// most `ModelDirectory.maxWalkDepth` folders deep), passing over the weight bundles; an index
+    /// may be a link to a file.
     public static func weightsExist(in directory: URL) -> Bool {
         guard let top = try? FileManager.default.contentsOfDirectory(atPath: directory.path) else { return false }
         guard top.contains(where: { !ModelLayout.isBookkeeping($0) && weightFileExtensions.contains(($0 as NSString).pathExtension) })
         else { return false }
-        var complete = true
-        var visited = Set<[UInt64]>()
-        func visit(_ dir: String, _ prefix: String, depth: Int) {
-            var here = stat()
-            guard depth <= ModelDirectory.maxWalkDepth, stat(dir, &here) == 0,
-                  visited.insert([UInt64(here.st_dev), UInt64(here.st_ino)]).inserted else { return }
-            for name in (try? FileManager.default.contentsOfDirectory(atPath: dir)) ?? [] where complete {
-                if prefix.isEmpty && ModelLayout.isBookkeeping(name) { continue }
-                let full = dir + "/" + name
-                var st = stat()
-                guard lstat(full, &st) == 0 else { continue }
-                let isLink = (st.st_mode & S_IFMT) == S_IFLNK
-                if isLink && stat(full, &st) != 0 { continue }
-                if (st.st_mode & S_IFMT) == S_IFDIR {
-                    if !isLink && !weightFileExtensions.contains((name as NSString).pathExtension) {
-                        visit(full, prefix + name + "/", depth: depth + 1)
-                    }
-                } else if ShardIndex.isIndexPath(prefix + name) {
-                    guard let index = try? ShardIndex(contentsOf: URL(fileURLWithPath: full), path: prefix + name) else {
-                        complete = false
-                        return
-                    }
-                    complete = index.shards.allSatisfy { FileManager.default.fileExists(atPath: directory.path + "/" + $0) }
-                }
-            }
+        let entries = FileTree.walk(directory.path, maxDepth: ModelDirectory.maxWalkDepth, followingRootLink: true) { path, facts in
+            (!path.contains("/") && ModelLayout.isBookkeeping(path))
+                || (facts.isDirectory && weightFileExtensions.contains((path as NSString).pathExtension))
         }
-        visit(directory.path, "", depth: 0)
-        return complete
+        for entry in entries where ShardIndex.isIndexPath(entry.path) {
+            var st = stat()
+            guard stat(entry.fullPath, &st) == 0, (st.st_mode & S_IFMT) != S_IFDIR else { continue }  // a dangling link, a link to a folder
+            guard let index = try? ShardIndex(contentsOf: URL(fileURLWithPath: entry.fullPath), path: entry.path),
+                  index.shards.allSatisfy({ FileManager.default.fileExists(atPath: directory.path + "/" + $0) }) else { return false }
+        }
+        return true
     }
 
     // MARK: Download

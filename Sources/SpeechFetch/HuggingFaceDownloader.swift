@@ -120,7 +120,7 @@ public final class HuggingFaceDownloader: Sendable {
                 cached = directory.loadCheck(selection, repo: repo.description)
             } else {
                 directory = ModelDirectory(hubRepoFolder: folder.url, commit: "")
-                let wanted = selection.literalPaths.isEmpty ? ["(any file)"] : selection.literalPaths
+                let wanted = selection.literalPaths.isEmpty ? [OfflineCheck.anyFile] : selection.literalPaths
                 cached = OfflineCheck(missing: wanted, present: [], commit: nil)
             }
         } else {
@@ -297,7 +297,7 @@ public final class HuggingFaceDownloader: Sendable {
             case .detach(let executable):
                 let request = SpoolRequest(repo: repo.description, revision: snapshot.revision, commit: snapshot.commit,
                                            modelDir: directory.path, files: needed, node: settings.node,
-                                           layout: directory.layoutName, endpoint: endpoint)
+                                           layout: directory.layout, endpoint: endpoint)
                 try handoff.submit(request)
                 let started = daemon ? nil : try handoff.startDaemon(executable: executable, base: spoolBase)
                 return DownloadResult(directory: directory.filesURL, files: needed.map(\.path), commit: snapshot.commit,
@@ -305,7 +305,7 @@ public final class HuggingFaceDownloader: Sendable {
             case .automatic where daemon:
                 let request = SpoolRequest(repo: repo.description, revision: snapshot.revision, commit: snapshot.commit,
                                            modelDir: directory.path, files: needed, node: settings.node,
-                                           layout: directory.layoutName, endpoint: endpoint)
+                                           layout: directory.layout, endpoint: endpoint)
                 try handoff.submit(request)
                 notice(.handedToDaemon(spool: handoff.spool.root))
                 do {

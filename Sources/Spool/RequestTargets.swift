@@ -43,12 +43,12 @@ public struct RequestTargets: Sendable {
     /// nil when it is: below the cache base (not in the spool) or, in the huggingface_hub layout,
     /// below a cache the daemon was given; anywhere else only when the target's owner asked for
     /// exactly this there (`vouched`).
-    public func refusal(modelDir: String, layout: String?, repo: String, commit: String) -> String? {
+    public func refusal(modelDir: String, layout: CacheLayout, repo: String, commit: String) -> String? {
         guard let resolved = RequestTargets.resolve(modelDir) else {
             return "its target \(modelDir) is not an absolute path of plain folder names"
         }
         let inSpool = resolved == spool || resolved.hasPrefix(spool + "/")
-        let roots = layout == "hf" ? hubCaches + [base] : [base]
+        let roots = layout == .huggingFace ? hubCaches + [base] : [base]
         if !inSpool && roots.contains(where: { resolved.hasPrefix($0 + "/") }) { return nil }
         if !inSpool && RequestTargets.vouched(resolved, repo: repo, commit: commit) { return nil }
         let shown = resolved == modelDir ? modelDir : "\(modelDir) (really \(resolved))"
@@ -81,7 +81,7 @@ public struct RequestTargets: Sendable {
     }
 
     public func refusal(_ record: ModelDirectoryRecord) -> String? {
-        refusal(modelDir: record.modelDir, layout: record.layout, repo: record.repo, commit: record.commit)
+        refusal(modelDir: record.modelDir, layout: record.layout ?? .native, repo: record.repo, commit: record.commit)
     }
 
     /// `refusal`, judged once per target by this process: what a worker asks of every job it
@@ -92,7 +92,7 @@ public struct RequestTargets: Sendable {
     /// `refusal` and the real path it judged (nil when the path is not absolute), once per target
     /// by this process: one verdict, whichever step asks.
     public func cachedJudgement(_ record: ModelDirectoryRecord) -> (refusal: String?, resolved: String?) {
-        let key = [record.layout ?? "", record.modelDir, record.repo, record.commit].joined(separator: "\n")
+        let key = [(record.layout ?? .native).rawValue, record.modelDir, record.repo, record.commit].joined(separator: "\n")
         if let known = memo.verdict(key) { return known }
         let verdict = (refusal(record), RequestTargets.resolve(record.modelDir))
         memo.remember(key, verdict)

@@ -10,9 +10,11 @@ public protocol ModelDirectoryRecord {
     var repo: String { get }
     var modelDir: String { get }
     var commit: String { get }
-    /// `"hf"`: `modelDir` is a huggingface_hub repo folder (`models--org--name`), written in
-    /// that layout (blobs, snapshots/<commit>, refs/<revision>). Absent: the native layout.
-    var layout: String? { get }
+    /// `"hf"` (`.huggingFace`): `modelDir` is a huggingface_hub repo folder (`models--org--name`),
+    /// written in that layout (blobs, snapshots/<commit>, refs/<revision>). Absent: the native
+    /// layout. A value this version does not know makes the record unreadable (set aside in
+    /// corrupt/), never written in another layout.
+    var layout: CacheLayout? { get }
     /// The Hub (`HF_ENDPOINT`'s URL, never a token) the commit was resolved against; absent in
     /// records written before it was recorded, meaning the daemon's own endpoint.
     var endpoint: String? { get }
@@ -20,7 +22,7 @@ public protocol ModelDirectoryRecord {
 
 extension ModelDirectoryRecord {
     /// The model directory the record's files go into, in its layout.
-    public var directory: ModelDirectory { ModelDirectory.at(modelDir, layout: layout, commit: commit) }
+    public var directory: ModelDirectory { ModelDirectory.at(modelDir, layout: layout ?? .native, commit: commit) }
 }
 
 /// A caller's request: these files of this repo at this commit, into this model directory.
@@ -36,12 +38,12 @@ public struct SpoolRequest: Codable, Sendable, Equatable, ModelDirectoryRecord {
     public let node: String
     public let createdAt: Double
     /// `"hf"` or absent (`ModelDirectoryRecord.layout`).
-    public var layout: String?
+    public var layout: CacheLayout?
     /// The Hub the caller resolved the commit against (`ModelDirectoryRecord.endpoint`).
     public var endpoint: String?
 
     public init(repo: String, revision: String, commit: String, modelDir: String, files: [RepoFile], node: String,
-                layout: String? = nil, endpoint: String? = nil) {
+                layout: CacheLayout = .native, endpoint: String? = nil) {
         let paths = files.map(\.path).sorted().joined(separator: "\n")
         id = String(SHA256.smallHex(of: Data("\(modelDir)\n\(commit)\n\(paths)".utf8)).prefix(24))
         self.repo = repo
@@ -51,19 +53,19 @@ public struct SpoolRequest: Codable, Sendable, Equatable, ModelDirectoryRecord {
         self.files = files
         self.node = node
         createdAt = Date().timeIntervalSince1970
-        self.layout = layout
+        self.layout = layout.recorded
         self.endpoint = endpoint
     }
 }
 
 extension ModelDirectory {
-    /// The value of a spool record's `layout` for this directory: "hf" or nil (native).
-    public var layoutName: String? { hubCommit == nil ? nil : "hf" }
-
-    /// A record's model directory: `layout` "hf" names a huggingface_hub repo folder at `commit`.
-    public static func at(_ modelDir: String, layout: String?, commit: String) -> ModelDirectory {
+    /// A record's model directory: in the huggingface_hub layout, that repo folder at `commit`.
+    public static func at(_ modelDir: String, layout: CacheLayout, commit: String) -> ModelDirectory {
         let url = URL(fileURLWithPath: modelDir, isDirectory: true)
-        return layout == "hf" ? ModelDirectory(hubRepoFolder: url, commit: commit) : ModelDirectory(url)
+        switch layout {
+        case .huggingFace: return ModelDirectory(hubRepoFolder: url, commit: commit)
+        case .native: return ModelDirectory(url)
+        }
     }
 }
 
@@ -80,12 +82,12 @@ public struct PlannedFile: Codable, Sendable, Equatable, ModelDirectoryRecord {
     /// The node whose request caused this plan (workers limited to their own node's requests look at it).
     public let node: String
     /// As in the request: "hf" or absent.
-    public var layout: String?
+    public var layout: CacheLayout?
     /// As in the request: the Hub its workers fetch from, or absent (the daemon's own).
     public var endpoint: String?
 
     public init(repo: String, modelDir: String, commit: String, file: RepoFile, rangeSize: Int64, node: String,
-                layout: String? = nil, endpoint: String? = nil) {
+                layout: CacheLayout? = nil, endpoint: String? = nil) {
         key = PlannedFile.key(modelDir: modelDir, path: file.path, commit: commit)
         self.repo = repo
         self.modelDir = modelDir

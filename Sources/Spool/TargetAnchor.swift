@@ -27,7 +27,7 @@ public final class TargetAnchor: @unchecked Sendable {
         self.fd = fd
         path = "/proc/self/fd/\(fd)"
         self.realPath = realPath
-        directory = ModelDirectory.at(path, layout: record.layout, commit: record.commit)
+        directory = ModelDirectory.at(path, layout: record.layout ?? .native, commit: record.commit)
     }
 
     deinit { close(fd) }

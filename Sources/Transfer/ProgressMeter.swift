@@ -1,4 +1,5 @@
 // ProgressMeter - byte-weighted progress of one transfer run, and its rate over the last seconds.
+import ByteUnits
 import Foundation
 import HubTypes
 
@@ -14,7 +15,7 @@ final class ProgressMeter {
     /// The file that most recently received bytes or completed.
     var currentFile: String?
     private var lastReport = Date.distantPast
-    private var samples: [(Date, Int64)] = []
+    private var rate = RateMeter(window: 3)
 
     init(progress: @escaping @Sendable (TransferProgress) -> Void) { self.progress = progress }
 
@@ -40,14 +41,9 @@ final class ProgressMeter {
         let now = Date()
         guard force || now.timeIntervalSince(lastReport) >= 0.1 else { return }
         lastReport = now
-        samples.append((now, completedBytes))
-        samples.removeAll { now.timeIntervalSince($0.0) > 3 }
-        var rate = 0.0
-        if let first = samples.first, now.timeIntervalSince(first.0) > 0.05 {
-            rate = Double(completedBytes - first.1) / now.timeIntervalSince(first.0)
-        }
+        let bytesPerSecond = rate.add(completedBytes, now: now.timeIntervalSinceReferenceDate)
         progress(TransferProgress(completedBytes: completedBytes, totalBytes: totalBytes, filesDone: filesDone,
-                                  filesTotal: filesTotal, currentFile: currentFile, bytesPerSecond: max(0, rate),
+                                  filesTotal: filesTotal, currentFile: currentFile, bytesPerSecond: bytesPerSecond,
                                   completedFile: completed))
     }
 }

@@ -36,14 +36,17 @@ struct XetFilePlan {
     /// Asks `cas` for the reconstruction of `file` page by page (`pageSize` bytes each).
     /// - Throws: `HubError` from the CAS, `XetDownloadError.badReconstruction` when the terms do
     ///   not make up the file.
-    static func fetch(_ file: RepoFile, hash: String, cas: XetCAS, pageSize: Int64) throws -> XetFilePlan {
+    static func fetch(_ file: RepoFile, hash: String, cas: XetCAS, pageSize: Int64,
+                      isCancelled: () -> Bool = { false }) throws -> XetFilePlan {
         var terms: [XetPlacedTerm] = []
         var covering: [XetReconstruction.Fetch] = []
         var offset: Int64 = 0
         func refuse(_ why: String) -> XetDownloadError { .badReconstruction(path: file.path, reason: why) }
         while offset < file.size {
             let last = min(file.size, offset + max(1, pageSize)) - 1
-            guard let page = try cas.reconstruction(of: hash, first: offset, last: last, path: file.path) else {
+            if isCancelled() { throw CancellationError() }
+            guard let page = try cas.reconstruction(of: hash, first: offset, last: last, path: file.path,
+                                                    isCancelled: isCancelled) else {
                 throw refuse("the CAS says byte \(offset) is past the end, but the file has \(file.size) bytes")
             }
             guard page.offsetIntoFirstRange == 0 else {
@@ -75,7 +78,9 @@ struct XetFilePlan {
     /// whose terms are partly written is cut around them: each run of chunks still needed
     /// starts at the fetch range's start or right after a written term's bytes, and ends at
     /// the range's end or right before one, whose xorb bytes the record keeps.
-    func tasks(skipping done: [String: XetDoneTerm]) -> [XetRangeTask] {
+    /// `started`: heads of pending terms (by `headKey`): such a term needs only the chunks after
+    /// its head, which starts right after the head's recorded bytes.
+    func tasks(skipping done: [String: XetDoneTerm], started: [String: XetDoneTerm] = [:]) -> [XetRangeTask] {
         // Terms grouped by the fetch range (url, xorb, chunks) that covers them.
         var groups: [String: (fetch: XetReconstruction.Fetch, xorb: XetHash, terms: [Int])] = [:]
         var order: [String] = []
@@ -90,7 +95,11 @@ struct XetFilePlan {
             guard let group = groups[key] else { continue }
             let pending = group.terms.filter { done[XetFilePlan.key(terms[$0])] == nil }
             if pending.isEmpty { continue }
-            let written = group.terms.compactMap { done[XetFilePlan.key(terms[$0])] }
+            // A pending term's head counts as written for the cut (its bytes are recorded too).
+            let heads = pending.compactMap { i in
+                started[XetFilePlan.headKey(terms[i])].flatMap { XetFileFetch.head(of: $0, for: terms[i]) == nil ? nil : $0 }
+            }
+            let written = group.terms.compactMap { done[XetFilePlan.key(terms[$0])] } + heads
             if written.isEmpty {
                 tasks.append(XetRangeTask(xorb: group.xorb, url: group.fetch.url, chunks: group.fetch.chunks,
                                           bytes: group.fetch.bytes, terms: pending))
@@ -99,7 +108,10 @@ struct XetFilePlan {
             // Chunks some pending term needs, in runs; where a run starts or ends inside the
             // range, a written term's recorded bytes say where.
             var needed = Set<Int>()
-            for i in pending { needed.formUnion(terms[i].chunks) }
+            for i in pending {
+                let head = started[XetFilePlan.headKey(terms[i])].flatMap { XetFileFetch.head(of: $0, for: terms[i]) }
+                needed.formUnion((head?.next ?? terms[i].chunks.lowerBound)..<terms[i].chunks.upperBound)
+            }
             // Terms taken from the chunk store have no xorb bytes recorded (-1).
             let located = written.filter { $0.byteStart >= 0 && $0.byteEnd >= $0.byteStart }
             let startByte = Dictionary(located.map { ($0.chunkStart, $0.byteStart) }, uniquingKeysWith: { a, _ in a })
@@ -116,7 +128,7 @@ struct XetFilePlan {
                 guard let first, let last, first <= last else { cut = true; break }
                 let run = chunk..<end
                 runs.append(XetRangeTask(xorb: group.xorb, url: group.fetch.url, chunks: run, bytes: first...last,
-                                         terms: pending.filter { run.contains(terms[$0].chunks.lowerBound) }))
+                                         terms: pending.filter { run.contains(terms[$0].chunks.upperBound - 1) }))
                 chunk = end
             }
             if cut {
@@ -137,5 +149,14 @@ struct XetFilePlan {
 
     static func key(_ term: XetDoneTerm) -> String {
         "\(term.offset) \(term.xorb) \(term.chunkStart) \(term.chunkEnd)"
+    }
+
+    /// A term's identity for its head (a head ends before the term does).
+    static func headKey(_ term: XetPlacedTerm) -> String {
+        "\(term.offset) \(term.xorb.hex) \(term.chunks.lowerBound)"
+    }
+
+    static func headKey(_ head: XetDoneTerm) -> String {
+        "\(head.offset) \(head.xorb) \(head.chunkStart)"
     }
 }

@@ -10,129 +10,11 @@ import HubTypes
 import ModelCache
 import Xet
 
-/// The shared state of one fetch of one Xet-backed file: what its ranges have written.
-final class XetFileFetch: @unchecked Sendable {
-    let file: RepoFile
-    let staging: StagingFile
-    let plan: XetFilePlan
-    let cas: XetCAS
-    let hash: String
-    private let lock = NSLock()
-    /// Per term, its chunks' (hash, length) once every chunk of it is written.
-    private var leaves: [[MerkleLeaf]?]
-    /// Bytes written (each term's bytes counted once per term): the file's progress.
-    private var written: Int64 = 0
-    /// The first failure of a range: the other ranges stop.
-    private var failure: Error?
-    private var queue: [XetRangeTask]
-
-    init(file: RepoFile, staging: StagingFile, plan: XetFilePlan, cas: XetCAS, hash: String,
-         done: [String: XetDoneTerm], tasks: [XetRangeTask]) {
-        self.file = file
-        self.staging = staging
-        self.plan = plan
-        self.cas = cas
-        self.hash = hash
-        queue = tasks.reversed()
-        leaves = plan.terms.map { term in
-            guard let record = done[XetFilePlan.key(term)] else { return nil }
-            return XetFileFetch.leaves(of: record)
-        }
-        // A recorded term whose hashes do not decode is fetched again (its task was made above
-        // only for terms without a record: such a term is counted as not written).
-        written = zip(plan.terms, leaves).reduce(0) { $0 + ($1.1 == nil ? 0 : Int64($1.0.length)) }
-    }
-
-    /// The bytes written so far.
-    var writtenBytes: Int64 { lock.withLock { written } }
-
-    func add(_ bytes: Int) { lock.withLock { written += Int64(bytes) } }
-
-    /// The next range to fetch, nil when none is left or a range failed.
-    func nextTask() -> XetRangeTask? {
-        lock.withLock { failure == nil ? queue.popLast() : nil }
-    }
-
-    func fail(_ error: Error) { lock.withLock { if failure == nil { failure = error } } }
-    var firstFailure: Error? { lock.withLock { failure } }
-    var failed: Bool { lock.withLock { failure != nil } }
-
-    /// Every term of the file with its chunks' hashes, as the staging record and the chunk
-    /// index name them (xorb bytes unknown: -1); nil while a term is missing.
-    var termRecords: [XetDoneTerm]? {
-        lock.withLock {
-            var records: [XetDoneTerm] = []
-            for (term, termLeaves) in zip(plan.terms, leaves) {
-                guard let termLeaves else { return nil }
-                records.append(XetDoneTerm(offset: term.offset, xorb: term.xorb.hex, chunkStart: term.chunks.lowerBound,
-                                           chunkEnd: term.chunks.upperBound, byteStart: -1, byteEnd: -1,
-                                           hashes: Data(termLeaves.flatMap(\.hash.bytes)).base64EncodedString(),
-                                           lengths: termLeaves.map { Int($0.length) }))
-            }
-            return records
-        }
-    }
-
-    /// Every chunk of the file in order, nil while a term is missing.
-    var allLeaves: [MerkleLeaf]? {
-        lock.withLock {
-            var all: [MerkleLeaf] = []
-            for term in leaves {
-                guard let term else { return nil }
-                all += term
-            }
-            return all
-        }
-    }
-
-    /// A term's every chunk is written: its hashes join the file's, and the staging record
-    /// names it with its next persist.
-    func termWritten(_ index: Int, leaves termLeaves: [MerkleLeaf], byteStart: Int, byteEnd: Int) {
-        let term = plan.terms[index]
-        var hashes: [UInt8] = []
-        hashes.reserveCapacity(termLeaves.count * 32)
-        for leaf in termLeaves { hashes += leaf.hash.bytes }
-        lock.withLock { leaves[index] = termLeaves }
-        staging.recordXetTerm(XetDoneTerm(offset: term.offset, xorb: term.xorb.hex, chunkStart: term.chunks.lowerBound,
-                                          chunkEnd: term.chunks.upperBound, byteStart: byteStart, byteEnd: byteEnd,
-                                          hashes: Data(hashes).base64EncodedString(), lengths: termLeaves.map { Int($0.length) }))
-    }
-
-    static func leaves(of record: XetDoneTerm) -> [MerkleLeaf]? {
-        guard let data = Data(base64Encoded: record.hashes), data.count == record.lengths.count * 32,
-              record.lengths.count == record.chunkEnd - record.chunkStart else { return nil }
-        let bytes = [UInt8](data)
-        return record.lengths.enumerated().map { i, length in
-            MerkleLeaf(hash: XetHash(bytes: Array(bytes[(i * 32)..<(i * 32 + 32)])), length: UInt64(length))
-        }
-    }
-
-    /// A fresh URL for `task`'s xorb (its pre-signed one expired): the reconstruction of its
-    /// first term asked again.
-    func freshURL(for task: XetRangeTask) throws -> String {
-        let term = plan.terms[task.terms[0]]
-        guard let page = try cas.reconstruction(of: hash, first: term.offset, last: term.offset + Int64(term.length) - 1, path: file.path),
-              let fetch = page.fetches[task.xorb]?.first(where: {
-                  $0.chunks.lowerBound <= task.chunks.lowerBound && task.chunks.upperBound <= $0.chunks.upperBound
-              }) else {
-            throw XetDownloadError.badReconstruction(path: file.path, reason: "a new reconstruction no longer names xorb \(task.xorb.hex)")
-        }
-        return fetch.url
-    }
-}
-
 /// Runs range tasks of a file on one handle.
 struct XetRangeFetch {
     let settings: DownloadSettings
     let cap: RateCap?
     let isCancelled: @Sendable () -> Bool
-
-    /// What one term of the task has written so far.
-    private struct TermProgress {
-        var written = 0
-        var leaves: [MerkleLeaf] = []
-        var byteStart = 0
-    }
 
     /// Fetches `task` into the file of `fetch`.
     /// - Throws: `XetBadBytes` (bytes that do not decode or do not fit their term: the file is
@@ -140,10 +22,8 @@ struct XetRangeFetch {
     ///   (the disk), `CancellationError`.
     func run(_ task: XetRangeTask, of fetch: XetFileFetch, on easy: CurlEasy) throws {
         let terms = fetch.plan.terms
-        var progress: [Int: TermProgress] = [:]
         var termsOfChunk: [Int: [Int]] = [:]
         for i in task.terms {
-            progress[i] = TermProgress()
             for chunk in terms[i].chunks { termsOfChunk[chunk, default: []].append(i) }
         }
         var url = task.url
@@ -185,7 +65,7 @@ struct XetRangeFetch {
                 cap?.take(bytes.count)
                 do {
                     for chunk in try decoder.feed(bytes) {
-                        try place(chunk, at: next, terms: terms, progress: &progress, termsOfChunk: termsOfChunk, fetch: fetch)
+                        try place(chunk, at: next, termsOfChunk: termsOfChunk, fetch: fetch)
                         next += chunk.storedBytes
                         nextChunk = chunk.index + 1
                     }
@@ -232,35 +112,18 @@ struct XetRangeFetch {
             }
             RetryEvents.report(RetryEvent(subject: fetch.file.path, error: cause, attempt: attempts + 1,
                                           attempts: settings.retry.attempts, wait: delay))
-            Sleep.seconds(delay, unless: isCancelled)
+            Sleep.seconds(delay) { isCancelled() || fetch.failed }  // another range failing ends the wait too
         }
     }
 
     /// Writes a decoded chunk (whose stored bytes start at xorb byte `at`) at the file offset of
-    /// every term of the task that names it; a term whose last chunk this is is done.
-    private func place(_ chunk: DecodedChunk, at: Int, terms: [XetPlacedTerm], progress: inout [Int: TermProgress],
-                       termsOfChunk: [Int: [Int]], fetch: XetFileFetch) throws {
+    /// every term of the task that needs it next; a term whose last chunk this is is done.
+    private func place(_ chunk: DecodedChunk, at: Int, termsOfChunk: [Int: [Int]], fetch: XetFileFetch) throws {
         for i in termsOfChunk[chunk.index] ?? [] {
-            let term = terms[i]
-            guard var p = progress[i] else { continue }
-            if chunk.index == term.chunks.lowerBound {
-                p = TermProgress()
-                p.byteStart = at
-            }
-            guard p.written + chunk.bytes.count <= term.length else {
-                throw XetBadBytes(what: "term \(i) of xorb \(term.xorb.hex) decodes to more than its \(term.length) bytes")
-            }
-            try chunk.bytes.withUnsafeBytes { try fetch.staging.write($0, at: term.offset + Int64(p.written)) }
-            p.written += chunk.bytes.count
-            p.leaves.append(MerkleLeaf(hash: chunk.hash, length: UInt64(chunk.bytes.count)))
-            fetch.add(chunk.bytes.count)
-            if chunk.index == term.chunks.upperBound - 1 {
-                guard p.written == term.length else {
-                    throw XetBadBytes(what: "term \(i) of xorb \(term.xorb.hex) decodes to \(p.written) bytes, not \(term.length)")
-                }
-                fetch.termWritten(i, leaves: p.leaves, byteStart: p.byteStart, byteEnd: at + chunk.storedBytes - 1)
-            }
-            progress[i] = p
+            guard let offset = fetch.placement(of: chunk.index, term: i, at: at) else { continue }
+            try chunk.bytes.withUnsafeBytes { try fetch.staging.write($0, at: offset) }
+            try fetch.chunkWritten(MerkleLeaf(hash: chunk.hash, length: UInt64(chunk.bytes.count)), term: i,
+                                   end: at + chunk.storedBytes - 1)
         }
     }
 }

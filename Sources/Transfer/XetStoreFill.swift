@@ -33,8 +33,17 @@ struct XetStoreFill {
                 guard wanted.reduce(0, { $0 + Int($1.length) }) == term.length else { continue }
                 let offset = span.offset + leaves[..<first].reduce(Int64(0)) { $0 + Int64($1.length) }
                 if files[entry.path] == nil {
-                    let fd = open(entry.path, O_RDONLY | O_CLOEXEC)
+                    // A regular file only, no link followed, never a FIFO to block on: the index
+                    // is a pointer anyone who can write the cache base could have aimed elsewhere
+                    // (what is read is used only where it hashes right, and then the file's Merkle
+                    // root and SHA-256 are checked).
+                    let fd = open(entry.path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
                     guard fd >= 0 else { continue }
+                    var st = stat()
+                    guard fstat(fd, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG else {
+                        close(fd)
+                        continue
+                    }
                     files[entry.path] = fd
                 }
                 guard let fd = files[entry.path], copy(wanted, from: fd, at: offset, to: staging, at: term.offset) else { continue }

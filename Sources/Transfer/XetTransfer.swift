@@ -91,7 +91,7 @@ extension TransferRun {
     /// `fromStore`: terms whose chunks the cache holds are read from there (not when fetching
     /// again after a failure: then every byte comes from the CAS).
     private func fetchXetOnce(_ file: RepoFile, hash: String, staging: StagingFile, cas: XetCAS, fromStore: Bool) throws {
-        let plan = try XetFilePlan.fetch(file, hash: hash, cas: cas, pageSize: settings.xetPageSize)
+        let plan = try XetFilePlan.fetch(file, hash: hash, cas: cas, pageSize: settings.xetPageSize, isCancelled: isCancelled)
         var done: [String: XetDoneTerm] = [:]
         for term in staging.xetTerms(for: hash) where XetFileFetch.leaves(of: term) != nil {
             done[XetFilePlan.key(term)] = term
@@ -105,8 +105,11 @@ extension TransferRun {
                 done[XetFilePlan.key(term)] = term
             }
         }
-        let tasks = plan.tasks(skipping: done)
-        let fetch = XetFileFetch(file: file, staging: staging, plan: plan, cas: cas, hash: hash, done: done, tasks: tasks)
+        var started: [String: XetDoneTerm] = [:]
+        for head in staging.xetHeads(for: hash) { started[XetFilePlan.headKey(head)] = head }
+        let tasks = plan.tasks(skipping: done, started: started)
+        let fetch = XetFileFetch(file: file, staging: staging, plan: plan, cas: cas, hash: hash, done: done,
+                                 started: started, tasks: tasks)
         var counted = fetch.writtenBytes
         meter.add(bytes: counted)
         try runRanges(of: fetch, connections: min(settings.concurrency, tasks.count)) {
@@ -169,12 +172,14 @@ extension TransferRun {
                                          errno: ESTALE))
             }
             if MonotonicClock.seconds() - lastPersist >= TransferRun.xetRecordInterval {
+                fetch.staging.recordXetHeads(fetch.headRecords)
                 try? fetch.staging.persist()
                 lastPersist = MonotonicClock.seconds()
             }
         }
         tick()
         // What was written is recorded whatever happens next: a resume starts after it.
+        fetch.staging.recordXetHeads(fetch.headRecords)
         try? fetch.staging.persist()
         if let failure = fetch.firstFailure {
             if isCancelled() { throw CancellationError() }

@@ -13,7 +13,7 @@ import SpeechFetch
 
 let program = Program("speech-fetchd", libcurl: CurlLibrary.versionOrReason)
 let words = Array(CommandLine.arguments.dropFirst())
-let arguments = FetchdCommandLine.parse(words, as: program)  // help, version and usage errors end here
+let options = FetchdCommandLine.parse(words, as: program)  // help, version and usage errors end here
 let me = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
     ?? URL(fileURLWithPath: CommandLine.arguments[0]).standardizedFileURL.path
 let speech = URL(fileURLWithPath: me).deletingLastPathComponent().appendingPathComponent("speech").path
@@ -25,10 +25,4 @@ if access(speech, X_OK) == 0 {
     unsetenv(FetchdProcess.environmentKey)
     program.warn("cannot run \(speech) (\(reason)); running the daemon in this process")
 }
-FetchdCommandLine.serve(arguments, as: program) { parsed in
-    try FetchdProcess.run(FetchdOptions(cacheBase: parsed.cacheBase.map { URL(fileURLWithPath: $0) }, workers: parsed.workers, slots: parsed.slots,
-                                        node: parsed.node, isWorker: parsed.isWorker, ownRequestsOnly: parsed.ownRequests, hubCaches: parsed.hubCaches,
-                                            allowedEndpoints: parsed.allowedEndpoints,
-                                        metrics: parsed.metrics, maxRate: parsed.maxRate, maxCacheSize: parsed.maxCacheSize, cacheGrace: parsed.cacheGrace,
-                                            capHubCache: parsed.capHubCache.map { URL(fileURLWithPath: $0) }, log: parsed.log, build: parsed.metrics == nil ? [] : FetchdCommandLine.buildLabels(program)), executable: me)
-}
+FetchdCommandLine.serve(options, as: program) { try FetchdProcess.run($0, executable: me) }

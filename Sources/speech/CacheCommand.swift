@@ -1,4 +1,5 @@
 // CacheCommand - `speech cache …`: parse the subcommand, run CacheAdmin, print its report.
+import ByteUnits
 import CommandLineKit
 import ModelCache
 import Foundation

@@ -215,7 +215,7 @@ enum DownloadCommand {
             }
         }
         let printer = ProgressPrinter(json: request.json, quiet: request.quiet || progressBarsDisabled(environment), environment: environment)
-        RetryEvents.watch { event in printer.note(Messages.retryLine(event), json: Messages.retryJSON(event)) }
+        RetryEvents.watch { event in printer.note(Messages.retryLine(event), json: Messages.retryNotice(event)) }
         let interrupt = StopSignal()
         interrupt.install()
         let started = Date()
@@ -229,14 +229,14 @@ enum DownloadCommand {
                     switch notice {
                     case .handedToDaemon(let spool):
                         printer.note("speech-fetchd serving \(spool) fetches \(request.repo); Ctrl-C stops only this wait",
-                                     json: ["event": "daemon", "spool": spool])
+                                     json: DaemonEvent(spool: spool))
                     case .notHandedOver(let reason):
-                        printer.note(reason, json: ["event": "notHandedOver", "reason": reason])
+                        printer.note(reason, json: NotHandedOverEvent(reason: reason))
                     case .daemonGone(let spool):
                         printer.note("speech-fetchd is gone from \(spool); this process finishes the transfer itself from what it staged",
-                                     json: ["event": "daemonGone", "spool": spool])
+                                     json: DaemonGoneEvent(spool: spool))
                     case .waiting(let what):
-                        printer.note(what, json: ["event": "waiting", "message": what])
+                        printer.note(what, json: WaitingEvent(message: what))
                     }
                 })
             printer.finish()
@@ -248,22 +248,15 @@ enum DownloadCommand {
             let seconds = Date().timeIntervalSince(started)
             if request.json, result.handedOver, result.fetched.isEmpty, let id = result.requestID {
                 // --detach: the request was handed over; nothing is fetched yet.
-                var accepted: [String: Any] = ["event": "accepted", "requestId": id, "repo": request.repo,
-                                               "directory": result.directory.path, "files": result.files]
-                if let commit = result.commit { accepted["commit"] = commit }
-                if let daemon = result.startedDaemon { accepted["daemonPid"] = Int(daemon.pid); accepted["daemonLog"] = daemon.log }
-                printer.emitJSON(accepted)
+                printer.emitEvent(AcceptedEvent(requestId: id, repo: request.repo, directory: result.directory.path, files: result.files,
+                                                commit: result.commit, daemonPid: result.startedDaemon.map { Int($0.pid) },
+                                                daemonLog: result.startedDaemon?.log))
             } else if request.json {
-                var summary: [String: Any] = ["event": "done", "directory": result.directory.path, "files": result.files,
-                                              "fetched": result.fetched, "seconds": seconds,
-                                              "averageBytesPerSecond": Int(printer.averageRate)]
-                if let commit = result.commit { summary["commit"] = commit }
-                if let warning = result.warning { summary["warning"] = warning }
-                if !result.unmatchedPatterns.isEmpty {
-                    summary["unmatchedPatterns"] = result.unmatchedPatterns.map { ["pattern": $0.pattern, "nearPaths": $0.nearPaths] as [String: Any] }
-                }
-                if let daemon = result.startedDaemon { summary["daemonPid"] = Int(daemon.pid); summary["daemonLog"] = daemon.log }
-                printer.emitJSON(summary)
+                let unmatched = result.unmatchedPatterns.map { DoneEvent.UnmatchedPattern(pattern: $0.pattern, nearPaths: $0.nearPaths) }
+                printer.emitEvent(DoneEvent(directory: result.directory.path, files: result.files, fetched: result.fetched, seconds: seconds,
+                                            averageBytesPerSecond: Int(printer.averageRate), commit: result.commit, warning: result.warning,
+                                            unmatchedPatterns: unmatched.isEmpty ? nil : unmatched,
+                                            daemonPid: result.startedDaemon.map { Int($0.pid) }, daemonLog: result.startedDaemon?.log))
             } else {
                 // As `hf download`: stdout is the model directory alone, so `$(speech download …)`
                 // is the path; what happened goes to stderr (nothing with --quiet).
@@ -275,7 +268,7 @@ enum DownloadCommand {
                     }
                     say("\(request.repo): handed to speech-fetchd; `speech wait \(request.repo)\(request.baseArgument.replacingOccurrences(of: "--cache-dir", with: "--cache-base"))` blocks until it is ready")
                 } else {
-                    let rate = printer.bytesMoved > 0 ? ", \(Format.bytes(Int64(printer.averageRate)))/s average" : ""
+                    let rate = printer.bytesMoved > 0 ? ", \(ByteFormat.rate(Int64(printer.averageRate))) average" : ""
                     say("\(request.repo): \(counted(result.files.count, "file")) in \(result.directory.path) (\(result.fetched.count) fetched, "
                         + "\(String(format: "%.1f", seconds)) s\(rate))")
                 }
@@ -332,26 +325,26 @@ enum DownloadCommand {
         }
         var message = Messages.describe(error, baseArgument: request.baseArgument, offlineBy: offlineBy, catalog: catalog)
         if request.token != nil { message = Messages.tokenFromFlag(message) }
-        if request.json { emitJSON(["event": "error", "message": message]) }
+        if request.json { emit(ErrorEvent(message: message).line) }
         if case RepoError.invalidRepoID = error { speechProgram.fail(message, code: ExitCode.usage) }
         speechProgram.fail(message)
     }
 
     private static func printPlan(_ plan: DownloadPlan, _ request: Request) {
         if request.json {
-            emitJSON(["event": "plan", "directory": plan.directory.path, "commit": plan.commit, "bytesToFetch": plan.bytesToFetch,
-                      "files": plan.files.map { ["path": $0.path, "size": $0.size, "cached": $0.cached] as [String: Any] }])
+            emit(PlanEvent(directory: plan.directory.path, commit: plan.commit, bytesToFetch: plan.bytesToFetch,
+                           files: plan.files.map { PlanEvent.PlannedFile(path: $0.path, size: $0.size, cached: $0.cached) }).line)
             return
         }
-        let width = plan.files.map { Format.bytes($0.size).count }.max() ?? 0
+        let width = plan.files.map { ByteFormat.string($0.size).count }.max() ?? 0
         for file in plan.files {
-            let size = Format.bytes(file.size)
+            let size = ByteFormat.string(file.size)
             emit(String(repeating: " ", count: width - size.count) + size + "  " + (file.cached ? "cached  " : "fetch   ")
                  + TerminalText.escaped(file.path) + "\n")
         }
         let fetch = plan.files.filter { !$0.cached }
         emit("dry run: \(request.repo) @ \(plan.commit.prefix(12)) would fetch \(fetch.count) of \(counted(plan.files.count, "file")) "
-             + "(\(Format.bytes(plan.bytesToFetch))) into \(plan.directory.path); nothing was written\n")
+             + "(\(ByteFormat.string(plan.bytesToFetch))) into \(plan.directory.path); nothing was written\n")
     }
 
     /// `speech download <model name>`: every repo the catalog entry needs.
@@ -365,7 +358,7 @@ enum DownloadCommand {
 
     static func downloadModel(_ entry: CatalogEntry, _ request: Request, environment: [String: String]) -> Int32 {
         let printer = ProgressPrinter(json: request.json, quiet: request.quiet || progressBarsDisabled(environment), environment: environment)
-        RetryEvents.watch { event in printer.note(Messages.retryLine(event), json: Messages.retryJSON(event)) }
+        RetryEvents.watch { event in printer.note(Messages.retryLine(event), json: Messages.retryNotice(event)) }
         let interrupt = StopSignal()
         interrupt.install()
         let host: TransferHost = request.detach ? .detach(daemonExecutable: siblingExecutable("speech-fetchd")) : .automatic
@@ -382,8 +375,8 @@ enum DownloadCommand {
             for warning in model.warnings { speechProgram.warn(warning) }
             for part in model.components {
                 if request.json {
-                    emitJSON(["event": "done", "model": entry.displayName, "role": part.role.rawValue, "repo": part.repo,
-                              "directory": part.directory.path, "files": part.files, "fetched": part.fetched])
+                    emit(ComponentDoneEvent(model: entry.displayName, role: part.role.rawValue, repo: part.repo,
+                                            directory: part.directory.path, files: part.files, fetched: part.fetched).line)
                 } else {
                     if !request.quiet {
                         say("\(entry.displayName) \(part.role.rawValue): \(part.repo) → \(part.directory.path) (\(counted(part.files.count, "file")), \(part.fetched.count) fetched)")

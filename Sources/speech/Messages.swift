@@ -2,6 +2,7 @@
 // the options the user gave repeated in every suggested command, never Foundation's own text.
 import Foundation
 import HubClient
+import ModelCache
 import SpeechFetch
 
 enum Messages {
@@ -12,13 +13,13 @@ enum Messages {
         switch error {
         case CacheError.cacheMiss(let repo, let directory, let missing, let reason):
             let list: String
-            if missing == ["(any file)"] {
+            if OfflineCheck.lacksEverything(missing) {
                 list = "nothing of it is in the cache"
             } else {
                 list = "missing: " + missing.prefix(10).joined(separator: ", ") + (missing.count > 10 ? ", … (\(missing.count) in all)" : "")
             }
             var text = "\(reason): \(repo) is not complete in \(directory); \(list)"
-            if let offlineBy { text += "; to fetch \(missing.count == 1 && missing != ["(any file)"] ? "it" : "them"), \(offlineBy)" }
+            if let offlineBy { text += "; to fetch \(missing.count == 1 && !OfflineCheck.lacksEverything(missing) ? "it" : "them"), \(offlineBy)" }
             return text
         case CacheError.notInRepo(let repo, let paths) where catalog:
             // A mirror that lacks the repo or has an old copy is the likelier cause than the catalog.
@@ -40,7 +41,7 @@ enum Messages {
             return describe(hub: error, environment: environment)
         case let error as DownloadError:
             if case .hubUnreachable(let repo, let directory, let missing, let cause) = error {
-                let list = missing == ["(any file)"] ? "nothing of it is in the cache"
+                let list = OfflineCheck.lacksEverything(missing) ? "nothing of it is in the cache"
                     : "missing: " + missing.prefix(10).joined(separator: ", ") + (missing.count > 10 ? ", … (\(missing.count) in all)" : "")
                 let reason = cause.hasPrefix("could not reach the Hub") ? cause : "the Hub could not be reached (\(cause))"
                 let endpoint = HubEndpoint.fromEnvironment(environment).url
@@ -172,9 +173,9 @@ enum Messages {
     }
 
     /// The JSON event of a retry.
-    static func retryJSON(_ event: RetryEvent) -> [String: Any] {
-        ["event": "retry", "subject": event.subject, "reason": event.reason, "attempt": event.attempt,
-         "attempts": event.attempts, "waitSeconds": event.wait, "unreachable": event.isUnreachable]
+    static func retryNotice(_ event: RetryEvent) -> RetryNotice {
+        RetryNotice(subject: event.subject, reason: event.reason, attempt: event.attempt, attempts: event.attempts,
+                    waitSeconds: event.wait, unreachable: event.isUnreachable)
     }
 
     /// A proxy URL without its credentials.

@@ -1,4 +1,5 @@
 // ModelsCommand - `speech models`: the catalog with what of it is cached, as a table or JSON lines.
+import ByteUnits
 import CommandLineKit
 import Foundation
 import SpeechFetch
@@ -22,7 +23,7 @@ enum ModelsCommand {
         }
         var rows = [["model", "alias", "repo", "size", "cached"]]
         for entry in ModelCatalog.all {
-            let size = entry.approximateSize.map { Format.bytes($0) } ?? "?"
+            let size = entry.approximateSize.map { ByteFormat.string($0) } ?? "?"
             let cached = ModelCatalog.isCached(entry, cacheBaseDir: base) ? "yes" : "no"
             rows.append([entry.displayName, entry.aliases.first ?? "", entry.repos.joined(separator: " + "), size, cached])
         }

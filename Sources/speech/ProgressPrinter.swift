@@ -1,6 +1,7 @@
 // ProgressPrinter - renders download progress on stderr (as hf's bars: stdout is the result):
 // a redrawn line on a terminal, lines otherwise (one per finished file, and one at least every
 // 5 s while bytes move); or JSON events on stdout; or nothing.
+import ByteUnits
 import CommandLineKit
 import Foundation
 import SpeechFetch
@@ -52,16 +53,12 @@ final class ProgressPrinter: @unchecked Sendable {
             switch style {
             case .silent: return
             case .json:
-                var event: [String: Any] = ["event": p.completedFile == nil ? "progress" : "file",
-                                            "completedBytes": p.completedBytes, "totalBytes": p.totalBytes,
-                                            "fraction": p.fraction, "filesDone": p.filesDone, "filesTotal": p.filesTotal,
-                                            "bytesPerSecond": Int(p.bytesPerSecond)]
-                if let f = p.currentFile { event["currentFile"] = f }
-                if let f = p.completedFile { event["completedFile"] = f }
-                emitJSON(event)
+                emit(ProgressEvent(event: p.completedFile == nil ? "progress" : "file", completedBytes: p.completedBytes,
+                                   totalBytes: p.totalBytes, fraction: p.fraction, filesDone: p.filesDone, filesTotal: p.filesTotal,
+                                   bytesPerSecond: Int(p.bytesPerSecond), currentFile: p.currentFile, completedFile: p.completedFile).line)
             case .lines:
                 if let file = p.completedFile {
-                    say("done \(TerminalText.escaped(file)) (\(p.filesDone)/\(p.filesTotal) files, \(Format.bytes(p.completedBytes)) of \(Format.bytes(p.totalBytes)))")
+                    say("done \(TerminalText.escaped(file)) (\(p.filesDone)/\(p.filesTotal) files, \(ByteFormat.string(p.completedBytes)) of \(ByteFormat.string(p.totalBytes)))")
                     lastLine = Date()
                 }
             case .terminal:
@@ -74,10 +71,10 @@ final class ProgressPrinter: @unchecked Sendable {
     }
 
     /// A line of its own (a retry, the daemon going away) without breaking the redrawn bar.
-    func note(_ text: String, json: [String: Any]) {
+    func note(_ text: String, json: some DownloadEvent) {
         lock.withLock {
             switch style {
-            case .json: emitJSON(json)
+            case .json: emit(json.line)
             case .terminal:
                 if lastWidth > 0 { write("\r" + String(repeating: " ", count: lastWidth) + "\r", to: STDERR_FILENO) }
                 write("speech: \(text)\n", to: STDERR_FILENO)
@@ -92,8 +89,8 @@ final class ProgressPrinter: @unchecked Sendable {
         lock.withLock {
             guard !stopped, let p = latest, Date().timeIntervalSince(lastLine) >= lineInterval else { return }
             lastLine = Date()
-            say("\(Format.percent(p.fraction)) \(Format.bytes(p.completedBytes)) of \(Format.bytes(p.totalBytes)), "
-                + "\(Format.bytes(Int64(p.bytesPerSecond)))/s, \(p.filesDone)/\(p.filesTotal) files")
+            say("\(Format.percent(p.fraction)) \(ByteFormat.string(p.completedBytes)) of \(ByteFormat.string(p.totalBytes)), "
+                + "\(ByteFormat.rate(Int64(p.bytesPerSecond))), \(p.filesDone)/\(p.filesTotal) files")
         }
     }
 
@@ -101,10 +98,9 @@ final class ProgressPrinter: @unchecked Sendable {
         let width = 24
         let filled = Int(p.fraction * Double(width))
         let bar = String(repeating: "█", count: filled) + String(repeating: "░", count: width - filled)
-        var eta = "--"
-        if p.bytesPerSecond > 0 { eta = Format.duration(Double(p.totalBytes - p.completedBytes) / p.bytesPerSecond) }
+        let eta = RateMeter.eta(remaining: p.totalBytes - p.completedBytes, bytesPerSecond: p.bytesPerSecond).map(DurationText.compact) ?? "--"
         let line = String(format: "%@ %5.1f%% %@ / %@  %@/s  ETA %@  %d/%d files", bar, p.fraction * 100,
-                          Format.bytes(p.completedBytes), Format.bytes(p.totalBytes), Format.bytes(Int64(p.bytesPerSecond)),
+                          ByteFormat.string(p.completedBytes), ByteFormat.string(p.totalBytes), ByteFormat.string(Int64(p.bytesPerSecond)),
                           eta, p.filesDone, p.filesTotal)
         let pad = max(0, lastWidth - line.count)
         lastWidth = line.count
@@ -131,11 +127,8 @@ final class ProgressPrinter: @unchecked Sendable {
         }
     }
 
-    func emitJSON(_ object: [String: Any]) {
-        if let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes]) {
-            emit(String(decoding: data, as: UTF8.self) + "\n")
-        }
-    }
+    /// A `--json` line (outside the printer's lock: the final events).
+    func emitEvent(_ event: some DownloadEvent) { emit(event.line) }
 }
 
 /// Writes straight to standard output (unbuffered, so lines interleave correctly with stderr).
@@ -163,13 +156,5 @@ func shellQuoted(_ text: String) -> String {
 }
 
 enum Format {
-    static func bytes(_ n: Int64) -> String { ByteFormat.string(n) }
-
     static func percent(_ fraction: Double) -> String { String(format: "%.1f%%", fraction * 100) }
-
-    static func duration(_ seconds: Double) -> String {
-        guard seconds.isFinite, seconds >= 0 else { return "--" }
-        let s = Int(seconds.rounded())
-        return s >= 3600 ? "\(s / 3600)h\((s % 3600) / 60)m" : s >= 60 ? "\(s / 60)m\(s % 60)s" : "\(s)s"
-    }
 }

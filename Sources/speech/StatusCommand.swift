@@ -1,5 +1,6 @@
 // StatusCommand - `speech status`: the spool's daemons, workers and requests, and the downloads
 // running without the daemon, each with bytes, percentage, rate and ETA.
+import ByteUnits
 import CommandLineKit
 import Daemon
 import Foundation
@@ -24,11 +25,11 @@ enum StatusCommand {
         let rate: Double?
 
         var percent: Double { total > 0 ? Double(bytes) / Double(total) * 100 : 100 }
-        var eta: Double? { rate.flatMap { $0 > 0 ? Double(total - bytes) / $0 : nil } }
+        var eta: Double? { rate.flatMap { RateMeter.eta(remaining: total - bytes, bytesPerSecond: $0) } }
 
         var text: String {
-            "\(Format.bytes(bytes)) / \(Format.bytes(total)) (\(String(format: "%.1f", percent)) %)"
-                + (rate.map { ", \(Format.bytes(Int64($0)))/s, ETA \(eta.map(Format.duration) ?? "--")" } ?? "")
+            "\(ByteFormat.string(bytes)) / \(ByteFormat.string(total)) (\(String(format: "%.1f", percent)) %)"
+                + (rate.map { ", \(ByteFormat.rate(Int64($0))), ETA \(eta.map(DurationText.compact) ?? "--")" } ?? "")
         }
 
         var json: [String: Any] {
@@ -55,17 +56,22 @@ enum StatusCommand {
         }
         var staged = admin.stagedTransfers()
         // The rate: a second look, one second later, when anything moves.
-        var before: [String: (Int64, Date)] = [:]
-        for request in status.requests where request.state == "in flight" { before[request.id] = (request.completedBytes, Date()) }
-        for file in staged { before[file.modelDir + "\n" + file.path] = (file.bytes, Date()) }
+        var before: [String: RateMeter] = [:]
+        func firstLook(_ bytes: Int64) -> RateMeter {
+            var meter = RateMeter()
+            _ = meter.add(bytes)
+            return meter
+        }
+        for request in status.requests where request.state == "in flight" { before[request.id] = firstLook(request.completedBytes) }
+        for file in staged { before[file.modelDir + "\n" + file.path] = firstLook(file.bytes) }
         if !before.isEmpty {
             usleep(1_000_000)
             if let again = try? SpoolStatus.read(cacheBase: base) { status = again }
             staged = admin.stagedTransfers()
         }
         func flow(_ id: String, _ bytes: Int64, _ total: Int64) -> Flow {
-            guard let (then, at) = before[id] else { return Flow(bytes: bytes, total: total, rate: nil) }
-            return Flow(bytes: bytes, total: total, rate: Double(max(0, bytes - then)) / max(0.001, Date().timeIntervalSince(at)))
+            guard var meter = before[id] else { return Flow(bytes: bytes, total: total, rate: nil) }
+            return Flow(bytes: bytes, total: total, rate: meter.add(bytes))
         }
         let requests = status.requests.map { ($0, flow($0.id, $0.completedBytes, $0.totalBytes)) }
         let embedded = staged.map { ($0, flow($0.modelDir + "\n" + $0.path, $0.bytes, $0.size)) }

@@ -71,12 +71,8 @@ let speechSpec = CommandSpec(
 if let fetchd = ProcessInfo.processInfo.environment[FetchdProcess.environmentKey], fetchd.hasPrefix("/") {
     unsetenv(FetchdProcess.environmentKey)  // not inherited by anything the daemon starts
     let fetchdProgram = Program("speech-fetchd", libcurl: CurlLibrary.versionOrReason)
-    FetchdCommandLine.serve(FetchdCommandLine.parse(Array(CommandLine.arguments.dropFirst()), as: fetchdProgram), as: fetchdProgram) { parsed in
-        try FetchdProcess.run(FetchdOptions(cacheBase: parsed.cacheBase.map { URL(fileURLWithPath: $0) }, workers: parsed.workers, slots: parsed.slots,
-                                            node: parsed.node, isWorker: parsed.isWorker, ownRequestsOnly: parsed.ownRequests, hubCaches: parsed.hubCaches,
-                                            allowedEndpoints: parsed.allowedEndpoints,
-                                            metrics: parsed.metrics, maxRate: parsed.maxRate, maxCacheSize: parsed.maxCacheSize, cacheGrace: parsed.cacheGrace,
-                                            capHubCache: parsed.capHubCache.map { URL(fileURLWithPath: $0) }, log: parsed.log, build: parsed.metrics == nil ? [] : FetchdCommandLine.buildLabels(fetchdProgram)), executable: fetchd)
+    FetchdCommandLine.serve(FetchdCommandLine.parse(Array(CommandLine.arguments.dropFirst()), as: fetchdProgram), as: fetchdProgram) {
+        try FetchdProcess.run($0, executable: fetchd)
     }
 }
 

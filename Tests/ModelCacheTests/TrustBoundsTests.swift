@@ -85,6 +85,32 @@ final class TrustBoundsTests: XCTestCase {
         XCTAssertTrue(directory.isComplete(file))
     }
 
+    /// A folder mounted again inside itself (a bind mount: a folder, not a link) is walked once:
+    /// the one walk (`FileTree.walk`) visits each folder once by device and inode.
+    func testABindMountLoopInAModelDirectoryEndsTheWalk() throws {
+        let model = temp.appendingPathComponent("models/org/looped").path
+        XCTAssertEqual(mkdir(temp.appendingPathComponent("models").path, 0o755), 0)
+        XCTAssertEqual(mkdir(temp.appendingPathComponent("models/org").path, 0o755), 0)
+        XCTAssertEqual(mkdir(model, 0o755), 0)
+        XCTAssertEqual(mkdir(model + "/sub", 0o755), 0)
+        XCTAssertEqual(mkdir(model + "/sub/loop", 0o755), 0)
+        XCTAssertTrue(FileManager.default.createFile(atPath: model + "/config.json", contents: Data("{}".utf8)))
+        func run(_ tool: String, _ arguments: [String]) -> Int32 {
+            let p = Process()
+            p.executableURL = URL(fileURLWithPath: tool)
+            p.arguments = arguments
+            p.standardError = FileHandle.nullDevice
+            guard (try? p.run()) != nil else { return -1 }
+            p.waitUntilExit()
+            return p.terminationStatus
+        }
+        guard run("/bin/mount", ["--bind", model, model + "/sub/loop"]) == 0 else { throw XCTSkip("cannot bind-mount here (not root?)") }
+        defer { _ = run("/bin/umount", ["-l", model + "/sub/loop"]) }
+        XCTAssertEqual(ModelDirectory(URL(fileURLWithPath: model)).listFiles(), ["config.json"])
+        XCTAssertEqual(FileTree.walk(temp.path).map(\.path), ["models/org/looped/config.json"])
+        XCTAssertEqual(FileTree.allocatedBytes(model), FileTree.facts(model + "/config.json")?.allocated)
+    }
+
     func testAnAbsolutePointerIsNotACompleteFile() throws {
         let (directory, file) = try snapshot()
         let planted = temp.appendingPathComponent("elsewhere/blobs/\(file.blobID)")

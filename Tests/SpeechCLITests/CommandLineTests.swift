@@ -272,6 +272,50 @@ final class CommandLineTests: DaemonTestCase {
         XCTAssertEqual(retry?["subject"] as? String, "config.json", r.out)
     }
 
+    /// Every `--json` line of a download (a plan, progress, a retry, a done with an unmatched
+    /// pattern, an error) is an event docs/cli.md's table lists, with its fields and no others.
+    func testEveryJSONEventIsOneTheSchemaInDocsCLIListsWithItsFields() throws {
+        let docs = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("docs/cli.md")
+        let text = try String(contentsOf: docs, encoding: .utf8)
+        let section = try XCTUnwrap(text.components(separatedBy: "### --json events").dropFirst().first?.components(separatedBy: "\n## ").first)
+        func names(_ cell: Substring) -> Set<String> {
+            Set(cell.split(separator: "`", omittingEmptySubsequences: false).enumerated().filter { $0.offset % 2 == 1 }.map { String($0.element) })
+        }
+        // Per row: the event, its fields (outside parentheses: required), and every name it allows.
+        var rows: [(event: String, required: Set<String>, allowed: Set<String>)] = []
+        for line in section.split(separator: "\n") where line.hasPrefix("| `") {
+            let cells = line.split(separator: "|", omittingEmptySubsequences: false).map { $0.trimmingCharacters(in: .whitespaces) }
+            guard cells.count >= 5, let event = names(Substring(cells[1])).first else { continue }
+            let topLevel = cells[2].replacingOccurrences(of: "\\([^)]*\\)", with: "", options: .regularExpression)
+            rows.append((event, names(Substring(topLevel)).union(["event"]), names(Substring(cells[2])).union(names(Substring(cells[3]))).union(["event"])))
+        }
+        XCTAssertGreaterThanOrEqual(rows.count, 12, "the table of docs/cli.md: \(rows)")
+
+        try makeRepo()
+        hub.setFault(.status(code: 503, times: 1, retryAfter: nil), for: "\(repo)/config.json")
+        var lines: [Substring] = []
+        for words in [["--dry-run"], ["--include", "*.nomatch", "--include", "*"], []] {
+            let r = run(["download", repo, "--json", "--cache-base", cacheBase.path] + words)
+            XCTAssertEqual(r.status, 0, r.err)
+            lines += r.out.split(separator: "\n")
+        }
+        let failed = run(["download", "org/Absent", "--json", "--offline", "--cache-base", cacheBase.path])
+        XCTAssertEqual(failed.status, 1, failed.err)
+        lines += failed.out.split(separator: "\n")
+        var seen = Set<String>()
+        for line in lines {
+            let object = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any], String(line))
+            let event = try XCTUnwrap(object["event"] as? String, String(line))
+            let keys = Set(object.keys)
+            XCTAssertTrue(rows.contains { $0.event == event && $0.required.isSubset(of: keys) && keys.isSubset(of: $0.allowed) },
+                          "not as docs/cli.md lists it: \(line)")
+            XCTAssertFalse(object.values.contains { $0 is NSNull }, "no null: \(line)")
+            seen.insert(event)
+        }
+        XCTAssertEqual(seen, ["plan", "progress", "file", "retry", "done", "error"], "\(lines)")
+    }
+
     func testNothingThereOnAColdCacheFailsAtOnceNamingTheEndpointAndOfflineMode() throws {
         // A refused connection (port 1 of loopback) and a name that never resolves (RFC 2606),
         // under the user's ladder of 5 attempts seconds apart: no network, nothing cached.

@@ -4,6 +4,7 @@
 import CacheAdmin
 import Daemon
 import Foundation
+import HubTypes
 import ModelCache
 import SpeechFetch
 import Spool
@@ -46,6 +47,28 @@ final class CorruptSpoolRecordTests: DaemonTestCase {
         XCTAssertTrue((contents(client.stderr) + contents(daemon.log)).contains("moved the unreadable record"),
                       "a log line says what was moved where")
         XCTAssertEqual(names("requests"), [request], "the request was asked afresh under its id")
+    }
+
+    /// A record's layout is a type: `"hf"` and absent read as the two layouts; any other value
+    /// (a newer version's) makes the record unreadable, set aside, never served in another layout.
+    func testARequestInALayoutThisVersionDoesNotKnowIsSetAsideNotWrittenNatively() throws {
+        let spool = try Spool(base: cacheBase, node: "t")
+        let commit = String(repeating: "a", count: 40)
+        let file = RepoFile(path: path, size: 3, blobID: String(repeating: "b", count: 40), sha256: nil)
+        func record(_ layout: String?) throws -> (id: String, data: Data) {
+            let request = SpoolRequest(repo: repo, revision: "main", commit: commit, modelDir: modelDir(repo).path + (layout ?? "-native"),
+                                       files: [file], node: "t")
+            var object = try XCTUnwrap(JSONSerialization.jsonObject(with: JSONEncoder().encode(request)) as? [String: Any])
+            object["layout"] = layout
+            return (request.id, try JSONSerialization.data(withJSONObject: object))
+        }
+        for layout in [nil, "hf", "zz"] {
+            let (id, data) = try record(layout)
+            try plant("requests/\(id).json", data)
+        }
+        let layouts = spool.requests().map { $0.directory.layout }.sorted { $0.rawValue < $1.rawValue }
+        XCTAssertEqual(layouts, [.huggingFace, .native], "the unknown layout is not read as the native one")
+        XCTAssertEqual(names("corrupt").count, 1, "\(names("corrupt"))")
     }
 
     func testGarbageRequestIsSeenByStatusWaitDetachAndClean() throws {

@@ -13,17 +13,17 @@ final class XetUpdateTests: HubTestCase {
     let repo = "org/XetUpdate"
     let path = "model.safetensors"
     var key: String { "\(repo)/\(path)" }
-    let size = 24 << 20
+    let size = 16 << 20
     /// How long revision 1 took (for the report's ratio, not asserted).
     var firstSeconds = 0.0
 
-    /// Revision 1: random bytes. Revision 2: 1 KiB inserted at 7 MiB and 16 bytes overwritten
-    /// at 17 MiB, as in issue 30's measurement.
+    /// Revision 1: random bytes. Revision 2: 1 KiB inserted at 5 MiB and 16 bytes overwritten
+    /// at 11 MiB, as in issue 30's measurement.
     func revisions() -> (Data, Data) {
         let first = XetDownloadTests.randomBytes(size, seed: 11)
         var second = first
-        second.insert(contentsOf: XetDownloadTests.randomBytes(1024, seed: 12), at: 7 << 20)
-        second.replaceSubrange((17 << 20)..<((17 << 20) + 16), with: XetDownloadTests.randomBytes(16, seed: 13))
+        second.insert(contentsOf: XetDownloadTests.randomBytes(1024, seed: 12), at: 5 << 20)
+        second.replaceSubrange((11 << 20)..<((11 << 20) + 16), with: XetDownloadTests.randomBytes(16, seed: 13))
         return (first, second)
     }
 
@@ -32,6 +32,7 @@ final class XetUpdateTests: HubTestCase {
         let (first, second) = revisions()
         try TestHub.writeRepo(root: root, repo: repo, files: [path: first])
         hub.setXet(repo)
+        XCTAssertNotNil(hub.xetHash(of: key))  // stored now, not while the 1 s stall guard waits for a listing
         let started = Date()
         try download(repo)
         firstSeconds = Date().timeIntervalSince(started)
@@ -79,6 +80,23 @@ final class XetUpdateTests: HubTestCase {
         let fetched = hub.xorbBytes(for: key)
         XCTAssertGreaterThan(Double(fetched), 0.02 * Double(second.count), "the changed chunk's term came from the CAS")
         XCTAssertLessThan(Double(fetched), 0.5 * Double(second.count), "the terms after the change still came from the cache")
+    }
+
+    func testAnEntryAimedAtAFIFOIsIgnoredWithoutBlocking() throws {
+        let second = try downloadFirstThenPublishSecond()
+        // Every entry of the index now names a FIFO (no writer: an open for reading would block).
+        let fifo = temp.appendingPathComponent("fifo").path
+        XCTAssertEqual(mkfifo(fifo, 0o600), 0)
+        let index = cacheBase.appendingPathComponent("xet-index")
+        for sub in try FileManager.default.subpathsOfDirectory(atPath: index.path) where sub.hasSuffix(".json") {
+            let url = index.appendingPathComponent(sub)
+            var entry = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(contentsOf: url)) as? [String: Any])
+            entry["path"] = fifo
+            try JSONSerialization.data(withJSONObject: entry).write(to: url)
+        }
+        try download(repo)
+        try assertSameBytes(repo, path)
+        XCTAssertGreaterThan(Double(hub.xorbBytes(for: key)), 0.9 * Double(second.count), "nothing could be read from the cache")
     }
 
     func testAnEntryIntoAnEvictedFileIsIgnoredAndTheFileIsFetched() throws {

@@ -27,6 +27,15 @@ TOOLS = (("speech", "speech download (ours, native Xet, verified)"),
          ("hf_xet", "hf_xet under huggingface_hub (snapshot_download)"))
 
 
+def hf_xet_version(python):
+    import subprocess
+    try:
+        return subprocess.run([python, "-c", "import importlib.metadata as m; print(m.version('hf-xet'))"],
+                              capture_output=True, text=True, timeout=60).stdout.strip() or "?"
+    except Exception:
+        return "?"
+
+
 def counters(endpoint):
     with urllib.request.urlopen(endpoint + "/_testhub/counters", timeout=10) as r:
         return json.load(r)
@@ -119,6 +128,7 @@ def run(a, base_env, logs, settle, idle_wait):
         t["summary"] = summary(t, a.xet_update_size)
     parts.append({"key": "update", "tools": tools})
     return {"key": "8", "title": "Xet: ours against hf_xet on the test Hub's Xet path", "runs": a.runs,
+            "hf_xet": hf_xet_version(a.py_new),
             "size": a.size, "update_size": a.xet_update_size, "limit": a.rate_limit, "parts": parts}
 
 
@@ -127,7 +137,7 @@ def render(sc, header, fr, tool_rows):
          f"`speech-testhub --xet` serves scenario 1's file ({sc['size'] / MIB:.0f} MiB) as Xet: chunks cut by the "
          "gear-hash CDC, xorbs of at most 64 MiB, the Xet headers on resolve, reconstructions and pre-signed xorb "
          "ranges. `speech download REPO --cache-base DIR` fetches it natively (every chunk decoded and hashed where "
-         "it arrives, the Merkle root and the SHA-256 checked; docs/xet.md); hf_xet (the newest PyPI release) under "
+         "it arrives, the Merkle root and the SHA-256 checked; docs/xet.md); hf_xet " + sc.get("hf_xet", "?") + " under "
          "the newest huggingface_hub runs `snapshot_download` into a local folder (it verifies nothing). Each timed "
          "command ends with `sync`. S2 paces every connection, xorb ranges included, to "
          f"`{sc['limit']}` bytes/s. Update: revision 2 ({sc['update_size'] / MIB:.1f} MiB: 1 KiB inserted at 40 %, "
