@@ -93,6 +93,17 @@ public struct Planner: Sendable {
         held.add(lock)
         defer { held.releaseAll() }
         guard spool.lookPlan(key).isAbsent, !directory.isComplete(file) else { return }
+        if file.size <= rangeSize, case .absent = Sidecar.look(file.path, in: directory) {
+            // One range and no sidecar: nothing of the file is done or kept (a staging file found
+            // without a sidecar starts afresh), so its plan needs no staging file: the splicer
+            // makes the one it fills. Two files made and one unlinked per small file were a third
+            // of the daemon's file creations for a repo of small files.
+            let planned = PlannedFile(repo: request.repo, modelDir: request.modelDir, commit: request.commit, file: file,
+                                      rangeSize: file.size, node: request.node, layout: request.layout,
+                                      endpoint: request.endpoint)
+            if (try? spool.plan(planned, pending: [0])) != nil { metrics?.planned(1) }
+            return
+        }
         let staging: StagingFile
         do {
             staging = try StagingFile(file: file, in: directory, commit: request.commit, rangeSize: rangeSize)
