@@ -47,18 +47,28 @@ def strace_counts(path):
 
 
 def stop_traced_daemon(strace_pid, base):
-    """SIGTERM to the daemon strace runs (its child), then waits for strace to write its summary."""
+    """SIGTERM to the daemon strace runs (its child), then waits for strace to write its summary.
+    A daemon that has not drained within 90 s (everything is slow under strace): strace is
+    interrupted (it detaches and writes the summary so far), then the rest is killed."""
     children = [p for p in tree_pids(strace_pid) if p != strace_pid]
     supervisor = min(children) if children else strace_pid
     try:
         os.kill(supervisor, signal.SIGTERM)
     except ProcessLookupError:
         pass
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        if os.waitpid(strace_pid, os.WNOHANG)[0]:
-            return True
-        time.sleep(0.05)
+    for sig, wait in ((None, 90), (signal.SIGINT, 15)):
+        if sig:
+            os.kill(strace_pid, sig)
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline:
+            if os.waitpid(strace_pid, os.WNOHANG)[0]:
+                for pid in children:
+                    try:
+                        os.kill(pid, signal.SIGKILL)
+                    except ProcessLookupError:
+                        pass
+                return sig is None
+            time.sleep(0.05)
     os.killpg(strace_pid, signal.SIGKILL)
     os.waitpid(strace_pid, 0)
     return False
