@@ -58,7 +58,10 @@ enum RequestProgress {
             }
             var counted = Set(parts[key] ?? [])
             var rangeSize: Int64 = 0
-            if case .found(let found) = Sidecar.look(file.path, in: directory), let record = found, record.size == file.size {
+            // A file of at most one page (the smallest range) is one range, which has no sidecar
+            // before it is final: no look (an open per small file at every tick of a large repo).
+            if file.size > DownloadSettings.pageSize, case .found(let found) = Sidecar.look(file.path, in: directory),
+               let record = found, record.size == file.size {
                 counted.formUnion(record.done)
                 rangeSize = max(1, record.rangeSize)
             }
