@@ -1,5 +1,5 @@
 """small_files.py - the runner of scripts/bench-small-files (the shell script serves the repo of
-many small files with nginx and starts this): runs scenario 8 and merges its entry into
+many small files with nginx and starts this): runs scenario 9 and merges its entry into
 docs/benchmarks.json's "more", then writes docs/benchmarks.md through page.py (the other
 scenarios keep their figures). Standard library only.
 """
@@ -13,7 +13,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 from measure import machine_info  # noqa: E402
 import page  # noqa: E402
-import scenario8  # noqa: E402
+import scenario9  # noqa: E402
 
 
 def main():
@@ -31,7 +31,7 @@ def main():
     settle = float(os.environ.get("BENCH_SETTLE", "1"))
     idle_wait = float(os.environ.get("BENCH_IDLE_WAIT", "30"))
     machine = machine_info(a.work, a.repo_dir)
-    entry = scenario8.run(a, base_env, logs, settle, idle_wait)
+    entry = scenario9.run(a, base_env, logs, settle, idle_wait)
     entry.update({"generated": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
                   "commit": machine["speech_fetch_commit"]
                   + (" (with uncommitted changes)" if machine["speech_fetch_sources_uncommitted"] else ""),
@@ -39,11 +39,11 @@ def main():
     out_json = os.path.join(a.out_dir, "benchmarks.json")
     with open(out_json) as f:
         doc = json.load(f)
-    doc.setdefault("more", {})["8"] = entry
+    doc.setdefault("more", {})["9"] = entry
     page.write(doc, a.out_dir)
-    for line in scenario8.verdict(entry):
+    for line in scenario9.verdict(entry):
         print(line, file=sys.stderr)
-    print(f"bench-small-files: wrote scenario 8 into {a.out_dir}/benchmarks.md and benchmarks.json", file=sys.stderr)
+    print(f"bench-small-files: wrote scenario 9 into {a.out_dir}/benchmarks.md and benchmarks.json", file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""scenario8.py - scenario 8 (scripts/bench-small-files): one repo of many small git files (10,000
+"""scenario9.py - scenario 9 (scripts/bench-small-files): one repo of many small git files (10,000
 by default), `speech download` embedded against the same command handed to a `speech-fetchd`
 serving the cache base, side by side in one run, and the ratio of their wall times. A second,
 untimed round of each mode under `strace -f -c` counts the durability calls (fsync, fdatasync,
@@ -145,7 +145,7 @@ def run(a, base_env, logs, settle, idle_wait):
     e, d = tools[0]["runs"], tools[1]["runs"]
     ratios = [rd["wall_s"] / re_["wall_s"] for re_, rd in zip(e, d)
               if re_["exit"] == 0 and rd["exit"] == 0 and re_["files"] == a.files and rd["files"] == a.files]
-    return {"key": "8", "title": f"{a.files:,} small files, embedded against daemon-hosted",
+    return {"key": "9", "title": f"{a.files:,} small files, embedded against daemon-hosted",
             "files": a.files, "bytes": a.bytes, "repo": a.repo, "runs": a.runs, "tools": tools,
             "ratio_daemon_embedded": rng(ratios), "load": a.load, "command": a.command}
 
