@@ -36,10 +36,15 @@ public struct Planner: Sendable {
             if !spool.acceptsTarget(of: request) { continue }
             // Smallest first: the small files a loader reads first (config.json, the tokenizer)
             // get their jobs before a big file's ranges fill the queue.
+            // One listing of failures/ (usually empty) instead of a look for each file's.
+            let noFailures = spool.hasNoFailures()
             let wanted = request.files.sorted(by: { $0.size < $1.size }).filter { file in
                 let key = PlannedFile.key(modelDir: request.modelDir, path: file.path, commit: request.commit)
                 // Planned only when the plan is positively absent (an unreadable one may stand).
-                return !request.directory.isComplete(file) && spool.failure(of: key) == nil && spool.lookPlan(key).isAbsent
+                // The plan is looked at first: a pass while thousands of small files are in flight
+                // finds most of them planned (a stat, the plan remembered), and looks no further.
+                return spool.lookPlan(key).isAbsent && !request.directory.isComplete(file)
+                    && (noFailures || spool.failure(of: key) == nil)
             }
             guard !wanted.isEmpty else { continue }
             // The staging lock, file and sidecar are made through the directory opened by its
@@ -93,6 +98,17 @@ public struct Planner: Sendable {
         held.add(lock)
         defer { held.releaseAll() }
         guard spool.lookPlan(key).isAbsent, !directory.isComplete(file) else { return }
+        if file.size <= rangeSize, case .absent = Sidecar.look(file.path, in: directory) {
+            // One range and no sidecar: nothing of the file is done or kept (a staging file found
+            // without a sidecar starts afresh), so its plan needs no staging file: the splicer
+            // makes the one it fills. Two files made and one unlinked per small file were a third
+            // of the daemon's file creations for a repo of small files.
+            let planned = PlannedFile(repo: request.repo, modelDir: request.modelDir, commit: request.commit, file: file,
+                                      rangeSize: file.size, node: request.node, layout: request.layout,
+                                      endpoint: request.endpoint)
+            if (try? spool.plan(planned, pending: [0])) != nil { metrics?.planned(1) }
+            return
+        }
         let staging: StagingFile
         do {
             staging = try StagingFile(file: file, in: directory, commit: request.commit, rangeSize: rangeSize)

@@ -2,6 +2,7 @@
 // sidecars list done or whose parts are published (what the shared filesystem says), and of this
 // node's ranges in flight (what this machine's RAM says).
 import Foundation
+import Synchronization
 import ModelCache
 import Spool
 import Transfer
@@ -38,22 +39,39 @@ enum RequestProgress {
     }
 
     /// The shared layer: a look at each file (final?) and at the sidecar of each file not final.
+    /// A file seen final stays final for this process's progress (a waiter of ten thousand small
+    /// files looked at each final one again, a stat, an xattr read, at every tick): what a
+    /// process saw final, per request. Progress only: done is judged from the markers.
+    private static let seenFinal = Mutex<[String: Set<String>]>([:])
+
     static func shared(_ request: SpoolRequest, parts: [String: [Int]]) -> Shared {
         let directory = request.directory
         var files: [Shared.File] = []
+        let known = seenFinal.withLock { $0[request.id] ?? [] }
+        var final = known
         for file in request.files {
             let key = PlannedFile.key(modelDir: request.modelDir, path: file.path, commit: request.commit)
-            if directory.isComplete(file) {
+            if final.contains(key) || directory.isComplete(file) {
+                final.insert(key)
                 files.append(Shared.File(key: key, size: file.size, complete: true, counted: [], rangeSize: 0))
                 continue
             }
             var counted = Set(parts[key] ?? [])
             var rangeSize: Int64 = 0
-            if case .found(let found) = Sidecar.look(file.path, in: directory), let record = found, record.size == file.size {
+            // A file of at most one page (the smallest range) is one range, which has no sidecar
+            // before it is final: no look (an open per small file at every tick of a large repo).
+            if file.size > DownloadSettings.pageSize, case .found(let found) = Sidecar.look(file.path, in: directory),
+               let record = found, record.size == file.size {
                 counted.formUnion(record.done)
                 rangeSize = max(1, record.rangeSize)
             }
             files.append(Shared.File(key: key, size: file.size, complete: false, counted: counted, rangeSize: rangeSize))
+        }
+        if final.count > known.count {
+            seenFinal.withLock {
+                if $0.count >= 64 && $0[request.id] == nil { $0.removeAll() }  // a long-lived process sees many requests
+                $0[request.id] = final
+            }
         }
         return Shared(files: files, total: request.files.reduce(Int64(0)) { $0 + $1.size })
     }
@@ -62,6 +80,12 @@ enum RequestProgress {
     static func with(_ shared: Shared, live: [String: Int64]) -> TransferProgress {
         var bytes: Int64 = 0
         var done = 0
+        // The ranges in flight by file, parsed once (not once per file of the request at each tick).
+        var flying: [String: [(index: Int, held: Int64)]] = [:]
+        for (job, held) in live {
+            guard let (key, index) = PlannedFile.parseJob(job) else { continue }
+            flying[key, default: []].append((index, held))
+        }
         for file in shared.files {
             if file.complete {
                 bytes += file.size
@@ -69,9 +93,8 @@ enum RequestProgress {
                 continue
             }
             bytes += file.counted.reduce(Int64(0)) { $0 + file.length(ofRange: $1) }
-            for (job, held) in live {
-                guard let (jobKey, index) = PlannedFile.parseJob(job), jobKey == file.key, !file.counted.contains(index) else { continue }
-                bytes += min(held, file.length(ofRange: index))
+            for range in flying[file.key] ?? [] where !file.counted.contains(range.index) {
+                bytes += min(range.held, file.length(ofRange: range.index))
             }
         }
         return TransferProgress(completedBytes: min(bytes, shared.total), totalBytes: shared.total, filesDone: done,

@@ -48,19 +48,20 @@ extension Worker {
     }
 
     /// `jobs/ready`, sorted: this machine's shared listing while no wake-up has made it stale
-    /// (ReadyView), else listed now and shared.
-    private func readyJobs(fresh: Bool) -> (names: [String], epoch: UInt64?) {
+    /// (ReadyView: the jobs a scan tries first, and the count of all), else listed now and shared.
+    private func readyJobs(fresh: Bool) -> (names: [String], count: Int, epoch: UInt64?) {
         let epoch = readyView?.epoch()
         if !fresh, let epoch, let view = readyView {
-            return (view.listing(at: epoch) { spool.lookReadyJobs() } ?? [], epoch)
+            let listing = view.listing(at: epoch) { spool.lookReadyJobs() }
+            return (listing?.names ?? [], listing?.count ?? 0, epoch)
         }
         let names = spool.readyJobs()
         if let epoch { readyView?.store(names, at: epoch) }
-        return (names, epoch)
+        return (names, names.count, epoch)
     }
 
     private func claimFromOneListing(fresh: Bool) -> ScanResult {
-        let (ready, epoch) = readyJobs(fresh: fresh)
+        let (ready, count, epoch) = readyJobs(fresh: fresh)
         guard !ready.isEmpty else { return .none }
         // The share is looked at (a listing of the claims) once a job whose plan is published
         // is found: jobs arriving before their plan cost no look at the claims.
@@ -82,7 +83,7 @@ extension Worker {
             plans[key] = plan
             if ownRequestsOnly && plan.node != settings.node { continue }
             if !shareChecked {
-                guard withinShare(ready: ready.count) else { return .none }
+                guard withinShare(ready: count) else { return .none }
                 shareChecked = true
             }
             if let claim = spool.claim(name, plan: plan) {
@@ -92,7 +93,9 @@ extension Worker {
             tried += 1
             if tried >= Worker.triesPerListing { return .taken }
         }
-        return .none
+        // The machine's listing keeps only the first jobs a scan tries (ReadyView): when none of
+        // them could be taken while it counted more, the others are looked for in a listing of all.
+        return count > ready.count ? .taken : .none
     }
 
 
@@ -143,6 +146,9 @@ extension Worker {
     /// bytes still to come (`ClaimPolicy.mayClaim`).
     private func withinShare(ready: Int) -> Bool {
         let nodes = liveNodes()
+        // One node's share is every ready range (`ClaimPolicy.mayClaim`): no listing of the claims
+        // at each claim (a readdir and a parse of each name, per small file of a large repo).
+        if nodes == 1 && ready > 0 { return true }
         guard let claims = spool.claims() else { return true }
         // While more ranges are ready than there are nodes, every claim counts as a whole range
         // (a listing of the claims); the bytes each claim still has to come (a listing of tmp/

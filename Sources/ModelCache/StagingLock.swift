@@ -62,6 +62,13 @@ public final class StagingLock: @unchecked Sendable {
                 }
                 return StagingLock(path: path, owner: owner, inode: UInt64(st.st_ino))
             }
+            if errno == ENOENT {
+                // `.incomplete/` went between its making and this create: another file's holder
+                // released the last entry and removed the folder (StagingFile.removeStagingIfEmpty),
+                // as a pass that plans or splices several files at once does all the time.
+                try ModelDirectory.makeDirectories(staging)
+                continue
+            }
             guard errno == EEXIST else {
                 throw CacheError.io(path: path, operation: "create the staging lock", errno: errno)
             }

@@ -3,8 +3,8 @@
 // Each file's step is a handful of small synchronous writes, each waiting for its sync (the staging
 // file, the plan): one thread spends most of a step waiting on the disk or the file server, and
 // steps of different files share nothing but the spool's own locked state. Run side by side, their
-// syncs share the filesystem's journal commits (one commit carries every sync that waits on it),
-// so a pass over thousands of small files costs a fraction of the syncs in series
+// waits overlap (and on a journalled filesystem their syncs share commits), so a pass over
+// thousands of small files takes a fraction of the time its steps take in series
 // (docs/benchmarks.md, scenario 8).
 import Foundation
 

@@ -11,9 +11,44 @@
 // announced it makes the listing's tag stale. A job that another node took since the listing
 // costs one failed try (a claim is a rename; the loser's is ENOENT), and a scan whose tries all
 // fail lists afresh. Nothing here is on the shared filesystem.
+//
+// The record keeps the first `kept` jobs a scan tries (every file's first range, then the later
+// ranges, each sorted) and the count of all it listed: a claim reads and rewrites the record, and
+// a repo of ten thousand small files planned at once would otherwise make every claim parse and
+// write ten thousand names (quadratic in the files; scenario 8 of docs/benchmarks.md). When the
+// kept jobs are all taken while others were listed, the record is stale and one process lists again.
 import Foundation
 import ModelCache
 import SharedFiles
+
+/// What a shared listing of `jobs/ready` offers: the first jobs a scan tries, and how many it found.
+public struct ReadyListing: Sendable, Equatable {
+    /// At most `ReadyView.kept` names: every file's first range, then later ranges, each sorted.
+    public var names: [String]
+    /// Every job listed, less those taken since (the node's fair share counts them all).
+    public var count: Int
+
+    /// The listing of `all` (sorted), keeping the jobs a scan tries first.
+    public init(_ all: [String]) {
+        count = all.count
+        guard all.count > ReadyView.kept else {
+            names = all
+            return
+        }
+        let firstSuffix = PlannedFile.jobName(key: "", index: 0)
+        var firsts: [String] = []
+        var later: [String] = []
+        for name in all where firsts.count < ReadyView.kept {
+            if name.hasSuffix(firstSuffix) { firsts.append(name) } else if later.count < ReadyView.kept { later.append(name) }
+        }
+        names = Array((firsts + later).prefix(ReadyView.kept))
+    }
+
+    init(names: [String], count: Int) {
+        self.names = names
+        self.count = count
+    }
+}
 
 public struct ReadyView: Sendable {
     let recordPath: String
@@ -25,6 +60,9 @@ public struct ReadyView: Sendable {
     /// A listing older than this is listed again even when no wake-up said it changed: the
     /// safety net under a wake-up that was lost.
     static let maxAge: UInt64 = 5_000_000_000
+    /// Jobs a record keeps: far more than a node's slots try from one listing (4 tries each, 16
+    /// slots), few enough that a claim's rewrite of the record costs next to nothing.
+    public static let kept = 256
 
     /// The view of `spool`'s ready jobs on this machine, or nil without a writable /dev/shm.
     public init?(spool: Spool) {
@@ -61,53 +99,80 @@ public struct ReadyView: Sendable {
     /// for its listing and use it), then shared.
     /// A listing that failed (`list()` gives nil: a stale handle, EIO) is not shared: the others
     /// would take it for an empty folder until the next wake-up.
-    public func listing(at epoch: UInt64, list: () -> [String]?) -> [String]? {
-        if let names = names(at: epoch) { return names }
-        guard live.prepare() else { return list() }
+    public func listing(at epoch: UInt64, list: () -> [String]?) -> ReadyListing? {
+        if let listing = names(at: epoch) { return listing }
+        guard live.prepare() else { return list().map { ReadyListing($0.sorted()) } }
         return MachineFiles.oneAtATime(listerPath) {
             // A process that held the lock before us listed at this epoch (it read the epoch
             // before its listing, as we did): its listing is as fresh as ours would be.
-            if let names = names(at: epoch) { return names }
+            if let listing = names(at: epoch) { return listing }
             guard let names = list()?.sorted() else { return nil }
             store(names, at: epoch)
-            return names
+            return ReadyListing(names)
         }
     }
 
-    /// The names listed at `epoch` (sorted), when that listing is still the current one.
-    public func names(at epoch: UInt64) -> [String]? {
-        guard let record = record(), record.tag == epoch, MonotonicClock.nanoseconds() &- record.listedAt < ReadyView.maxAge
+    /// The listing made at `epoch`, when it is still the current one (and still offers a job
+    /// while it counted some: its kept jobs all taken, the others are listed again).
+    public func names(at epoch: UInt64) -> ReadyListing? {
+        guard let record = record(), record.tag == epoch, MonotonicClock.nanoseconds() &- record.listedAt < ReadyView.maxAge,
+              !record.listing.names.isEmpty || record.listing.count == 0
         else { return nil }
-        return record.names
+        return record.listing
     }
 
     /// The shared record as written: its tag, when it was listed, and the names; nil when there
     /// is none or it is not one of ours (only this account can write the folder, LiveProgress
     /// checks it, but a name that is not a job's still means the record was not written here).
-    private func record() -> (tag: UInt64, listedAt: UInt64, names: [String])? {
+    /// The header is `<tag> <listedAt> <count>` (a record without the count, of an older build,
+    /// counts its names).
+    private func record() -> (tag: UInt64, listedAt: UInt64, listing: ReadyListing)? {
         guard let data = FileManager.default.contents(atPath: recordPath),
               let text = String(data: data, encoding: .utf8) else { return nil }
         var lines = text.split(separator: "\n", omittingEmptySubsequences: false)
         guard let header = lines.first else { return nil }
         let fields = header.split(separator: " ")
-        guard fields.count == 2, let tag = UInt64(fields[0]), let at = UInt64(fields[1]) else { return nil }
+        guard fields.count == 2 || fields.count == 3, let tag = UInt64(fields[0]), let at = UInt64(fields[1]) else { return nil }
         lines.removeFirst()
         let names = lines.filter { !$0.isEmpty }.map(String.init)
-        guard names.allSatisfy({ PlannedFile.parseJob($0) != nil }) else { return nil }
-        return (tag, at, names)
+        guard names.allSatisfy(ReadyView.looksLikeJob) else { return nil }
+        let count = fields.count == 3 ? Int(fields[2]) : names.count
+        guard let count, count >= names.count else { return nil }
+        return (tag, at, ReadyListing(names: names, count: count))
     }
 
-    /// Shares `names`, listed after reading `epoch`.
+    /// Whether a record's line can be a job's name (`<24 hex>.<digits>`), judged on its bytes: a
+    /// claim reads the record twice, and a full parse of each name was most of a worker's CPU. A
+    /// name that passes here and is still not a job is refused where it is claimed (`parseJob`).
+    static func looksLikeJob(_ name: String) -> Bool {
+        var bytes = 0
+        var dot = -1
+        for byte in name.utf8 {
+            switch byte {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): break
+            case UInt8(ascii: "a")...UInt8(ascii: "f") where dot < 0: break
+            case UInt8(ascii: ".") where dot < 0: dot = bytes
+            default: return false
+            }
+            bytes += 1
+        }
+        return dot == 24 && bytes >= 31 && bytes <= 34  // 6 to 9 digits, as `parseJob` takes them
+    }
+
+    /// Shares `names` (sorted), listed after reading `epoch`.
     public func store(_ names: [String], at epoch: UInt64) {
-        write(names, at: epoch, listedAt: MonotonicClock.nanoseconds())
+        write(ReadyListing(names), at: epoch, listedAt: MonotonicClock.nanoseconds())
     }
 
     /// This process claimed `name`: the shared listing no longer offers it to the others.
     public func taken(_ name: String, at epoch: UInt64) {
         _ = withCounter(exclusive: true) { current -> UInt64 in
-            guard current == epoch, let names = self.names(at: epoch), names.contains(name),
-                  let record = self.record() else { return current }
-            self.write(names.filter { $0 != name }, at: epoch, listedAt: record.listedAt)
+            guard current == epoch, let record = self.record(), record.tag == epoch,
+                  let at = record.listing.names.firstIndex(of: name) else { return current }
+            var listing = record.listing
+            listing.names.remove(at: at)
+            listing.count -= 1
+            self.write(listing, at: epoch, listedAt: record.listedAt)
             return current
         }
     }
@@ -123,9 +188,9 @@ public struct ReadyView: Sendable {
         }
     }
 
-    private func write(_ names: [String], at epoch: UInt64, listedAt: UInt64) {
+    private func write(_ listing: ReadyListing, at epoch: UInt64, listedAt: UInt64) {
         guard live.prepare() else { return }
-        MachineFiles.replace(recordPath, with: "\(epoch) \(listedAt)\n" + names.map { $0 + "\n" }.joined())
+        MachineFiles.replace(recordPath, with: "\(epoch) \(listedAt) \(listing.count)\n" + listing.names.map { $0 + "\n" }.joined())
     }
 
     /// Runs `body` on the counter under its lock and stores what it returns when `exclusive`.

@@ -3,7 +3,7 @@ document, verdict() its verdict lines, write() both files. It sits above the sce
 measure.py and reads only the document they produce (plus the constants that name the method).
 
 The document: "scenarios" lists scenarios 1-2 (their tools, runs and summaries), "more" holds
-scenarios 3-6 (one entry per key); each entry states its own date, commit, run and run count
+scenarios 3-9 (one entry per key; 9 is scripts/bench-small-files'); each entry states its own date, commit, run and run count
 (entries written before they did take the top-level ones). The top-level fields (machine,
 versions, method, time) describe the latest run that measured 1 or 2. merge() puts a run that
 measured any subset of 1-6 into the document of earlier runs, keeping the scenarios it did not
@@ -17,6 +17,7 @@ from measure import MIB, NOISE_SHARE, SAMPLE_SECONDS
 from scenario6 import N_WAITERS
 import scenario7
 import scenario8
+import scenario9
 
 
 def f1(x, fmt="{:.1f}"):
@@ -468,6 +469,8 @@ def render_more(more):
         L += scenario7.render(more["7"], header, fr, tool_rows)
     if more.get("8"):
         L += scenario8.render(more["8"], header, fr, tool_rows)
+    if more.get("9"):
+        L += scenario9.render(more["9"], header, fr, tool_rows)
     return L
 
 
@@ -540,4 +543,6 @@ def verdict_more(more):
         out += scenario7.verdict(more["7"])
     if more.get("8"):
         out += scenario8.verdict(more["8"])
+    if more.get("9"):
+        out += scenario9.verdict(more["9"])
     return out
