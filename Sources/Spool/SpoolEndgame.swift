@@ -60,17 +60,11 @@ extension Spool {
             inFlight[owner.node, default: []].append(max(0, length - Int64(st.st_size)))
         }
         let now = Date()
-        // Every claim's growth since this process first saw it: its rate, once seen for
-        // `ClaimGrowth.minimumSpan`. The fastest of them is what one connection carries now.
-        var observed: [String: ClaimGrowth.Observation] = [:]
-        for (claim, _, remaining) in candidates { observed[claim.name] = growth.observe(claim.name, remaining: remaining, now: now) }
-        let fastest = observed.values.compactMap(\.rate).filter { $0 > 0 }.max()
         var best: LaggingClaim?
         for (claim, length, remaining) in candidates where claim.holder.node != owner.node && !raced.contains(claim.job) {
-            guard let seen = observed[claim.name] else { continue }
             // Stalled only once some of its bytes were seen (a client that cannot see another's
             // writes before close sees every claim at 0).
-            let unchanged = seen.unchangedFor >= stalledAfter
+            let unchanged = growth.stalled(claim.name, remaining: remaining, now: now, after: stalledAfter)
             let stalled = unchanged && remaining < length
             // A claim with no byte seen yet may simply not have begun: when a job starts on every
             // node at once, the nodes left without a claim saw every range just claimed, at 0
@@ -79,23 +73,8 @@ extension Spool {
             // `stalledAfter` of this process's looks.
             let begun = remaining < length || unchanged
             guard (perNode[claim.holder.node] ?? 0) > mine, remaining * 2 > length, remaining > best?.remaining ?? 0 else { continue }
-            // Whether a duplicate would be published first. By the rates seen, when some claim
-            // moves: the holder's rest at its own rate against a whole range and a quarter at
-            // the fastest claim's (each connection capped alike, as a CDN does, nothing is
-            // raced: the nodes' ranges in flight do not share one link; a holder whose link is
-            // shared by many ranges, or whose machine is busy, shows it in its rate). Before a
-            // claim has been seen long enough to have a rate, it is not raced yet. Where no
-            // claim is seen to grow at all (a client that sees no other client's writes before
-            // close), by the bytes on each node's link (`ClaimPolicy.duplicateWouldWin`).
-            let wins: Bool
-            if let fastest {
-                wins = begun && seen.rate.map { Double(remaining) * fastest >= 1.25 * Double(length) * $0 } ?? false
-            } else {
-                wins = begun && seen.seenFor >= ClaimGrowth.minimumSpan
-                    && ClaimPolicy.duplicateWouldWin(remaining: remaining, length: length,
-                                                     holder: inFlight[claim.holder.node] ?? [], mine: inFlight[owner.node] ?? [])
-            }
-            guard stalled || wins else { continue }
+            guard stalled || (begun && ClaimPolicy.duplicateWouldWin(remaining: remaining, length: length,
+                                                                    holder: inFlight[claim.holder.node] ?? [], mine: inFlight[owner.node] ?? [])) else { continue }
             best = LaggingClaim(job: claim.job, claimPath: layout.path(.claimed, claim.name), node: claim.holder.node,
                                 remaining: remaining)
         }
@@ -172,41 +151,17 @@ extension Spool {
     }
 }
 
-/// The bytes still to come of the claims this process looked at: since when they have not
-/// changed (a claim that does not grow between looks for some seconds is stalled), and how fast
-/// they fell since the claim was first seen (its rate).
+/// The bytes still to come of the claims this process looked at, and since when they have not
+/// changed: a claim that does not grow between looks for some seconds is stalled.
 final class ClaimGrowth: @unchecked Sendable {
-    /// A rate is judged only over at least this many seconds of looks.
-    static let minimumSpan = 1.0
-
-    struct Observation {
-        /// Seconds the claim's bytes to come have stood where they are.
-        var unchangedFor: Double
-        /// Seconds since this process first saw the claim.
-        var seenFor: Double
-        /// Bytes per second since first seen; nil before `minimumSpan`.
-        var rate: Double?
-    }
-
-    private struct Seen {
-        var first: (remaining: Int64, at: Date)
-        var last: (remaining: Int64, since: Date)
-    }
-
     private let lock = NSLock()
-    private var seen: [String: Seen] = [:]
+    private var seen: [String: (remaining: Int64, since: Date)] = [:]
 
-    func observe(_ claim: String, remaining: Int64, now: Date) -> Observation {
+    func stalled(_ claim: String, remaining: Int64, now: Date, after seconds: Double) -> Bool {
         lock.withLock {
-            guard var entry = seen[claim] else {
-                seen[claim] = Seen(first: (remaining, now), last: (remaining, now))
-                return Observation(unchangedFor: 0, seenFor: 0, rate: nil)
-            }
-            if entry.last.remaining != remaining { entry.last = (remaining, now) }
-            seen[claim] = entry
-            let span = now.timeIntervalSince(entry.first.at)
-            let rate = span >= ClaimGrowth.minimumSpan ? Double(max(0, entry.first.remaining - remaining)) / span : nil
-            return Observation(unchangedFor: now.timeIntervalSince(entry.last.since), seenFor: span, rate: rate)
+            if let last = seen[claim], last.remaining == remaining { return now.timeIntervalSince(last.since) >= seconds }
+            seen[claim] = (remaining, now)
+            return false
         }
     }
 

@@ -27,9 +27,8 @@ final class EndgameTests: DaemonTestCase {
     func testIdleNodeDuplicatesAStalledNodesRangesAndWins() throws {
         let size = 512 << 10  // two ranges of 256 KiB
         try TestHub.generateRepo(root: root, repo: repo, files: [path: size])
-        // Node a's two responses stop after 64 KiB for 10 s; node b's come at once. Node b judges
-        // a claim once it has seen it for a second (its rate) and races a stalled one after 2 s
-        // without growth, one at a time (one slot): 10 s leaves room for both races.
+        // Node a's two responses stop after 64 KiB for 10 s; node b's come at once. Node b races
+        // them one at a time (one slot), the second once stalled for 2 s: 10 s leaves room for both.
         hub.setFault(.stall(afterBytes: 64 << 10, seconds: 10, times: 2), for: file)
         let a = try startNode("a", workers: 1, slots: 2, extra: ["HF_DOWNLOAD_STALL_TIMEOUT": "30"])
         var clientEnv = environment()
