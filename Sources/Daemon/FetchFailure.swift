@@ -10,7 +10,15 @@ extension FailureKind {
         switch error {
         case let error as HubError: self.init(hub: error)
         case is RateCapUnavailable: self = .local
+        case let error as XetDownloadError: self.init(xet: error)
         default: self.init(error)
+        }
+    }
+
+    private init(xet error: XetDownloadError) {
+        switch error {
+        case .verificationFailed: self = .checksumMismatch
+        case .badReconstruction: self = .badAnswer
         }
     }
 

@@ -98,6 +98,10 @@ public struct Planner: Sendable {
         held.add(lock)
         defer { held.releaseAll() }
         guard spool.lookPlan(key).isAbsent, !directory.isComplete(file) else { return }
+        if request.fetchesNatively(file) {
+            planXet(file, of: request)  // one job; its claimant stages the file (XetJob)
+            return
+        }
         if file.size <= rangeSize, case .absent = Sidecar.look(file.path, in: directory) {
             // One range and no sidecar: nothing of the file is done or kept (a staging file found
             // without a sidecar starts afresh), so its plan needs no staging file: the splicer
@@ -184,7 +188,9 @@ public struct Planner: Sendable {
             case .unknown: continue
             }
             // A sidecar of another commit or range size says nothing about this plan's ranges.
-            let done = record.map { $0.commit == plan.commit && $0.rangeSize == plan.rangeSize ? Set($0.done) : [] } ?? []
+            // A Xet job's sidecar records terms, not ranges: its one job is done only when the file is final.
+            let done = plan.kind == .xet ? []
+                : record.map { $0.commit == plan.commit && $0.rangeSize == plan.rangeSize ? Set($0.done) : [] } ?? []
             if candidates.count == plan.rangeCount && done.count == plan.rangeCount {
                 // Every range done and none queued, claimed or in a part: a splicer stopped between
                 // its sidecar write and the file's check (killed, or a repair's last range was

@@ -32,7 +32,7 @@ public final class Worker: @unchecked Sendable {
     /// (its claim is gone, so this node's share has room again).
     private let wakeup = Wakeup()
     /// The bytes of this process's ranges in flight, in RAM for this node's waiters (LiveProgress).
-    private let live: LiveProgress?
+    let live: LiveProgress?
     /// The last listing of `jobs/ready`, shared with this machine's other worker processes
     /// (ReadyView); set by `run` before the slots start, and only when the wake word works (it
     /// is what tells this process that another node published jobs).
@@ -204,6 +204,10 @@ public final class Worker: @unchecked Sendable {
 
     private func work(_ claim: ClaimedJob, fetcher: SlotFetchers, shouldStop: @escaping @Sendable () -> Bool) {
         let plan = claim.plan
+        if plan.kind == .xet {
+            workXet(claim, fetcher: fetcher, shouldStop: shouldStop)
+            return
+        }
         let temp = spool.partTempPath(claim)
         let range = plan.range(claim.index)
         var lastRefresh = Date()

@@ -297,7 +297,7 @@ public final class HuggingFaceDownloader: Sendable {
             case .detach(let executable):
                 let request = SpoolRequest(repo: repo.description, revision: snapshot.revision, commit: snapshot.commit,
                                            modelDir: directory.path, files: needed, node: settings.node,
-                                           layout: directory.layout, endpoint: endpoint)
+                                           layout: directory.layout, endpoint: endpoint, xetBridge: !settings.xet)
                 try handoff.submit(request)
                 let started = daemon ? nil : try handoff.startDaemon(executable: executable, base: spoolBase)
                 return DownloadResult(directory: directory.filesURL, files: needed.map(\.path), commit: snapshot.commit,
@@ -305,7 +305,7 @@ public final class HuggingFaceDownloader: Sendable {
             case .automatic where daemon:
                 let request = SpoolRequest(repo: repo.description, revision: snapshot.revision, commit: snapshot.commit,
                                            modelDir: directory.path, files: needed, node: settings.node,
-                                           layout: directory.layout, endpoint: endpoint)
+                                           layout: directory.layout, endpoint: endpoint, xetBridge: !settings.xet)
                 try handoff.submit(request)
                 notice(.handedToDaemon(spool: handoff.spool.root))
                 do {

@@ -8,5 +8,6 @@ extension PlannedFile {
         key.utf8.count == 24 && key.utf8.allSatisfy({ ($0 >= 48 && $0 <= 57) || ($0 >= 97 && $0 <= 102) })
             && rangeSize > 0 && file.size > 0
             && rangeCount == Int(file.size / rangeSize) + (file.size % rangeSize == 0 ? 0 : 1)
+            && (kind != .xet || (rangeCount == 1 && file.xetHash != nil))  // a Xet job is the whole file
     }
 }

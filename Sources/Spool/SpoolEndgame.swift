@@ -118,7 +118,8 @@ extension Spool {
     /// Takes the one endgame duplicate of a lagging claim (`jobs/endgame/<job>`, created once with
     /// link(2)); nil when someone else races it already or the claim is gone.
     public func duplicate(_ lagging: LaggingClaim) -> ClaimedJob? {
-        guard let (key, index) = PlannedFile.parseJob(lagging.job), let plan = plannedFile(key) else { return nil }
+        // A Xet job is never raced: it is the whole file, staged under one lock.
+        guard let (key, index) = PlannedFile.parseJob(lagging.job), let plan = plannedFile(key), plan.kind != .xet else { return nil }
         let marker = layout.endgameMarker(lagging.job)
         let temp = tempPath("endgame")
         guard (try? SpoolFS.writeNew(temp, Data(owner.description.utf8))) != nil,

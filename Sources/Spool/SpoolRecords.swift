@@ -41,9 +41,12 @@ public struct SpoolRequest: Codable, Sendable, Equatable, ModelDirectoryRecord {
     public var layout: CacheLayout?
     /// The Hub the caller resolved the commit against (`ModelDirectoryRecord.endpoint`).
     public var endpoint: String?
+    /// True when the caller set `HF_HUB_DISABLE_XET=1`: its Xet-backed files go through the Hub's
+    /// plain bridge as byte ranges. Absent: natively, one Xet job per file (docs/xet.md).
+    public var xetBridge: Bool?
 
     public init(repo: String, revision: String, commit: String, modelDir: String, files: [RepoFile], node: String,
-                layout: CacheLayout = .native, endpoint: String? = nil) {
+                layout: CacheLayout = .native, endpoint: String? = nil, xetBridge: Bool = false) {
         let paths = files.map(\.path).sorted().joined(separator: "\n")
         id = String(SHA256.smallHex(of: Data("\(modelDir)\n\(commit)\n\(paths)".utf8)).prefix(24))
         self.repo = repo
@@ -55,7 +58,12 @@ public struct SpoolRequest: Codable, Sendable, Equatable, ModelDirectoryRecord {
         createdAt = Date().timeIntervalSince1970
         self.layout = layout.recorded
         self.endpoint = endpoint
+        self.xetBridge = xetBridge ? true : nil
     }
+
+    /// Whether `file` is planned as one Xet job: Xet-backed (the tree's `xetHash`) and the
+    /// caller did not ask for the bridge.
+    public func fetchesNatively(_ file: RepoFile) -> Bool { xetBridge != true && file.xetHash != nil }
 }
 
 extension ModelDirectory {
@@ -85,9 +93,13 @@ public struct PlannedFile: Codable, Sendable, Equatable, ModelDirectoryRecord {
     public var layout: CacheLayout?
     /// As in the request: the Hub its workers fetch from, or absent (the daemon's own).
     public var endpoint: String?
+    /// How its jobs are fetched: absent, byte ranges of the file into parts; `xet`, one job for
+    /// the whole file (`rangeSize` is its size), whose claimant fetches it natively into its
+    /// staging file (docs/xet.md, "Under the daemon").
+    public var kind: PlanKind?
 
     public init(repo: String, modelDir: String, commit: String, file: RepoFile, rangeSize: Int64, node: String,
-                layout: CacheLayout? = nil, endpoint: String? = nil) {
+                layout: CacheLayout? = nil, endpoint: String? = nil, kind: PlanKind? = nil) {
         key = PlannedFile.key(modelDir: modelDir, path: file.path, commit: commit)
         self.repo = repo
         self.modelDir = modelDir
@@ -98,6 +110,7 @@ public struct PlannedFile: Codable, Sendable, Equatable, ModelDirectoryRecord {
         self.node = node
         self.layout = layout
         self.endpoint = endpoint
+        self.kind = kind
     }
 
     /// The file's key in job and part names: a digest of directory, path and commit.

@@ -24,11 +24,13 @@ public final class TransferEngine: @unchecked Sendable {
     /// a Xet-backed file's chunks may be read instead of fetched; nil for none.
     public let xetChunkIndex: XetChunkIndex?
 
-    public init(client: HubClient, settings: DownloadSettings, xetChunkIndex: XetChunkIndex? = nil) {
+    /// `cap`: a schedule to charge instead of the call's own `--max-rate` (a daemon's worker
+    /// charges its node's, shared with every worker).
+    public init(client: HubClient, settings: DownloadSettings, xetChunkIndex: XetChunkIndex? = nil, cap: RateCap? = nil) {
         self.client = client
         self.xetChunkIndex = xetChunkIndex
         self.settings = settings.normalized()
-        cap = settings.maxRate.map { RateCap(bytesPerSecond: $0) }
+        self.cap = cap ?? settings.maxRate.map { RateCap(bytesPerSecond: $0) }
     }
 
     /// Fetches `files` of `repo` at `commit` into `directory`, verifying each and renaming it into

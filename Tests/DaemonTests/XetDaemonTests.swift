@@ -1,0 +1,188 @@
+// Xet-backed files handed to speech-fetchd: one Xet job per file, claimed by a real worker process
+// that fetches the reconstruction and xorb ranges natively with its node's credential, verifies
+// the Merkle root and SHA-256 and finalizes; a corrupt stored chunk fails the request naming the
+// file; revision 2 is read mostly from revision 1 through the cache base's chunk index; and a
+// SIGKILLed worker's next claimant resumes from the sidecar's Xet record.
+import Foundation
+import ModelCache
+import SpeechFetch
+import Spool
+import TestHub
+@testable import TestSupport
+import XCTest
+
+final class XetDaemonTests: DaemonTestCase {
+    let repo = "org/XetDaemon"
+    let path = "model.safetensors"
+    var key: String { "\(repo)/\(path)" }
+
+    /// Deterministic bytes (a splitmix64 stream).
+    static func randomBytes(_ count: Int, seed: UInt64) -> Data {
+        var state = seed &+ 0x9E37_79B9_7F4A_7C15
+        var out = Data(capacity: count + 8)
+        while out.count < count {
+            state = state &+ 0x9E37_79B9_7F4A_7C15
+            var z = state
+            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+            z ^= z >> 31
+            withUnsafeBytes(of: z) { out.append(contentsOf: $0) }
+        }
+        return out.prefix(count)
+    }
+
+    /// A repo of one Xet-backed file of `size` random bytes and a small config (plain bytes).
+    func makeRepo(size: Int = 3 << 20, seed: UInt64 = 1) throws {
+        try TestHub.writeRepo(root: root, repo: repo, files: [path: Self.randomBytes(size, seed: seed),
+                                                             "config.json": Data("{\"a\": 1}".utf8)])
+        hub.setXet(repo)
+        XCTAssertNotNil(hub.xetHash(of: key))  // stored now, not while the 1 s stall guard waits for a listing
+    }
+
+    /// The spool's folders a settled request leaves empty.
+    func assertSpoolSettled(file: StaticString = #filePath, line: UInt = #line) {
+        waitUntil(timeout: 2) { self.names("jobs/claimed").isEmpty && self.names("plans").isEmpty }
+        XCTAssertEqual(names("jobs/ready"), [], file: file, line: line)
+        XCTAssertEqual(names("jobs/claimed"), [], file: file, line: line)
+        XCTAssertEqual(names("plans"), [], file: file, line: line)
+        XCTAssertEqual(names("parts"), [], "a Xet job has no part", file: file, line: line)
+    }
+
+    func testADaemonHostedXetFileComesAsReconstructionAndXorbRangesByteIdenticalWithNoBridgeBytes() throws {
+        try makeRepo()
+        let daemon = try startDaemon(workers: 2, slots: 2)
+        let result = try download(repo)
+        XCTAssertTrue(result.handedOver, "a daemon serves the base: the call hands its request over")
+        try assertSameBytes(repo, path)
+        try assertSameBytes(repo, "config.json")
+        XCTAssertEqual(hub.reconstructions(for: key), 1)
+        XCTAssertGreaterThan(hub.xorbRangeRequests(for: key), 0)
+        XCTAssertGreaterThan(hub.xorbBytes(for: key), 0)
+        XCTAssertEqual(hub.bridgeBytes(for: key), 0, "nothing through the plain path; daemon log:\n\(contents(daemon.log))")
+        XCTAssertTrue(contents(daemon.log).contains("fetched natively from the Xet CAS"), contents(daemon.log))
+        assertSpoolSettled()
+        XCTAssertEqual(names("failed"), [])
+        XCTAssertEqual(names("done").count, 1, "the request is marked done")
+        // Verified and in place: the cache base's chunk index names it for the next revision.
+        let index = cacheBase.appendingPathComponent("xet-index").path
+        XCTAssertFalse(((try? FileManager.default.contentsOfDirectory(atPath: index)) ?? []).isEmpty, "the file is indexed")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: modelDir(repo).appendingPathComponent(".incomplete/\(path)").path))
+    }
+
+    func testHFHubDisableXetReachesTheDaemonThroughTheRequestAndTakesTheBridge() throws {
+        try makeRepo()
+        try startDaemon(workers: 2, slots: 2)
+        let result = try download(repo, extra: ["HF_HUB_DISABLE_XET": "1"])
+        XCTAssertTrue(result.handedOver)
+        try assertSameBytes(repo, path)
+        XCTAssertEqual(hub.reconstructions(for: key), 0)
+        XCTAssertEqual(hub.xorbBytes(for: key), 0)
+        XCTAssertEqual(hub.bridgeBytes(for: key), 3 << 20, "the caller's setting is the request's")
+        let request = try XCTUnwrap(names("requests").first)
+        let record = try JSONDecoder().decode(SpoolRequest.self, from: Data(contentsOf: URL(fileURLWithPath: spoolPath("requests/\(request)"))))
+        XCTAssertEqual(record.xetBridge, true)
+    }
+
+    func testACorruptStoredChunkFailsTheRequestAfterOneRefetchNamingTheFileWithNothingInPlace() throws {
+        try makeRepo()
+        hub.setFault(.corruptChunk(chunk: 7), for: key)
+        let daemon = try startDaemon(workers: 2, slots: 2)
+        XCTAssertThrowsError(try download(repo)) { error in
+            let text = "\(error)"
+            XCTAssertTrue(text.contains(path), text)
+            XCTAssertTrue(text.contains("fetched again"), text)
+        }
+        XCTAssertEqual(hub.reconstructions(for: key), 2, "fetched once, then once more from scratch; log:\n\(contents(daemon.log))")
+        XCTAssertFalse(finalExists(repo, path), "nothing is put in place")
+        let staged = (try? FileManager.default.contentsOfDirectory(atPath: ModelDirectory(modelDir(repo)).stagingDirectory.path)) ?? []
+        XCTAssertFalse(staged.contains { $0.hasPrefix(path) && !$0.hasSuffix(".lock") }, "no staged bytes kept: \(staged)")
+        let recorded = names("failures")
+        XCTAssertEqual(recorded.count, 1, "the file's failure is recorded: \(recorded)")
+        let marker = try XCTUnwrap(recorded.first)
+        let failure = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: spoolPath("failures/\(marker)")))) as? [String: Any]
+        XCTAssertEqual(failure?["kind"] as? String, FailureKind.checksumMismatch.rawValue)
+        XCTAssertTrue((failure?["reason"] as? String)?.contains(path) == true, "\(failure ?? [:])")
+        XCTAssertEqual(names("failed").count, 1, "the request failed")
+    }
+
+    func testRevisionTwoAfterRevisionOneDaemonHostedFetchesAtMostTwoPercentOfItsBytes() throws {
+        let size = 16 << 20
+        let first = Self.randomBytes(size, seed: 11)
+        var second = first
+        second.insert(contentsOf: Self.randomBytes(1024, seed: 12), at: 5 << 20)
+        second.replaceSubrange((11 << 20)..<((11 << 20) + 16), with: Self.randomBytes(16, seed: 13))
+        try TestHub.writeRepo(root: root, repo: repo, files: [path: first])
+        hub.setXet(repo)
+        XCTAssertNotNil(hub.xetHash(of: key))
+        try startDaemon(workers: 2, slots: 2)
+        XCTAssertTrue(try download(repo).handedOver)
+        try assertSameBytes(repo, path)
+        try TestHub.writeRepo(root: root, repo: repo, files: [path: second])
+        XCTAssertNotNil(hub.xetHash(of: key))
+        hub.resetCounters()
+        let result = try download(repo)
+        XCTAssertTrue(result.handedOver)
+        try assertSameBytes(repo, path)
+        let fetched = hub.xorbBytes(for: key)
+        print("xet daemon update: revision 2 (\(second.count) bytes) fetched \(fetched) xorb bytes")
+        XCTAssertGreaterThan(fetched, 0, "the new chunks come from the CAS")
+        XCTAssertLessThanOrEqual(Double(fetched), 0.02 * Double(second.count))
+        XCTAssertEqual(hub.bridgeBytes(for: key), 0)
+    }
+
+    func testAKilledWorkerMidFileIsResumedByTheNextClaimantWithoutFetchingRecordedTermsAgain() throws {
+        // model.safetensors shares most chunks with base.safetensors, with new bytes every 512 KiB:
+        // many terms, recorded one by one.
+        let base = Self.randomBytes(4 << 20, seed: 2)
+        var model = Data()
+        for k in 0..<8 {
+            model += base[(k * (512 << 10))..<((k + 1) * (512 << 10))]
+            model += Self.randomBytes(4096, seed: UInt64(100 + k))
+        }
+        try TestHub.writeRepo(root: root, repo: repo, files: ["base.safetensors": base, path: model])
+        hub.setXet(repo)
+        XCTAssertNotNil(hub.xetHash(of: "\(repo)/base.safetensors"))  // stored first
+        XCTAssertNotNil(hub.xetHash(of: key))
+        // One connection at 512 KiB/s: about 8 s for the file, so the kill lands mid-file.
+        hub.setFault(.rateLimit(bytesPerSecond: 512 << 10), for: key)
+        let extra = ["HF_DOWNLOAD_RANGE_CONCURRENCY": "1"]
+        let daemon = try startDaemon(workers: 1, extra: extra)
+        let workers = Set(descendants(of: daemon.process.processIdentifier))
+        let client = try speech(["download", repo, path, "--cache-base", cacheBase.path], extra: extra, hint: "download")
+        guard let (victim, _) = firstClaim(by: workers) else {
+            return XCTFail("no worker claimed the Xet job; daemon log:\n\(contents(daemon.log))")
+        }
+        let sidecar = StagingFile.sidecarURL(path, in: ModelDirectory(modelDir(repo)))
+        var recorded: [XetDoneTerm] = []
+        waitUntil(timeout: 30, interval: 0.02) {
+            if let data = FileManager.default.contents(atPath: sidecar.path),
+               let record = try? JSONDecoder().decode(Sidecar.self, from: data) {
+                recorded = record.xet?.terms ?? []
+            }
+            return recorded.count >= 5
+        }
+        XCTAssertEqual(kill(victim, SIGKILL), 0)
+        let before = hub.xorbBytes(for: key)
+        XCTAssertGreaterThanOrEqual(recorded.count, 5, "terms were recorded before the kill")
+        XCTAssertFalse(finalExists(repo, path))
+        hub.clearFaults()
+
+        XCTAssertTrue(waitForExit(client.process, timeout: 30), "the download finished: \(contents(client.stderr))")
+        XCTAssertEqual(client.process.terminationStatus, 0, contents(client.stderr))
+        try assertSameBytes(repo, path)
+        let resumed = hub.xorbBytes(for: key) - before
+        XCTAssertTrue(contents(daemon.log).contains("revoked"), "the dead worker's claim was revoked:\n\(contents(daemon.log))")
+        // The whole file's xorb bytes, from a fresh embedded download elsewhere.
+        hub.resetCounters()
+        _ = try downloader().downloadBlocking(repo: repo, include: [path], cacheDir: temp.appendingPathComponent("fresh"))
+        let whole = hub.xorbBytes(for: key)
+        let recordedBytes = recorded.reduce(0) { $0 + $1.byteEnd - $1.byteStart + 1 }
+        print("xet daemon resume: \(before) xorb bytes before the kill, \(resumed) after, \(whole) for the whole file; "
+              + "\(recorded.count) terms of \(recordedBytes) bytes recorded")
+        // The test Hub books each paced slice (a twentieth of the rate) before it sends it: the
+        // slice sent into the killed worker's socket is booked after `before`, and is not fetched.
+        let slice = (512 << 10) / 20
+        XCTAssertLessThanOrEqual(resumed, whole - recordedBytes + slice + 8 * 1024,
+                                 "the next claimant fetched \(resumed) of \(whole) xorb bytes; \(recorded.count) terms (\(recordedBytes) bytes) were recorded")
+    }
+}
