@@ -223,6 +223,8 @@ start_hub() {
     local generate=() spec in_ns=()
     for spec in "$@"; do generate+=(--generate "$spec"); done
     [[ -z "${HUB_FAULTS:-}" ]] || generate+=(--faults "$HUB_FAULTS")
+    # Repos served through Xet (cluster-test G): the rest keep the plain CDN path.
+    for spec in ${HUB_XET_REPOS:-}; do generate+=(--xet-repo "$spec"); done
     [[ -z "$HUB_NS" ]] || in_ns=(ip netns exec "$HUB_NS")
     "${in_ns[@]}" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin "$BIN/speech-testhub" --root "$WORK/hub" \
         --port "$HUB_PORT" --cdn-port "$CDN_PORT" --cdn-host 127.0.0.1 --log "${generate[@]}" \
