@@ -12,6 +12,16 @@ the Hub's copy and `speech cache verify` must pass.
 Prints kills by kind, faults by kind, and the ratio of file-body bytes the proxy carried to the
 bytes of the files (1.0 = each byte once), with where the bytes beyond each byte once went
 (`ByteLedger`). Exit 0 when every check held.
+
+With --xet the test Hub serves the repo's LFS file through Xet (`--xet-repo`): the callers and
+the daemon's workers fetch its reconstruction and xorb ranges through the proxy, and a SIGKILL
+lands mid-file. Its ratio is then of xorb bytes: the xorb bodies' bytes the proxy wrote to
+clients' sockets (`xorbServedRatio`: what the Hub served; a body cut by a kill counts what was
+written before the kill) and of those the clients' kernels acknowledged (`xorbAckedRatio`),
+against the file's bytes once per round (each round has a fresh cache base: nothing is shared
+between rounds). `--max-ratio` bounds the served ratio. No byte is flipped on the Xet path: a
+flipped stored chunk fails the file after one fresh refetch by design (XetDownloadTests,
+XetDaemonTests), and a chunk in transit is TLS's to protect.
 """
 import argparse
 import json
@@ -28,7 +38,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 from common import free_ports, sha256_file as sha256  # noqa: E402
-from faultproxy import FaultProxy  # noqa: E402
+from faultproxy import FAULT_KINDS, FaultProxy  # noqa: E402
 
 REPO = "chaos/model"
 FILES = {  # repo path -> size; the .safetensors goes in ranges, the others whole
@@ -37,6 +47,17 @@ FILES = {  # repo path -> size; the .safetensors goes in ranges, the others whol
     "small.txt": 300_000,           # a git file
     "config.json": 2_000,
 }
+
+
+XET_FILE = "model.safetensors"  # the one LFS file: Xet-backed with --xet
+
+
+def count_xorbs(tally, bodies):
+    """Adds the xorb bodies among `bodies` (faultproxy's log) to `tally`: bytes written, acknowledged."""
+    for e in bodies:
+        if e["file"].startswith("xorb:"):
+            tally["sent"] += e["sent"]
+            tally["acked"] += e["acked"]
 
 
 def say(msg):
@@ -175,6 +196,7 @@ def main():
     ap.add_argument("--round-timeout", type=float, default=180)
     ap.add_argument("--max-ratio", type=float, default=None, help="fail when served/needed bytes exceed this")
     ap.add_argument("--keep", action="store_true", help="keep the work directory")
+    ap.add_argument("--xet", action="store_true", help="serve the LFS file through Xet; the ratio is of xorb bytes")
     a = ap.parse_args()
 
     rng = random.Random(a.seed)
@@ -186,11 +208,13 @@ def main():
     spec = ",".join(f"{p}={s}" for p, s in FILES.items())
     hub = subprocess.Popen([os.path.join(a.bin, "speech-testhub"), "--root", hub_root, "--port", str(hub_port),
                             "--cdn-port", str(cdn_port), "--cdn-host", "127.0.0.1",  # the proxy reaches and rewrites 127.0.0.1
-                            "--generate", f"{REPO}:{spec}"],
+                            "--generate", f"{REPO}:{spec}"] + (["--xet-repo", REPO] if a.xet else []),
                            stdout=subprocess.PIPE, stderr=open(os.path.join(work, "testhub.log"), "w"))
     hub.stdout.readline()
     expected = {p: sha256(os.path.join(hub_root, REPO, p)) for p in FILES}
-    proxy = FaultProxy(hub_port, cdn_port, a.fault_rate, a.seed, stall_seconds=3.0)
+    kinds = tuple(k for k in FAULT_KINDS if not (a.xet and k == "flip"))
+    proxy = FaultProxy(hub_port, cdn_port, a.fault_rate, a.seed, stall_seconds=3.0, kinds=kinds)
+    xorb = {"sent": 0, "acked": 0, "needed": 0}  # --xet: xorb bodies' bytes
     env = dict(os.environ,
                HF_ENDPOINT=proxy.base,
                HF_TOKEN="",
@@ -327,13 +351,18 @@ def main():
             stats = proxy.stats()
             bodies = proxy.take_log()
             row = ledger.add_round(bodies)
+            if a.xet:
+                count_xorbs(xorb, bodies)
+                xorb["needed"] += FILES[XET_FILE]
             with open(os.path.join(work, "bodies.jsonl"), "a") as f:  # for a closer look (--keep)
                 for e in events + [dict(b, round=r) for b in bodies]:
                     f.write(json.dumps(e) + "\n")
             events.clear()
             mib = 1 << 20
+            served = (f"xorb bytes served {xorb['sent'] / xorb['needed']:.2f}x (acknowledged {xorb['acked'] / xorb['needed']:.2f}x)"
+                      if a.xet else f"served {stats['bodyBytes'] / needed_bytes:.2f}x")
             say(f"round {r + 1} ({'daemon' if daemon else 'embedded'}): {round_kills} kills ({sum(kills.values())} in all), "
-                f"served {stats['bodyBytes'] / needed_bytes:.2f}x so far; this round again {row['againOther'] / mib:.1f} MiB, "
+                f"{served} so far; this round again {row['againOther'] / mib:.1f} MiB, "
                 f"again after a flip {row['againAfterFlip'] / mib:.1f} MiB, unacknowledged {row['unacked'] / mib:.1f} MiB; "
                 f"{len(problems)} problems")
     finally:
@@ -346,8 +375,12 @@ def main():
 
     time.sleep(2.5)  # bodies still draining are logged (`FaultProxy._settle` waits up to 2 s)
     stats = proxy.stats()
-    ledger.add_round(proxy.take_log())
+    late = proxy.take_log()
+    ledger.add_round(late)
+    count_xorbs(xorb, late)
     ratio = stats["bodyBytes"] / max(1, needed_bytes)
+    if a.xet:
+        ratio = xorb["sent"] / max(1, xorb["needed"])
     needed = max(1, needed_bytes)
     summary = {
         "seed": a.seed, "rounds": r, "seconds": round(time.time() - started, 1),
@@ -358,6 +391,10 @@ def main():
         # served = first + againAfterFlip + againOther, each as a share of the needed bytes
         "servedBy": {k: round(v / needed, 3) for k, v in ledger.totals.items()},
         "flippedBodies": ledger.flips,
+        "xet": a.xet,
+        **({"xorbServedBytes": xorb["sent"], "xorbAckedBytes": xorb["acked"], "xorbNeededBytes": xorb["needed"],
+            "xorbServedRatio": round(xorb["sent"] / max(1, xorb["needed"]), 3),
+            "xorbAckedRatio": round(xorb["acked"] / max(1, xorb["needed"]), 3)} if a.xet else {}),
         "checksumFailureExits": sum(1 for f in failures if "checksum mismatch" in f[3] or "does not verify" in f[3]),
         "finalFilesHashedWhileRunning": watcher.checked, "corruptVisible": len(watcher.corrupt),
         "unexpectedExits": len(failures), "problems": problems,
@@ -368,7 +405,7 @@ def main():
     if watcher.corrupt:
         problems.append(f"{len(watcher.corrupt)} corrupt files were visible under final paths")
     if a.max_ratio is not None and ratio > a.max_ratio:
-        problems.append(f"served {ratio:.2f}x the file bytes, above --max-ratio {a.max_ratio}")
+        problems.append(f"served {ratio:.2f}x the {'xorb bytes of the Xet file' if a.xet else 'file bytes'}, above --max-ratio {a.max_ratio}")
     if problems:
         for p in problems:
             say("FAILED: " + p)
@@ -376,7 +413,8 @@ def main():
         sys.exit(1)
     if not a.keep:
         shutil.rmtree(work, ignore_errors=True)
-    say(f"passed: {sum(kills.values())} kills, {sum(stats['faults'].values())} faults, served {ratio:.2f}x")
+    say(f"passed: {sum(kills.values())} kills, {sum(stats['faults'].values())} faults, served {ratio:.2f}x"
+        + (" (xorb bytes of the Xet file)" if a.xet else ""))
 
 
 if __name__ == "__main__":

@@ -12,6 +12,11 @@ port, so every body the client reads crosses the proxy. Each response may get on
   status    503 or 429 with Retry-After: 1, the upstream never asked
   expired   (CDN only) 403 "Request has expired", as a CDN says of a signed URL past its time
 
+The Xet path crosses it too: the CAS is the test Hub's CDN listener, so every header value and
+every API answer's body (the token's `casUrl`, a reconstruction's pre-signed xorb URLs) has the
+Hub's and CDN's ports rewritten to the proxy's. Xorb bodies (`/xorbs/`) are logged as file bodies
+under `xorb:<hash>` (offsets in the xorb); reconstructions are API answers, not file bodies.
+
 One request per client connection (the proxy answers `Connection: close`). It counts the body
 bytes it sent to clients, which is what the Hub and CDN served, and the faults per kind. It also
 keeps a log of every file body (`take_log`): which file, from which offset, how many bytes were
@@ -20,7 +25,9 @@ bytes_acked), and which fault it carried, so a soak can tell where the bytes bey
 went.
 """
 import fcntl
+import io
 import random
+import re
 import socket
 import struct
 import termios
@@ -111,7 +118,8 @@ class FaultProxy:
                 return
             request_line, headers = head
             method, target, _ = request_line.split(" ", 2)
-            counting = is_cdn or "/resolve/" in target  # file bodies, not API answers
+            # File bodies (resolve, CDN, bridge, xorbs), not API answers (a reconstruction is the CAS's).
+            counting = "/resolve/" in target or (is_cdn and "/reconstructions/" not in target)
             kind, share = self._draw(is_cdn, method == "GET", counting)
             if kind == "status":
                 code = self.random.choice((503, 429))
@@ -146,12 +154,29 @@ class FaultProxy:
                     continue
                 if low == "content-length":
                     length = int(value)
-                if low == "location":
-                    value = (value.replace(f"127.0.0.1:{self.cdn_port}", f"127.0.0.1:{self.cdn_proxy_port}")
-                                  .replace(f"127.0.0.1:{self.hub_port}", f"127.0.0.1:{self.port}"))
+                # Location, and the Xet headers (X-Xet-Cas-Url, the xet-auth Link).
+                value = self._through_proxy(value)
                 out.append(f"{name}: {value}")
+            body = None
+            if not counting and method != "HEAD" and length and length <= (64 << 20):
+                # An API answer, read whole: the URLs it names (the CAS, pre-signed xorb URLs) go
+                # through the proxy too.
+                body = b""
+                while len(body) < length:
+                    chunk = upstream.recv(min(65536, length - len(body)))
+                    if not chunk:
+                        break
+                    body += chunk
+                body = self._through_proxy(body.decode("latin-1")).encode("latin-1")
+                out = [f"Content-Length: {len(body)}" if line.lower().startswith("content-length:") else line for line in out]
             out.append("Connection: close")
             head = ("\r\n".join(out) + "\r\n\r\n").encode("latin-1")
+            receive = upstream.recv
+            if body is not None:
+                # The rewritten answer goes out through the same loop: its faults as before.
+                length = len(body)
+                source = io.BytesIO(body)
+                receive = source.read
             conn.sendall(head)
             if method == "HEAD" or not length:
                 upstream.close()
@@ -162,7 +187,7 @@ class FaultProxy:
             cut = int(length * share) if kind in ("drop", "truncate", "stall", "flip") else None
             sent = 0
             while sent < length:
-                chunk = upstream.recv(min(65536, length - sent))
+                chunk = receive(min(65536, length - sent))
                 if not chunk:
                     break
                 if cut is not None and sent <= cut < sent + len(chunk):
@@ -199,6 +224,11 @@ class FaultProxy:
             except OSError:
                 pass
 
+    def _through_proxy(self, text):
+        """`text` with the Hub's and the CDN's 127.0.0.1 ports replaced by the proxy's."""
+        text = re.sub(rf"127\.0\.0\.1:{self.cdn_port}(?!\d)", f"127.0.0.1:{self.cdn_proxy_port}", text)
+        return re.sub(rf"127\.0\.0\.1:{self.hub_port}(?!\d)", f"127.0.0.1:{self.port}", text)
+
     def _settle(self, entry, conn, wait):
         """Logs a file body once: how many of its bytes the client's kernel acknowledged. With
         `wait`, first lets the socket drain (up to 2 s): a live client acknowledges at once, a
@@ -226,8 +256,12 @@ class FaultProxy:
 
 
 def file_of(target):
-    """The repo path of a file body's URL: /cdn/org/name/commit/PATH or /org/name/resolve/rev/PATH."""
-    return "/".join(target.split("?", 1)[0].split("/")[5:])
+    """The repo path of a file body's URL: /cdn/org/name/commit/PATH or /org/name/resolve/rev/PATH;
+    `xorb:<hash>` for a xorb's (/xorbs/HASH?…: its offsets are the xorb's)."""
+    path = target.split("?", 1)[0]
+    if path.startswith("/xorbs/"):
+        return "xorb:" + path[len("/xorbs/"):]
+    return "/".join(path.split("/")[5:])
 
 
 def range_start(headers):
