@@ -34,6 +34,27 @@ struct XetJob {
             spool.dropClaim(claim)
             return
         }
+        // Written through the model directory opened by its judged path, following no link
+        // (TargetAnchor), as the planner and splicer write: a folder swapped for a link since is
+        // refused, not followed.
+        let anchor: TargetAnchor
+        switch spool.anchor(plan) {
+        case .success(let opened):
+            anchor = opened
+        case .failure(let refusal) where refusal.transient:
+            spool.unclaim(claim)  // could not open it now: not a verdict on the target
+            Sleep.seconds(2, unless: shouldStop)
+            return
+        case .failure(let refusal):
+            fail(reason: refusal.failure)
+            return
+        }
+        withExtendedLifetime(anchor) { fetch(into: anchor, client: client, entry: entry, shouldStop: shouldStop) }
+    }
+
+    private func fetch(into anchor: TargetAnchor, client: HubClient, entry: LiveProgress.Entry?,
+                       shouldStop: @escaping @Sendable () -> Bool) {
+        let plan = claim.plan
         let revoked = ClaimRevocation()
         // The claim's lease is refreshed on a timer, not as bytes arrive: the fetch may wait on a
         // staging lock another process holds, or on a reconstruction's retries, with no byte.
@@ -53,7 +74,9 @@ struct XetJob {
             xetSettings.maxRate = nil  // a caller's cap is not the node's
             let engine = TransferEngine(client: client, settings: xetSettings, xetChunkIndex: XetChunkIndex(base: cacheBase),
                                         cap: try nodeCap())
-            try engine.fetch([plan.file], repo: repo, commit: plan.commit, into: plan.directory,
+            // The chunk index names the final file by its real path, which every process can open.
+            let indexed = ModelDirectory.at(anchor.realPath, layout: plan.layout ?? .native, commit: plan.commit)
+            try engine.fetch([plan.file], repo: repo, commit: plan.commit, into: anchor.directory, indexedAs: indexed,
                              progress: { entry?.update($0.completedBytes) },
                              isCancelled: { revoked.isSet || shouldStop() })
             revoked.finish()
@@ -67,24 +90,26 @@ struct XetJob {
             // Stopping: the claim goes back; the sidecar's terms stay for the next claimant.
             if !revoked.isSet { spool.unclaim(claim) }
         } catch let error as CacheError where DiskSpace.isFull(error) {
-            fail(error)  // a full disk is not a pause: the request fails saying what is needed
+            // A full disk is not a pause: the request fails saying what is needed.
+            fail(reason: FailureRecord(FailureKind(fetching: error), anchor.told("\(error)")))
         } catch let error as CacheError {
             // A local problem (I/O, a lock that cannot be taken now): the file is not at fault.
             revoked.finish()
-            log("\(plan.repo)/\(plan.file.path): \(error); giving the Xet job back")
+            log("\(plan.repo)/\(plan.file.path): \(anchor.told("\(error)")); giving the Xet job back")
             spool.unclaim(claim)
             Sleep.seconds(2, unless: shouldStop)
         } catch {
-            fail(error)
+            fail(reason: FailureRecord(FailureKind(fetching: error), anchor.told("\(error)")))
         }
     }
 
     /// The file cannot be fetched (its bytes failed twice, the CAS refuses it, the disk is
-    /// full): the request fails naming it; what is staged stays or went as the engine decided.
-    private func fail(_ error: Error) {
+    /// full, its target is refused): the request fails naming it; what is staged stays or went
+    /// as the engine decided.
+    private func fail(reason failure: FailureRecord) {
         let plan = claim.plan
-        log("\(plan.repo)/\(plan.file.path): \(error)")
-        spool.recordFailure(plan.key, FailureRecord(FailureKind(fetching: error), "\(error)"))
+        log("\(plan.repo)/\(plan.file.path): \(failure.reason)")
+        spool.recordFailure(plan.key, failure)
         spool.dropClaim(claim)
         spool.dropPlan(plan)
         Splicer(spool: spool).settleRequests()

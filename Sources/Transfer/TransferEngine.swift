@@ -35,14 +35,18 @@ public final class TransferEngine: @unchecked Sendable {
 
     /// Fetches `files` of `repo` at `commit` into `directory`, verifying each and renaming it into
     /// place. `alreadyComplete` files only count towards progress. Blocks the calling thread.
+    /// `indexedAs`: the directory's name in the Xet chunk index when `directory` is reached
+    /// through a descriptor (a daemon's `/proc/self/fd/N`, which names nothing to other processes).
     /// - Throws: `HubError` (HTTP answers, exhausted retries), `CacheError` (checksum, disk),
     ///   `CancellationError` when `isCancelled` turns true; staged progress is kept for a resume.
     public func fetch(_ files: [RepoFile], alreadyComplete: [RepoFile] = [], repo: RepoID, commit: String,
-                      into directory: ModelDirectory, progress: @escaping @Sendable (TransferProgress) -> Void = { _ in },
+                      into directory: ModelDirectory, indexedAs: ModelDirectory? = nil,
+                      progress: @escaping @Sendable (TransferProgress) -> Void = { _ in },
                       isCancelled: @escaping @Sendable () -> Bool = { false }) throws {
         try CurlLibrary.load()
         let run = TransferRun(engine: self, repo: repo, commit: commit, directory: directory,
                               progress: progress, isCancelled: isCancelled)
+        run.indexedDirectory = indexedAs ?? directory
         try run.execute(files, alreadyComplete: alreadyComplete)
     }
 }
@@ -53,6 +57,8 @@ final class TransferRun: @unchecked Sendable {
     let repo: RepoID
     let commit: String
     let directory: ModelDirectory
+    /// `directory` as the Xet chunk index names its final files (TransferEngine.fetch's `indexedAs`).
+    lazy var indexedDirectory: ModelDirectory = directory
     let isCancelled: @Sendable () -> Bool
     var settings: DownloadSettings { engine.settings }
     let policy: RangeAttemptPolicy
@@ -156,6 +162,7 @@ final class TransferRun: @unchecked Sendable {
             if !takeOver.isEmpty {
                 let run = TransferRun(engine: engine, repo: repo, commit: commit, directory: directory,
                                       progress: meter.progress, isCancelled: isCancelled)
+                run.indexedDirectory = indexedDirectory
                 try run.execute(takeOver, alreadyComplete: [])
                 for file in takeOver { meter.fileDone(nil, bytes: file.size) }
             } else if !heldElsewhere.isEmpty {

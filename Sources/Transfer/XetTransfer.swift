@@ -137,7 +137,7 @@ extension TransferRun {
         // Verified and in place: its chunks may now serve other files (a huggingface_hub
         // cache's final path is a link to a blob: not indexed).
         if let index = engine.xetChunkIndex, directory.hubCommit == nil, let terms = fetch.termRecords {
-            index.publish(path: directory.finalURL(file.path).path, size: file.size, fileHash: hash, terms: terms)
+            index.publish(path: indexedDirectory.finalURL(file.path).path, size: file.size, fileHash: hash, terms: terms)
         }
     }
 

@@ -130,6 +130,29 @@ final class XetDaemonTests: DaemonTestCase {
         XCTAssertEqual(hub.bridgeBytes(for: key), 0)
     }
 
+    func testAModelFolderSwappedForALinkOutMidFileGetsNothingWrittenOutside() throws {
+        // docs/protocol.md, "Writes follow no link": the claimant writes through the model
+        // directory it opened by its judged path, so a swap mid-file keeps the writes inside.
+        // Outside, the folders the model directory has (so a write that followed the link would land).
+        let outside = temp.appendingPathComponent("outside")
+        try FileManager.default.createDirectory(at: outside.appendingPathComponent("XetDaemon/.incomplete"), withIntermediateDirectories: true)
+        try makeRepo(size: 3 << 20)
+        hub.setFault(.rateLimit(bytesPerSecond: 1 << 20), for: key)  // about 3 s for the file
+        let extra = ["HF_DOWNLOAD_RANGE_CONCURRENCY": "1"]
+        let daemon = try startDaemon(workers: 1, extra: extra)
+        let (caller, _, err) = try speech(["download", repo, "--cache-base", cacheBase.path], extra: extra)
+        let sidecar = StagingFile.sidecarURL(path, in: ModelDirectory(modelDir(repo)))
+        XCTAssertTrue(waitUntil(timeout: 20) { FileManager.default.fileExists(atPath: sidecar.path) },
+                      "the Xet job is staging the file: \(contents(err))\n\(contents(daemon.log))")
+        let org = cacheBase.appendingPathComponent("models/org")
+        XCTAssertEqual(rename(org.path, org.path + ".real"), 0)
+        XCTAssertEqual(symlink(outside.path, org.path), 0)
+        XCTAssertTrue(waitForExit(caller, timeout: 30), "the caller ends")
+        waitUntil(timeout: 20) { !self.names("done").isEmpty || !self.names("failed").isEmpty }
+        let written = ((try? FileManager.default.subpathsOfDirectory(atPath: outside.path)) ?? []).sorted()
+        XCTAssertEqual(written, ["XetDaemon", "XetDaemon/.incomplete"], "nothing written outside the base; daemon log:\n\(contents(daemon.log))")
+    }
+
     func testAKilledWorkerMidFileIsResumedByTheNextClaimantWithoutFetchingRecordedTermsAgain() throws {
         // model.safetensors shares most chunks with base.safetensors, with new bytes every 512 KiB:
         // many terms, recorded one by one.
