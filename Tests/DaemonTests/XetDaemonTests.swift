@@ -3,6 +3,7 @@
 // the Merkle root and SHA-256 and finalizes; a corrupt stored chunk fails the request naming the
 // file; revision 2 is read mostly from revision 1 through the cache base's chunk index; and a
 // SIGKILLed worker's next claimant resumes from the sidecar's Xet record.
+import Digest
 import Foundation
 import ModelCache
 import SpeechFetch
@@ -67,6 +68,22 @@ final class XetDaemonTests: DaemonTestCase {
         let index = cacheBase.appendingPathComponent("xet-index").path
         XCTAssertFalse(((try? FileManager.default.contentsOfDirectory(atPath: index)) ?? []).isEmpty, "the file is indexed")
         XCTAssertFalse(FileManager.default.fileExists(atPath: modelDir(repo).appendingPathComponent(".incomplete/\(path)").path))
+    }
+
+    func testADaemonHostedXetFileLandsInAHuggingFaceHubCacheAsABlob() throws {
+        try makeRepo()
+        let hf = temp.appendingPathComponent("hf-hub")
+        try startDaemon(workers: 1, slots: 2, arguments: ["--hf-cache", hf.path])
+        XCTAssertTrue(waitUntil(timeout: 5) { self.names("").contains { $0.hasSuffix(".hf-caches") } }, "the daemon says what it serves")
+        let result = try downloader().downloadBlocking(repo: repo, cacheBaseDir: cacheBase, huggingFaceCache: hf)
+        XCTAssertTrue(result.handedOver, "handed over: the daemon writes into \(hf.path)")
+        let got = try Data(contentsOf: result.directory.appendingPathComponent(path))
+        XCTAssertEqual(got, try source(repo, path))
+        XCTAssertEqual(hub.reconstructions(for: key), 1)
+        XCTAssertEqual(hub.bridgeBytes(for: key), 0)
+        let blobs = hf.appendingPathComponent("models--org--XetDaemon/blobs")
+        XCTAssertTrue(try FileManager.default.contentsOfDirectory(atPath: blobs.path).contains(SHA256.hex(of: got)),
+                      "the file is a blob named by its SHA-256, as huggingface_hub keeps it")
     }
 
     func testHFHubDisableXetReachesTheDaemonThroughTheRequestAndTakesTheBridge() throws {
