@@ -68,6 +68,12 @@ final class XetDaemonTests: DaemonTestCase {
         let index = cacheBase.appendingPathComponent("xet-index").path
         XCTAssertFalse(((try? FileManager.default.contentsOfDirectory(atPath: index)) ?? []).isEmpty, "the file is indexed")
         XCTAssertFalse(FileManager.default.fileExists(atPath: modelDir(repo).appendingPathComponent(".incomplete/\(path)").path))
+        // The spool never held a CAS token or a pre-signed xorb URL: the worker asked with its own credential.
+        for sub in (try? FileManager.default.subpathsOfDirectory(atPath: spool.path)) ?? [] {
+            guard let data = FileManager.default.contents(atPath: spool.appendingPathComponent(sub).path) else { continue }
+            let text = String(decoding: data, as: UTF8.self)
+            XCTAssertFalse(text.contains("/xorbs/") || text.contains("sig=") || text.contains("accessToken"), "spool/\(sub): \(text.prefix(200))")
+        }
     }
 
     func testADaemonHostedXetFileLandsInAHuggingFaceHubCacheAsABlob() throws {
