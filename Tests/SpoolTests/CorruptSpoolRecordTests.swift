@@ -156,6 +156,34 @@ final class CorruptSpoolRecordTests: DaemonTestCase {
         XCTAssertEqual(names("corrupt"), [])
     }
 
+    /// A plan of a kind this version does not know (a newer version's), or a Xet job that is not
+    /// one whole Xet-backed file, is set aside: never fetched as byte ranges.
+    func testAPlanOfAnUnknownKindOrABadXetJobIsSetAsideNotFetchedAsRanges() throws {
+        let spool = try Spool(base: cacheBase, node: "t")
+        let file = RepoFile(path: path, size: 4 << 20, blobID: String(repeating: "a", count: 40), sha256: String(repeating: "b", count: 64),
+                            xetHash: String(repeating: "d", count: 64))
+        let good = PlannedFile(repo: repo, modelDir: modelDir(repo).path, commit: String(repeating: "c", count: 40), file: file,
+                               rangeSize: file.size, node: "t", kind: .xet)
+        let plain = RepoFile(path: path, size: file.size, blobID: file.blobID, sha256: file.sha256)
+        let cases: [(String, PlannedFile, (inout [String: Any]) -> Void)] = [
+            ("unknown kind", good, { $0["kind"] = "xorb-ranges" }),
+            ("a Xet job of several ranges", PlannedFile(repo: repo, modelDir: modelDir(repo).path, commit: good.commit, file: file,
+                                                        rangeSize: 1 << 20, node: "t", kind: .xet), { _ in }),
+            ("a Xet job of a file without a Xet hash", PlannedFile(repo: repo, modelDir: modelDir(repo).path, commit: good.commit,
+                                                                   file: plain, rangeSize: plain.size, node: "t", kind: .xet), { _ in }),
+        ]
+        for (what, plan, edit) in cases {
+            var record = try XCTUnwrap(JSONSerialization.jsonObject(with: JSONEncoder().encode(plan)) as? [String: Any])
+            edit(&record)
+            try plant("plans/\(plan.key).json", JSONSerialization.data(withJSONObject: record))
+            XCTAssertNil(spool.lookPlan(plan.key).value ?? nil, what)
+            XCTAssertTrue(names("corrupt").contains { $0.hasPrefix("plans.\(plan.key).json.") }, "\(what): \(names("corrupt"))")
+            for name in names("corrupt") { unlink(spoolPath("corrupt/\(name)")) }
+        }
+        try plant("plans/\(good.key).json", JSONEncoder().encode(good))
+        XCTAssertEqual(spool.lookPlan(good.key).value ?? nil, good, "a Xet job of one whole Xet-backed file reads")
+    }
+
     func testAnUnreadableRecordIsLookedAtAgainNotSetAside() throws {
         // A read that fails (here: not a regular file; on NFS an ESTALE) is no verdict on the record.
         let spool = try Spool(base: cacheBase, node: "t")
