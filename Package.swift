@@ -99,7 +99,7 @@ let package = Package(
         .testTarget(name: "ModelCacheTests", dependencies: ["Digest", "HubTypes", "ModelCache", "SharedFiles"]),
         .testTarget(name: "TransferTests", dependencies: ["CacheAdmin", "Curl", "Daemon", "Digest", "HubClient", "HubTypes", "ModelCache", "SpeechFetch", "Spool", "TestHub", "TestSupport", "Transfer", "Xet"]),
         .testTarget(name: "SpoolTests", dependencies: ["CacheAdmin", "Daemon", "Digest", "HubTypes", "ModelCache", "SharedFiles", "SpeechFetch", "Spool", "TestHub", "TestSupport"]),
-        .testTarget(name: "DaemonTests", dependencies: ["Curl", "Daemon", "Digest", "HubClient", "HubTypes", "ModelCache", "SpeechFetch", "Spool", "TestHub", "TestSupport"]),
+        .testTarget(name: "DaemonTests", dependencies: ["Curl", "Daemon", "Digest", "HubClient", "HubTypes", "ModelCache", "SharedFiles", "SpeechFetch", "Spool", "TestHub", "TestSupport"]),
         .testTarget(name: "CacheAdminTests", dependencies: ["CacheAdmin", "Digest", "HubTypes", "ModelCache", "SharedFiles", "SpeechFetch", "Spool", "TestHub", "TestSupport"]),
         .testTarget(name: "SpeechFetchTests", dependencies: ["Daemon", "Digest", "HubClient", "HubTypes", "ModelCache", "SpeechFetch", "TestHub", "TestSupport"]),
         .testTarget(name: "TestHubTests", dependencies: ["Digest", "TestHub", "Xet"]),

@@ -4,6 +4,7 @@
 import Foundation
 import HubTypes
 import ModelCache
+import SharedFiles
 import Spool
 
 /// Turns requests into range jobs (what a supervisor does on every pass).
@@ -51,12 +52,15 @@ public struct Planner: Sendable {
             // judged path (TargetAnchor): a folder swapped for a link since is not followed.
             switch spool.anchor(request) {
             case .success(let anchor):
+                // The claims, listed once for every file of the pass (Spool.plan says why a
+                // listing made before a file's plan was found absent will do).
+                let claimed = spool.claimedJobs()
                 // A few files at once (ConcurrentFiles): each plan is a few small writes that wait
                 // on their syncs, and a repo of thousands of small files is planned in a fraction
                 // of the time one after the other took. Each file still has its own staging lock.
                 withExtendedLifetime(anchor) {
                     ConcurrentFiles.forEach(wanted.count) { [self] index in
-                        plan(wanted[index], of: request, in: anchor.directory, told: anchor.told)
+                        plan(wanted[index], of: request, in: anchor.directory, claimed: claimed, told: anchor.told)
                     }
                 }
             case .failure(let refusal) where refusal.replaced:
@@ -74,14 +78,26 @@ public struct Planner: Sendable {
         }
     }
 
-    private func plan(_ file: RepoFile, of request: SpoolRequest, in directory: ModelDirectory, told: (String) -> String) {
+    private func plan(_ file: RepoFile, of request: SpoolRequest, in directory: ModelDirectory, claimed: Set<String>?,
+                      told: (String) -> String) {
         if file.size == 0 {
             try? directory.placeEmptyFile(file)
             return
         }
+        let key = PlannedFile.key(modelDir: request.modelDir, path: file.path, commit: request.commit)
+        if file.size <= rangeSize, case .absent = SharedFS.lstat(directory.stagingPath(ModelLayout.lockName(file.path))),
+           case .absent = Sidecar.look(file.path, in: directory) {
+            // One range, no sidecar and nobody writing it: nothing of the file is done or kept, and
+            // its plan writes nothing into the model directory (no staging file: the splicer makes
+            // the one it fills, under the lock), so it is planned without taking the lock; its job
+            // and plan are made once by name whoever else plans it (docs/protocol.md, "Steps",
+            // plan). A lock taken and given up per small file was two of the supervisor's five file
+            // creations per file. A lock there (the embedded engine writing it) is judged below.
+            planOneRange(file, of: request, claimed: claimed)
+            return
+        }
         // The staging file and sidecar are made (or validated) under the lock; the ranges the
         // sidecar already lists are not planned again, in the range size it already uses.
-        let key = PlannedFile.key(modelDir: request.modelDir, path: file.path, commit: request.commit)
         let taken: StagingLock?
         do {
             taken = try StagingLock.take(file.path, in: directory, owner: spool.owner, lease: spool.lease)
@@ -107,10 +123,7 @@ public struct Planner: Sendable {
             // without a sidecar starts afresh), so its plan needs no staging file: the splicer
             // makes the one it fills. Two files made and one unlinked per small file were a third
             // of the daemon's file creations for a repo of small files.
-            let planned = PlannedFile(repo: request.repo, modelDir: request.modelDir, commit: request.commit, file: file,
-                                      rangeSize: file.size, node: request.node, layout: request.layout,
-                                      endpoint: request.endpoint)
-            if (try? spool.plan(planned, pending: [0])) != nil { metrics?.planned(1) }
+            planOneRange(file, of: request, claimed: claimed)
             return
         }
         let staging: StagingFile
@@ -138,7 +151,14 @@ public struct Planner: Sendable {
         // The first ranges it needs, up to the job window: the splicer publishes the next ones as
         // ranges become done (JobWindow).
         let pending = JobWindow.fitting((0..<planned.rangeCount).filter { !done.contains($0) }, inFlight: 0)
-        if (try? spool.plan(planned, pending: pending)) != nil { metrics?.planned(pending.count) }
+        if (try? spool.plan(planned, pending: pending, claimed: claimed)) != nil { metrics?.planned(pending.count) }
+    }
+
+    /// Publishes the plan of a file fetched as one range (its own size) and its one job.
+    private func planOneRange(_ file: RepoFile, of request: SpoolRequest, claimed: Set<String>?) {
+        let planned = PlannedFile(repo: request.repo, modelDir: request.modelDir, commit: request.commit, file: file,
+                                  rangeSize: file.size, node: request.node, layout: request.layout, endpoint: request.endpoint)
+        if (try? spool.plan(planned, pending: [0], claimed: claimed)) != nil { metrics?.planned(1) }
     }
 
     /// Recreates jobs that got lost (a planner or splicer that died half way): a range of a

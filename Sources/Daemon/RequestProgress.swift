@@ -2,6 +2,7 @@
 // sidecars list done or whose parts are published (what the shared filesystem says), and of this
 // node's ranges in flight (what this machine's RAM says).
 import Foundation
+import HubTypes
 import Synchronization
 import ModelCache
 import Spool
@@ -44,13 +45,28 @@ enum RequestProgress {
     /// process saw final, per request. Progress only: done is judged from the markers.
     private static let seenFinal = Mutex<[String: Set<String>]>([:])
 
+    /// Each request's file keys (a SHA-256 each), made once per request and process: a waiter of
+    /// ten thousand small files hashed every key again at every tick.
+    /// Kept with the files they were made for, in their order (two records of one id list the
+    /// same files, not always in the same order).
+    private static let fileKeys = Mutex<[String: (files: [RepoFile], keys: [String])]>([:])
+
+    private static func keys(of request: SpoolRequest) -> [String] {
+        if let known = fileKeys.withLock({ $0[request.id] }), known.files == request.files { return known.keys }
+        let made = request.files.map { PlannedFile.key(modelDir: request.modelDir, path: $0.path, commit: request.commit) }
+        fileKeys.withLock {
+            if $0.count >= 64 && $0[request.id] == nil { $0.removeAll() }  // a long-lived process sees many requests
+            $0[request.id] = (request.files, made)
+        }
+        return made
+    }
+
     static func shared(_ request: SpoolRequest, parts: [String: [Int]]) -> Shared {
         let directory = request.directory
         var files: [Shared.File] = []
         let known = seenFinal.withLock { $0[request.id] ?? [] }
         var final = known
-        for file in request.files {
-            let key = PlannedFile.key(modelDir: request.modelDir, path: file.path, commit: request.commit)
+        for (file, key) in zip(request.files, keys(of: request)) {
             if final.contains(key) || directory.isComplete(file) {
                 final.insert(key)
                 files.append(Shared.File(key: key, size: file.size, complete: true, counted: [], rangeSize: 0))

@@ -181,39 +181,100 @@ extension ModelDirectory {
     }
 }
 
-/// Locks a run holds, refreshed from a timer every lease/4 whatever the run is doing (a retry
-/// ladder or a long hash cannot let them expire), released together.
+/// Locks a run holds, refreshed every lease/4 whatever the run is doing (a retry ladder or a
+/// long hash cannot let them expire), released together. The refreshing is the process's
+/// (`LockRefresher`): one timer for every run that holds locks, not one per run (a planner or
+/// splicer holds a small file's lock for a moment, and a timer made and cancelled for each of ten
+/// thousand files kept Dispatch's manager thread busy).
 public final class HeldLocks: @unchecked Sendable {
     private let lock = NSLock()
     private var locks: [StagingLock] = []
     private var lost = false
-    private let timer: DispatchSourceTimer
+    private let refresher: LockRefresher
+    private var id: ObjectIdentifier { ObjectIdentifier(self) }
 
     public init(lease: Double) {
-        timer = DispatchSource.makeTimerSource(queue: .global())
-        let interval = LeaseJudge.refreshInterval(lease: lease, atLeast: 0.05)
-        timer.schedule(deadline: .now() + interval, repeating: interval)
-        timer.setEventHandler { [weak self] in self?.refreshAll() }
-        timer.resume()
+        refresher = LockRefresher.every(LeaseJudge.refreshInterval(lease: lease, atLeast: 0.05))
+        refresher.enroll(self, as: id)
     }
 
-    deinit { timer.cancel() }
+    deinit { refresher.withdraw(id) }
 
     public func add(_ staging: StagingLock) { lock.withLock { locks.append(staging) } }
 
     /// True when a lock was broken by someone else while held.
     public var anyLost: Bool { lock.withLock { lost } }
 
-    private func refreshAll() {
+    fileprivate func refreshAll() {
         let current = lock.withLock { locks }
         let broken = current.contains { !$0.refresh() }
         if broken { lock.withLock { lost = true } }
     }
 
     public func releaseAll() {
-        timer.cancel()
+        refresher.withdraw(id)
         let current = lock.withLock { defer { locks.removeAll() }; return locks }
         for l in current { l.release() }
+    }
+}
+
+/// The one timer of a process (per refresh interval) that refreshes the locks of every run
+/// holding some (`HeldLocks`), every interval. It runs while a run is enrolled and stops with the
+/// last one, so a process holding no lock has no timer. A run enrolled between two ticks is
+/// refreshed at the next one: never later than an interval after it took its locks, as with a
+/// timer of its own.
+final class LockRefresher: @unchecked Sendable {
+    private static let registryLock = NSLock()
+    nonisolated(unsafe) private static var byInterval: [Double: LockRefresher] = [:]
+
+    /// The process's refresher for `interval` seconds.
+    static func every(_ interval: Double) -> LockRefresher {
+        registryLock.withLock {
+            if let known = byInterval[interval] { return known }
+            let made = LockRefresher(interval: interval)
+            byInterval[interval] = made
+            return made
+        }
+    }
+
+    private let interval: Double
+    private let lock = NSLock()
+    private var runs: [ObjectIdentifier: Enrolled] = [:]
+    private var timer: DispatchSourceTimer?
+
+    private init(interval: Double) { self.interval = interval }
+
+    /// A run, held weakly: one that ends without releasing (dropped) leaves in its deinit.
+    private struct Enrolled {
+        weak var run: HeldLocks?
+    }
+
+    func enroll(_ run: HeldLocks, as id: ObjectIdentifier) {
+        lock.withLock {
+            runs[id] = Enrolled(run: run)
+            guard timer == nil else { return }
+            let made = DispatchSource.makeTimerSource(queue: .global())
+            made.schedule(deadline: .now() + interval, repeating: interval)
+            made.setEventHandler { [weak self] in self?.tick() }
+            made.resume()
+            timer = made
+        }
+    }
+
+    func withdraw(_ id: ObjectIdentifier) {
+        lock.withLock {
+            guard runs.removeValue(forKey: id) != nil, runs.isEmpty else { return }
+            timer?.cancel()
+            timer = nil
+        }
+    }
+
+    /// True while a timer runs (some run is enrolled).
+    var isTicking: Bool { lock.withLock { timer != nil } }
+
+    private func tick() {
+        let current = lock.withLock { runs.values.compactMap(\.run) }
+        for run in current { run.refreshAll() }
     }
 }
 

@@ -29,8 +29,9 @@ public enum SpoolError: Error, Sendable, CustomStringConvertible {
 public enum SpoolFS {
     /// Writes `data` to a new private file (`O_EXCL`, `O_NOFOLLOW`, 0600), fsyncs and closes it.
     /// An empty file (a job or marker: its name is its content) is not synced: there is nothing
-    /// to make durable before the link that publishes it.
-    public static func writeNew(_ path: String, _ data: Data) throws {
+    /// to make durable before the link that publishes it; nor is one that is not `durable` (a
+    /// record its readers can make again when a power loss leaves it unreadable: a plan).
+    public static func writeNew(_ path: String, _ data: Data, durable: Bool = true) throws {
         // The name is this process's own (tmp/…@node@pid@n): a create retried after a stale
         // handle that had made the file meanwhile finds it (EEXIST) and truncates it.
         var retried = false
@@ -46,7 +47,7 @@ public enum SpoolFS {
             close(fd)
             throw SpoolError.io(path: path, operation: "write", errno: code)
         }
-        guard data.isEmpty || fsync(fd) == 0 else {
+        guard data.isEmpty || !durable || fsync(fd) == 0 else {
             let code = errno
             close(fd)
             throw SpoolError.io(path: path, operation: "sync", errno: code)
@@ -54,6 +55,19 @@ public enum SpoolFS {
         // NFS reports deferred write errors at close.
         guard close(fd) == 0 else { throw SpoolError.io(path: path, operation: "close", errno: errno) }
         ok = true
+    }
+
+    /// Creates an empty private file (`O_EXCL`, `O_NOFOLLOW`, 0600) in place: a file whose name
+    /// is its content (a ready job) exists whole the moment it exists. True when this call made
+    /// it, false when it was there already, nil when it could not be made.
+    public static func createEmpty(_ path: String) -> Bool? {
+        let fd = SharedFS.retry { open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600) }
+        if fd >= 0 {
+            close(fd)
+            return true
+        }
+        // A create retried after a stale handle may find the file it made meanwhile: there either way.
+        return errno == EEXIST ? false : nil
     }
 
     /// Flushes a finished file to disk (fsync) and checks the close, before it is published.

@@ -62,17 +62,24 @@ extension Spool {
     }
 
     /// Splits a file into ready jobs for `pending` ranges, then publishes the plan. Jobs are
-    /// created with link(2) under deterministic names, so two planners create each job once;
+    /// created with O_EXCL under deterministic names, so two planners create each job once;
     /// the plan is published last, so a planner that dies half way leaves a file others re-plan.
-    public func plan(_ file: PlannedFile, pending: [Int]) throws {
+    /// `claimed`: a listing of `jobs/claimed` the caller made before it found the plan absent (a
+    /// pass over many files lists once); nil lists here.
+    public func plan(_ file: PlannedFile, pending: [Int], claimed: Set<String>?? = .none) throws {
         // One look at the claims for every job: none of this key can be taken while its plan is
         // unpublished (a worker claims only jobs whose plan it read), so a claim of it is one
-        // left from an earlier plan, and is there already (one readdir, not one per job: 48
-        // through a GlusterFS client were a third of a second of planning). Unlistable: each
-        // job looks on its own.
-        addJobs(file, indices: pending, claimed: claimedJobs())
+        // left from an earlier plan, and was there before the caller found the plan absent (one
+        // readdir, not one per job: 48 through a GlusterFS client were a third of a second of
+        // planning; and one per pass, not one per file: parsing the claims' names for each of ten
+        // thousand small files was a seventh of the supervisor's CPU). Unlistable: each job looks
+        // on its own.
+        addJobs(file, indices: pending, claimed: claimed ?? claimedJobs())
         let temp = tempPath("plan")
-        try SpoolFS.writeNew(temp, try JSONEncoder().encode(file))
+        // Not synced (docs/protocol.md, "Steps", plan): everything a plan holds is derived from its
+        // request and the sidecar, and one whose bytes a power loss took reads as corrupt, goes to
+        // corrupt/ and is planned again; a sync here was one of a small file's three under the daemon.
+        try SpoolFS.writeNew(temp, try JSONEncoder().encode(file), durable: false)
         try SpoolFS.publishOnce(temp, as: layout.plan(file.key))
         bumpGeneration()
     }
@@ -88,9 +95,10 @@ extension Spool {
             let name = file.jobName(index)
             let taken = claimed.map { $0.contains(name) } ?? isClaimed(name)
             guard taken == false, hasPart(file, index) == false else { continue }
-            let temp = tempPath("job")
-            guard (try? SpoolFS.writeNew(temp, Data())) != nil else { continue }
-            if (try? SpoolFS.publishOnce(temp, as: layout.ready(name))) == true { added = true }
+            // Made in place with O_EXCL: an empty file's name is its content, so it exists whole
+            // or not at all, and EEXIST means it is there already (no temp file and link: two
+            // calls and a directory entry fewer per job).
+            if SpoolFS.createEmpty(layout.ready(name)) == true { added = true }
         }
     }
 

@@ -151,7 +151,7 @@ def run(a, base_env, logs, settle, idle_wait):
 
 
 def render(sc, header, fr, tool_rows):
-    L = ["", f"## Scenario 9: {sc['title']}", "",
+    L = ["", f"## Scenario {sc['key']}: {sc['title']}", "",
          f"`{sc['repo']}`: {sc['files']:,} git files of 0.2–4 KiB ({sc['bytes'] / 1048576:.1f} MiB) in 5 directories, "
          "on nginx without a limit. `speech download REPO --cache-base DIR` with no daemon, and with "
          "`speech-fetchd --cache-base DIR` serving DIR (started before the timed run, stopped with SIGTERM after it), "
@@ -181,7 +181,7 @@ def verdict(sc):
     x = sc.get("ratio_daemon_embedded")
     e, d = (t["summary"] for t in sc["tools"])
     if not (x and e and d):
-        return ["- Scenario 9: **a mode failed** in every run (see benchmarks.json)."]
-    return [f"- Scenario 9 ({sc['files']:,} small files): daemon-hosted {d['wall_s']['median']:.1f} s against embedded "
+        return [f"- Scenario {sc['key']}: **a mode failed** in every run (see benchmarks.json)."]
+    return [f"- Scenario {sc['key']} ({sc['files']:,} small files): daemon-hosted {d['wall_s']['median']:.1f} s against embedded "
             f"{e['wall_s']['median']:.1f} s: **{x['median']:.2f}×** (target ≤ {GOAL}: "
             f"{'met' if x['median'] <= GOAL else '**missed**'})."]
