@@ -72,7 +72,7 @@ let package = Package(
         .target(name: "SpeechFetch", dependencies: ["ByteUnits", "CacheAdmin", "Curl", "Daemon", "DaemonOptions", "Digest", "HubClient", "HubTypes", "ModelCache", "ModelCatalog", "SharedFiles", "Spool", "Transfer"]),
 
         // The local stand-in for the Hub (tests, demo, fidelity check).
-        .target(name: "TestHub", dependencies: ["Digest", "Xet"]),
+        .target(name: "TestHub", dependencies: ["Digest", "SharedFiles", "Xet"]),
 
         // The executables' one argument parser, help and version text, exit codes (docs/cli.md).
         // The executables hand it libcurl's version line; ByteUnits for --max-rate and --max-cache-size.

@@ -58,9 +58,8 @@ extension StagingFile {
             var inOffset: Int64 = 0
             var outOffset: Int64 = r.start
             while inOffset < length {
-                let n = sf_copy_file_range(part, &inOffset, fd, &outOffset, Int(length - inOffset))
+                let n = FileIO.restartingAfterSignal { sf_copy_file_range(part, &inOffset, fd, &outOffset, Int(length - inOffset)) }
                 if n < 0 {
-                    if errno == EINTR { continue }
                     // Across filesystems (EXDEV) or where the kernel cannot: copy through memory.
                     if [EXDEV, EOPNOTSUPP, ENOSYS, EINVAL, EBADF].contains(errno) {
                         try copyThroughMemory(from: part, partPath: partPath, at: inOffset, to: outOffset, count: length - inOffset)
