@@ -4,30 +4,26 @@
 /// length % 4 groups hold one byte more (which is where i % 4 == g puts the leftover bytes).
 public enum ByteGrouping {
     public static func group(_ bytes: UnsafeRawBufferPointer) -> [UInt8] {
-        let n = bytes.count
-        var out = [UInt8](repeating: 0, count: n)
-        var o = 0
-        for g in 0..<4 {
-            var i = g
-            while i < n {
-                out[o] = bytes[i]
-                o += 1
-                i += 4
-            }
-        }
-        return out
+        permuted(bytes) { grouped, original in (source: original, target: grouped) }
     }
 
     public static func ungroup(_ bytes: UnsafeRawBufferPointer) -> [UInt8] {
+        permuted(bytes) { grouped, original in (source: grouped, target: original) }
+    }
+
+    /// The one walk of both directions: `grouped` counts through the grouped order while
+    /// `original` visits the matching position of the ungrouped order; `move` says which of the
+    /// two is read and which written.
+    private static func permuted(_ bytes: UnsafeRawBufferPointer,
+                                 _ move: (_ grouped: Int, _ original: Int) -> (source: Int, target: Int)) -> [UInt8] {
         let n = bytes.count
         var out = [UInt8](repeating: 0, count: n)
-        var o = 0
+        var grouped = 0
         for g in 0..<4 {
-            var i = g
-            while i < n {
-                out[i] = bytes[o]
-                o += 1
-                i += 4
+            for original in stride(from: g, to: n, by: 4) {
+                let (source, target) = move(grouped, original)
+                out[target] = bytes[source]
+                grouped += 1
             }
         }
         return out
