@@ -229,14 +229,14 @@ enum DownloadCommand {
                     switch notice {
                     case .handedToDaemon(let spool):
                         printer.note("speech-fetchd serving \(spool) fetches \(request.repo); Ctrl-C stops only this wait",
-                                     json: DaemonEvent(spool: spool))
+                                     json: NoteEvent.daemon(spool: spool))
                     case .notHandedOver(let reason):
-                        printer.note(reason, json: NotHandedOverEvent(reason: reason))
+                        printer.note(reason, json: NoteEvent.notHandedOver(reason: reason))
                     case .daemonGone(let spool):
                         printer.note("speech-fetchd is gone from \(spool); this process finishes the transfer itself from what it staged",
-                                     json: DaemonGoneEvent(spool: spool))
+                                     json: NoteEvent.daemonGone(spool: spool))
                     case .waiting(let what):
-                        printer.note(what, json: WaitingEvent(message: what))
+                        printer.note(what, json: NoteEvent.waiting(message: what))
                     }
                 })
             printer.finish()
@@ -325,7 +325,7 @@ enum DownloadCommand {
         }
         var message = Messages.describe(error, baseArgument: request.baseArgument, offlineBy: offlineBy, catalog: catalog)
         if request.token != nil { message = Messages.tokenFromFlag(message) }
-        if request.json { emit(ErrorEvent(message: message).line) }
+        if request.json { emit(NoteEvent.error(message: message).line) }
         if case RepoError.invalidRepoID = error { speechProgram.fail(message, code: ExitCode.usage) }
         speechProgram.fail(message)
     }
