@@ -5,22 +5,17 @@ import Digest
 import Foundation
 import HubTypes
 import ModelCache
+@testable import TestSupport
 import XCTest
 
-final class StagingFileTests: XCTestCase {
-    private var base: URL!
+final class StagingFileTests: ScratchDirectoryTestCase {
     private var directory: ModelDirectory!
     private let rangeSize: Int64 = 64 << 10
     private let commit = String(repeating: "c", count: 40)
 
     override func setUpWithError() throws {
-        base = FileManager.default.temporaryDirectory.appendingPathComponent("staging-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: base, withIntermediateDirectories: true)
-        directory = ModelDirectory(base.appendingPathComponent("model"))
-    }
-
-    override func tearDownWithError() throws {
-        try? FileManager.default.removeItem(at: base)
+        try super.setUpWithError()
+        directory = ModelDirectory(scratch.appendingPathComponent("model"))
     }
 
     /// `ranges` ranges of bytes that differ from range to range, and the LFS file they make.

@@ -114,17 +114,7 @@ final class StatusProgressTests: DaemonTestCase {
 
     /// `speech status --watch [--json] --cache-base …` with its stdout on a pipe, each line stamped.
     func watch(_ extra: [String]) throws -> (Process, StampedLines) {
-        let p = Process()
-        p.executableURL = speechBinary
-        p.arguments = ["status", "--watch", "--cache-base", cacheBase.path] + extra
-        p.environment = environment()
-        p.standardInput = FileHandle.nullDevice
-        p.standardError = FileHandle.nullDevice
-        let pipe = Pipe()
-        p.standardOutput = pipe
-        try p.run()
-        track(p)
-        return (p, StampedLines(following: pipe))
+        try speechStamped(["status", "--watch", "--cache-base", cacheBase.path] + extra)
     }
 
     func testWatchPrintsALineASecondWhilePipedAndCtrlCEndsItWithExitZero() throws {
