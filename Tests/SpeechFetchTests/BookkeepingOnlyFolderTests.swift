@@ -162,7 +162,7 @@ final class BookkeepingOnlyFolderTests: HubTestCase {
             XCTAssertThrowsError(try d.downloadBlocking(repo: repo, revision: other, cacheBaseDir: cacheBase, offlineMode: true)) { error in
                 guard case CacheError.cacheMiss(_, let directory, let missing, _) = error else { return XCTFail("\(error)") }
                 XCTAssertEqual(directory, modelDir(repo).path)
-                XCTAssertTrue(missing.contains { $0.hasPrefix("revision \(other)") && $0.contains(commit.prefix(12)) }, "\(missing)")
+                XCTAssertTrue(missing.paths.contains { $0.hasPrefix("revision \(other)") && $0.contains(commit.prefix(12)) }, "\(missing)")
                 XCTAssertTrue("\(error)".contains(other) && "\(error)".contains(directory), "\(error)")
             }
         }

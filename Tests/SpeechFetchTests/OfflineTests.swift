@@ -108,6 +108,28 @@ final class OfflineTests: HubTestCase {
         }
     }
 
+    /// A repo of which nothing is cached lacks "any file": a case of `MissingFiles`, not a marker
+    /// string inside the list, and the message says so in words.
+    func testAMissOfARepoOfWhichNothingIsCachedIsAnyFileNotANamedList() throws {
+        XCTAssertThrowsError(try download(repo, offline: true)) { error in
+            guard case CacheError.cacheMiss(_, _, let missing, _) = error else { return XCTFail("\(error)") }
+            XCTAssertEqual(missing, .anyFile)
+            XCTAssertEqual(missing.paths, [])
+            XCTAssertTrue("\(error)".contains("nothing of it is in the cache"), "\(error)")
+            XCTAssertFalse("\(error)".contains("(any file)"), "\(error)")
+        }
+        XCTAssertThrowsError(try download(repo, include: ["config.json"], offline: true)) { error in
+            guard case CacheError.cacheMiss(_, _, let missing, _) = error else { return XCTFail("\(error)") }
+            XCTAssertEqual(missing, .named(["config.json"]))
+            XCTAssertTrue("\(error)".contains("missing: config.json"), "\(error)")
+        }
+        XCTAssertThrowsError(try download(repo, extra: ["SPEECH_FETCH_RETRY_ATTEMPTS": "1"], endpoint: deadEndpoint())) { error in
+            guard case DownloadError.hubUnreachable(_, _, let missing, _) = error else { return XCTFail("\(error)") }
+            XCTAssertEqual(missing, .anyFile)
+            XCTAssertTrue("\(error)".contains("nothing of it is in the cache"), "\(error)")
+        }
+    }
+
     func testAnHTTPAnswerIsNotAnOutage() throws {
         try download(repo)
         // The same model directory, asked for under a repo id the Hub does not have: 404 must fail.
