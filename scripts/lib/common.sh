@@ -5,6 +5,11 @@
 #   stop_pid PID      TERM, up to 5 s for it to go, then KILL (nothing when it is gone already)
 #   stop_nginx PID    nginx's master (TERM: its fast shutdown, connections closed at once) and
 #                     its workers, waited for
+#   start_testhub BINARY OUT ERR ARG...
+#                     BINARY (a speech-testhub) with ARG... in the background, stdout to OUT and
+#                     stderr to ERR; waits up to 30 s for its first line, the Hub's URL: sets
+#                     testhub_pid and testhub_url, or dies (with its stderr) when it exits first
+#                     or names no loopback URL
 #   release_binary PRODUCT
 #                     builds PRODUCT as bin/launch does (release, --static-swift-stdlib; with
 #                     BENCH_SCRATCH_PATH as --scratch-path) and prints the binary's path
@@ -42,6 +47,20 @@ stop_nginx() {  # PID
     stop_pid "$pid"
     for w in $workers; do stop_pid "$w"; done
     wait "$pid" 2>/dev/null || true
+}
+
+start_testhub() {  # BINARY OUT ERR ARG...
+    local binary=$1 out=$2 err=$3
+    shift 3
+    "$binary" "$@" > "$out" 2> "$err" &
+    testhub_pid=$!
+    for _ in $(seq 1 300); do
+        [[ -s "$out" ]] && break
+        kill -0 "$testhub_pid" 2>/dev/null || { cat "$err" >&2; die "speech-testhub exited before serving"; }
+        sleep 0.1
+    done
+    testhub_url=$(head -n 1 "$out")
+    [[ "$testhub_url" == http://127.0.0.1:* ]] || { cat "$err" >&2; die "no base URL from speech-testhub"; }
 }
 
 release_binary() {  # PRODUCT
