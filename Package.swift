@@ -72,7 +72,7 @@ let package = Package(
         .target(name: "SpeechFetch", dependencies: ["ByteUnits", "CacheAdmin", "Curl", "Daemon", "DaemonOptions", "Digest", "HubClient", "HubTypes", "ModelCache", "ModelCatalog", "SharedFiles", "Spool", "Transfer"]),
 
         // The local stand-in for the Hub (tests, demo, fidelity check).
-        .target(name: "TestHub", dependencies: ["Digest", "Xet"]),
+        .target(name: "TestHub", dependencies: ["Digest", "SharedFiles", "Xet"]),
 
         // The executables' one argument parser, help and version text, exit codes (docs/cli.md).
         // The executables hand it libcurl's version line; ByteUnits for --max-rate and --max-cache-size.
@@ -96,7 +96,7 @@ let package = Package(
         .testTarget(name: "DigestTests", dependencies: ["Digest"]),
         .testTarget(name: "FileEventsTests", dependencies: ["FileEvents"]),
         .testTarget(name: "HubClientTests", dependencies: ["HubClient", "HubTypes", "TestHub"]),
-        .testTarget(name: "ModelCacheTests", dependencies: ["Digest", "HubTypes", "ModelCache", "SharedFiles"]),
+        .testTarget(name: "ModelCacheTests", dependencies: ["Digest", "HubTypes", "ModelCache", "SharedFiles", "TestSupport"]),
         .testTarget(name: "TransferTests", dependencies: ["CacheAdmin", "Curl", "Daemon", "Digest", "HubClient", "HubTypes", "ModelCache", "SpeechFetch", "Spool", "TestHub", "TestSupport", "Transfer", "Xet"]),
         .testTarget(name: "SpoolTests", dependencies: ["CacheAdmin", "Daemon", "Digest", "HubTypes", "ModelCache", "SharedFiles", "SpeechFetch", "Spool", "TestHub", "TestSupport"]),
         .testTarget(name: "DaemonTests", dependencies: ["Curl", "Daemon", "Digest", "HubClient", "HubTypes", "ModelCache", "SharedFiles", "SpeechFetch", "Spool", "TestHub", "TestSupport"]),

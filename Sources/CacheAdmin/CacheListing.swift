@@ -110,7 +110,7 @@ extension CacheAdmin {
         if !selections.contains(.all) { selections.append(.all) }
         var best: [String]?
         for selection in selections {
-            let missing = directory.missingOffline(selection, repo: repo.description)
+            let missing = directory.missingOffline(selection, repo: repo.description).entries
             if missing.isEmpty { return [] }
             if best == nil || missing.count < best!.count { best = missing }
         }
@@ -137,7 +137,7 @@ extension CacheAdmin {
     /// A huggingface_hub repo folder: its blobs' size on disk (each inode once), staging, state.
     func describeHub(_ repo: RepoID, _ directory: ModelDirectory, _ view: SpoolView) -> CachedModel {
         describe(repo, directory, view, counting: DiskScan.regularFiles(under: directory.hubFolder.blobsPath), shownAs: directory.filesURL,
-                 fileCount: directory.listFiles().count, missing: directory.missingOffline(.all, repo: repo.description),
+                 fileCount: directory.listFiles().count, missing: directory.missingOffline(.all, repo: repo.description).entries,
                  commit: directory.hubCommit)
     }
 }

@@ -193,32 +193,8 @@ public struct Handoff: Sendable {
             // One look at the two markers serves both the full pass and the verdict below.
             let state = looksAtMarkers ? spool.state(of: request.id) : .active
             if judges, state == .active {
-                // Its record was unreadable and went to corrupt/ (docs/protocol.md): this
-                // process knows the request whole, so it asks again rather than wait on nothing.
-                // The spool itself may have been deleted (its daemon stops then): its folders are
-                // made again first.
-                if !spool.hasRequest(request.id) {
-                    try SpoolTrust.prepare(spool.layout)
-                    try spool.submit(request)
-                } else if !unplannedLooked, Date().timeIntervalSince(waitStarted) >= 2 * Double(poll) {
-                    // Asking again for a request in flight bumps no generation (docs/protocol.md):
-                    // if its first asker died between publishing it and bumping, no supervisor
-                    // of another node heard of it. Once per wait, after two polls: a request with
-                    // no file planned or final is announced again (a look at each file's plan).
-                    unplannedLooked = true
-                    let directory = request.directory
-                    let untouched = request.files.allSatisfy { file in
-                        !directory.isComplete(file)
-                            && spool.lookPlan(PlannedFile.key(modelDir: request.modelDir, path: file.path, commit: request.commit)).isAbsent
-                    }
-                    if untouched { spool.bumpGeneration() }
-                }
-                supervised = own || spool.anySupervisorServes()
-                if !own && spool.hasOrphanParts(olderThan: 2, supervised: supervised) {
-                    splicer.spliceAll()
-                } else if firstPass || supervised == false {
-                    splicer.settleRequests()  // files may be final with nobody left to say so
-                }
+                supervised = try judgeActive(request, own: own, firstPass: firstPass, splicer: splicer, poll: poll,
+                                             waitStarted: waitStarted, unplannedLooked: &unplannedLooked)
             }
             firstPass = false
             switch judges && state == .active && !own ? spool.state(of: request.id) : state {
@@ -233,67 +209,135 @@ public struct Handoff: Sendable {
             }
             // Plain waiters (`speech wait`) show no progress: they skip reading the sidecars.
             if let progress {
-                // The shared layer (one listing of parts/ unless this node's supervisor splices
-                // them, the sidecars of the files not final) when due; this node's ranges in
-                // flight (RAM: LiveProgress) at every tick.
-                // (Without parts, a range between its publication and its splice is not counted
-                // for that moment: what is shown never goes back.)
-                if sharedDue || sharedProgress == nil {
-                    sharedProgress = RequestProgress.shared(request, parts: own ? [:] : spool.partsByFile())
-                }
-                var report = RequestProgress.with(sharedProgress!, live: liveNow)
-                shown = max(shown, report.completedBytes)
-                report.completedBytes = shown
-                report.bytesPerSecond = rate.add(report.completedBytes)
-                progress(report)
+                reportProgress(progress, request, own: own, sharedDue: sharedDue, liveNow: liveNow,
+                               sharedProgress: &sharedProgress, shown: &shown, rate: &rate)
             }
             if isCancelled() { throw CancellationError() }
-            if !full {
-                // between full passes: nothing to judge
-            } else if supervised ?? (own || spool.anySupervisorServes()) {
-                supervisorSeen = Date()
-            } else if takesOver || Date().timeIntervalSince(supervisorSeen) > settings.lease {
-                // No daemon serves the spool any more. A caller that can finish the transfer
-                // itself does so at once: this node's daemon retires its heartbeat when it drains
-                // (SIGTERM) and a killed one's pid is seen dead; a foreign node's counts as live
-                // until its heartbeat is a lease old. A plain waiter gives a restarting daemon a lease.
-                throw HandoffError.noDaemon(repo: request.repo, spool: spool.root)
+            if full {  // is the spool still served? (between full passes: nothing to judge)
+                try checkServed(request, supervised: supervised ?? (own || spool.anySupervisorServes()), takesOver: takesOver,
+                                supervisorSeen: &supervisorSeen)
             }
             if let deadline, MonotonicClock.seconds() >= deadline { throw HandoffError.timedOut(repo: request.repo) }
-            var seconds = Double(deadline.map { max(1, min(poll, Int(($0 - MonotonicClock.seconds()).rounded(.up)))) } ?? poll)
-            if progress != nil { seconds = min(seconds, 0.5) }
-            if ownWakes { seconds = min(seconds, max(0.05, shared.untilDue(now: Date()))) }
-            woken = true
-            if ownWakes, let wake = wakeWord {
-                // This node's supervisor wakes the word for every change another node made, and
-                // a local marker's publisher for its marker. The path is looked up again (a
-                // replaced file is followed) every 10 s, not at every tick.
-                let follow = Date().timeIntervalSince(wordFollowed) >= 10
-                if follow { wordFollowed = Date() }
-                woken = wake.wait(whileGeneration: wordSeen, seconds: seconds, followingReplacement: follow)
-            } else if let watcher {
-                woken = watcher.wait(seconds: seconds)
-            } else if let wake = wakeWord {
-                // No inotify for this process (e.g. the per-user limit of instances, 128 by
-                // default, is used up by other waiters): sleep on the spool's wake word, which
-                // whoever publishes a marker bumps (any request's: then look and sleep again).
-                // Ctrl-C ends the sleep (EINTR, StopSignal's handler), as on the inotify path.
-                let until = MonotonicClock.seconds() + Double(seconds)
-                while !isCancelled() {
-                    let generation = wake.generation  // before the check: a bump after it ends the nap
-                    let left = until - MonotonicClock.seconds()
-                    guard left > 0, spool.state(of: request.id) == .active else { break }
-                    wake.wait(whileGeneration: generation, seconds: left)
-                }
-            } else {
-                // Neither: check the markers every 50 ms (two access(2) calls), the full pass at
-                // the poll interval.
-                let until = MonotonicClock.seconds() + Double(seconds)
-                while MonotonicClock.seconds() < until && spool.state(of: request.id) == .active && !isCancelled() {
-                    usleep(50_000)
-                }
-            }
+            let seconds = napLength(deadline: deadline, poll: poll, showsProgress: progress != nil,
+                                    untilSharedLook: ownWakes ? shared.untilDue(now: Date()) : nil)
+            woken = sleep(request, seconds: seconds, ownWakes: ownWakes, wakeWord: wakeWord, watcher: watcher,
+                          wordSeen: wordSeen, wordFollowed: &wordFollowed, isCancelled: isCancelled)
         }
+    }
+
+    /// A full pass's look at the daemon: `supervisorSeen` moves on while one serves the spool;
+    /// `noDaemon` when none does any more.
+    private func checkServed(_ request: SpoolRequest, supervised: Bool, takesOver: Bool, supervisorSeen: inout Date) throws {
+        if supervised {
+            supervisorSeen = Date()
+        } else if takesOver || Date().timeIntervalSince(supervisorSeen) > settings.lease {
+            // No daemon serves the spool any more. A caller that can finish the transfer
+            // itself does so at once: this node's daemon retires its heartbeat when it drains
+            // (SIGTERM) and a killed one's pid is seen dead; a foreign node's counts as live
+            // until its heartbeat is a lease old. A plain waiter gives a restarting daemon a lease.
+            throw HandoffError.noDaemon(repo: request.repo, spool: spool.root)
+        }
+    }
+
+    /// How long a waiter sleeps before its next pass: the poll (at least 1 s, at most what is
+    /// left of the deadline), half a second for a progress waiter, and no longer than the time
+    /// to the next shared look (at least 50 ms) while this node's supervisor wakes it.
+    private func napLength(deadline: Double?, poll: Int, showsProgress: Bool, untilSharedLook: Double?) -> Double {
+        var seconds = Double(deadline.map { max(1, min(poll, Int(($0 - MonotonicClock.seconds()).rounded(.up)))) } ?? poll)
+        if showsProgress { seconds = min(seconds, 0.5) }
+        if let untilSharedLook { seconds = min(seconds, max(0.05, untilSharedLook)) }
+        return seconds
+    }
+
+    /// A full pass's judgement of a request still active: asks again for one whose record was
+    /// set aside, announces again one nobody planned, and splices or settles what nobody else
+    /// will. Returns whether a supervisor serves the spool.
+    private func judgeActive(_ request: SpoolRequest, own: Bool, firstPass: Bool, splicer: Splicer, poll: Int,
+                             waitStarted: Date, unplannedLooked: inout Bool) throws -> Bool {
+        // Its record was unreadable and went to corrupt/ (docs/protocol.md): this
+        // process knows the request whole, so it asks again rather than wait on nothing.
+        // The spool itself may have been deleted (its daemon stops then): its folders are
+        // made again first.
+        if !spool.hasRequest(request.id) {
+            try SpoolTrust.prepare(spool.layout)
+            try spool.submit(request)
+        } else if !unplannedLooked, Date().timeIntervalSince(waitStarted) >= 2 * Double(poll) {
+            // Asking again for a request in flight bumps no generation (docs/protocol.md):
+            // if its first asker died between publishing it and bumping, no supervisor
+            // of another node heard of it. Once per wait, after two polls: a request with
+            // no file planned or final is announced again (a look at each file's plan).
+            unplannedLooked = true
+            let directory = request.directory
+            let untouched = request.files.allSatisfy { file in
+                !directory.isComplete(file)
+                    && spool.lookPlan(PlannedFile.key(modelDir: request.modelDir, path: file.path, commit: request.commit)).isAbsent
+            }
+            if untouched { spool.bumpGeneration() }
+        }
+        let supervised = own || spool.anySupervisorServes()
+        if !own && spool.hasOrphanParts(olderThan: 2, supervised: supervised) {
+            splicer.spliceAll()
+        } else if firstPass || supervised == false {
+            splicer.settleRequests()  // files may be final with nobody left to say so
+        }
+        return supervised
+    }
+
+    /// One progress report of a waiter: the shared layer when due, this node's ranges in flight
+    /// always; what is shown never goes back.
+    private func reportProgress(_ progress: @Sendable (TransferProgress) -> Void, _ request: SpoolRequest, own: Bool,
+                                sharedDue: Bool, liveNow: [String: Int64], sharedProgress: inout RequestProgress.Shared?,
+                                shown: inout Int64, rate: inout RateMeter) {
+        // The shared layer (one listing of parts/ unless this node's supervisor splices
+        // them, the sidecars of the files not final) when due; this node's ranges in
+        // flight (RAM: LiveProgress) at every tick.
+        // (Without parts, a range between its publication and its splice is not counted
+        // for that moment: what is shown never goes back.)
+        if sharedDue || sharedProgress == nil {
+            sharedProgress = RequestProgress.shared(request, parts: own ? [:] : spool.partsByFile())
+        }
+        var report = RequestProgress.with(sharedProgress!, live: liveNow)
+        shown = max(shown, report.completedBytes)
+        report.completedBytes = shown
+        report.bytesPerSecond = rate.add(report.completedBytes)
+        progress(report)
+    }
+
+    /// A waiter's sleep of up to `seconds`: on the wake word while this node's supervisor wakes it,
+    /// else on inotify, else on the word or a 50 ms look at the markers. Returns whether it was
+    /// woken (true where it cannot tell).
+    private func sleep(_ request: SpoolRequest, seconds: Double, ownWakes: Bool, wakeWord: WakeWord?, watcher: DirectoryWatcher?,
+                       wordSeen: UInt32, wordFollowed: inout Date, isCancelled: () -> Bool) -> Bool {
+    if ownWakes, let wake = wakeWord {
+        // This node's supervisor wakes the word for every change another node made, and
+        // a local marker's publisher for its marker. The path is looked up again (a
+        // replaced file is followed) every 10 s, not at every tick.
+        let follow = Date().timeIntervalSince(wordFollowed) >= 10
+        if follow { wordFollowed = Date() }
+        return wake.wait(whileGeneration: wordSeen, seconds: seconds, followingReplacement: follow)
+    } else if let watcher {
+        return watcher.wait(seconds: seconds)
+    } else if let wake = wakeWord {
+        // No inotify for this process (e.g. the per-user limit of instances, 128 by
+        // default, is used up by other waiters): sleep on the spool's wake word, which
+        // whoever publishes a marker bumps (any request's: then look and sleep again).
+        // Ctrl-C ends the sleep (EINTR, StopSignal's handler), as on the inotify path.
+        let until = MonotonicClock.seconds() + Double(seconds)
+        while !isCancelled() {
+            let generation = wake.generation  // before the check: a bump after it ends the nap
+            let left = until - MonotonicClock.seconds()
+            guard left > 0, spool.state(of: request.id) == .active else { break }
+            wake.wait(whileGeneration: generation, seconds: left)
+        }
+    } else {
+        // Neither: check the markers every 50 ms (two access(2) calls), the full pass at
+        // the poll interval.
+        let until = MonotonicClock.seconds() + Double(seconds)
+        while MonotonicClock.seconds() < until && spool.state(of: request.id) == .active && !isCancelled() {
+            usleep(50_000)
+        }
+    }
+        return true
     }
 
     /// Starts `speech-fetchd` for a cache base in its own session, logging to the spool

@@ -5,7 +5,7 @@ import SharedFiles
 
 public enum CacheError: Error, Sendable, CustomStringConvertible {
     /// Offline (or Hub unreachable) and these files are not complete in `directory`.
-    case cacheMiss(repo: String, directory: String, missing: [String], reason: String)
+    case cacheMiss(repo: String, directory: String, missing: MissingFiles, reason: String)
     case checksumMismatch(path: String, expected: String, actual: String)
     /// A file git stores itself (not LFS) whose bytes do not hash to the blob id the tree listed.
     case blobMismatch(path: String, expected: String, actual: String)
@@ -32,8 +32,7 @@ public enum CacheError: Error, Sendable, CustomStringConvertible {
     public var description: String {
         switch self {
         case .cacheMiss(let repo, let directory, let missing, let reason):
-            let list = missing.prefix(10).joined(separator: ", ") + (missing.count > 10 ? ", … (\(missing.count) in all)" : "")
-            return "\(reason): \(repo) is not complete in \(directory); missing: \(list)"
+            return "\(reason): \(repo) is not complete in \(directory); \(missing.listed)"
         case .checksumMismatch(let path, let expected, let actual):
             return "checksum mismatch for \(path): expected sha256 \(expected), got \(actual); the corrupt file was deleted, run the download again"
         case .blobMismatch(let path, let expected, let actual):

@@ -116,7 +116,7 @@ public struct ModelDirectory: Sendable {
     /// What the call needs that is not on disk, judged without the network: from the manifest when
     /// there is one, else from the selection's literal paths and globs over the files present.
     /// Shard indexes on disk add every shard they name.
-    public func missingOffline(_ selection: FileSelection, repo: String) -> [String] {
+    public func missingOffline(_ selection: FileSelection, repo: String) -> MissingFiles {
         offlineCheck(selection, repo: repo).missing
     }
 
@@ -130,7 +130,7 @@ public struct ModelDirectory: Sendable {
                 // A named file the manifest does not list: that one is missing, the named files on disk are not.
                 let listed = Dictionary(snapshot.files.map { (PathBytes($0.path), $0) }, uniquingKeysWith: { a, _ in a })
                 let named = selection.literalPaths
-                return OfflineCheck(missing: named.filter { listed[PathBytes($0)].map { !isComplete($0, directoryFD: directoryFD) } ?? true },
+                return OfflineCheck(missing: .named(named.filter { listed[PathBytes($0)].map { !isComplete($0, directoryFD: directoryFD) } ?? true }),
                                     present: named.filter { listed[PathBytes($0)].map { isComplete($0, directoryFD: directoryFD) } ?? false },
                                     commit: snapshot.commit, revision: snapshot.revision)
             }
@@ -147,12 +147,12 @@ public struct ModelDirectory: Sendable {
             guard let needed = try? FilePlan.applyIndexes(indexes, selected: selected, all: snapshot.files, repo: repo,
                                                              keepUnnamed: hubCommit != nil) else {
                 missing = indexes.flatMap(\.shards).filter { access(finalPath($0), F_OK) != 0 }
-                return OfflineCheck(missing: missing.sorted(), present: selected.filter { isHere($0) }.map(\.path),
+                return OfflineCheck(missing: .named(missing.sorted()), present: selected.filter { isHere($0) }.map(\.path),
                                     commit: snapshot.commit, revision: snapshot.revision)
             }
             missing += needed.filter { !ShardIndex.isIndexPath($0.path) && !isHere($0) }.map(\.path)
             let present = selected.filter { isHere($0) }.map(\.path)
-            var check = OfflineCheck(missing: missing.sorted(), present: present, commit: snapshot.commit, revision: snapshot.revision)
+            var check = OfflineCheck(missing: .named(missing.sorted()), present: present, commit: snapshot.commit, revision: snapshot.revision)
             check.unmatched = ModelDirectory.unmatched(selection, among: snapshot.files.map(\.path))
             return check
         }
@@ -171,7 +171,9 @@ public struct ModelDirectory: Sendable {
         }
     }
 
-    private func missingWithoutManifest(_ selection: FileSelection, present: Set<String>) -> [String] {
+    private func missingWithoutManifest(_ selection: FileSelection, present: Set<String>) -> MissingFiles {
+        // Nothing named and nothing here: no listing says which files the repo has.
+        if selection.isAll && present.isEmpty { return .anyFile }
         var missing = selection.literalPaths.filter { !present.contains($0) }
         // Without a manifest the repo's listing is unknown: a glob that matches no file on disk
         // may name files not fetched (a bundle without its weights), so it is a miss, not the
@@ -179,7 +181,6 @@ public struct ModelDirectory: Sendable {
         for pattern in selection.patterns where FileSelection.isPattern(pattern) {
             if !present.contains(where: { FileSelection.glob(pattern, matches: $0) }) { missing.append(pattern) }
         }
-        if selection.isAll && present.isEmpty { missing.append(OfflineCheck.anyFile) }
         for indexPath in present where ShardIndex.isIndexPath(indexPath) && selection.matches(indexPath) {
             guard let index = try? ShardIndex(contentsOf: finalURL(indexPath), path: indexPath) else {
                 missing.append(indexPath)
@@ -187,7 +188,7 @@ public struct ModelDirectory: Sendable {
             }
             missing += index.shards.filter { !present.contains($0) }
         }
-        return Array(Set(missing)).sorted()
+        return .named(Array(Set(missing)).sorted())
     }
 
     /// Repo paths of the final files present: the cache's own names at the top level
@@ -204,8 +205,8 @@ public struct ModelDirectory: Sendable {
 
 /// The result of `ModelDirectory.offlineCheck`.
 public struct OfflineCheck: Sendable {
-    /// Repo paths (or patterns) the call needs that are not final on disk, sorted.
-    public let missing: [String]
+    /// What the call needs that is not final on disk.
+    public let missing: MissingFiles
     /// Repo paths of the selected files that are final on disk.
     public let present: [String]
     /// The commit the manifest records, when there is one.
@@ -216,14 +217,7 @@ public struct OfflineCheck: Sendable {
     /// cached commit). A warning, not a miss (docs/cli.md, `--include`).
     public var unmatched: [String] = []
 
-    /// The one item of `missing` when nothing of the repo is on disk and no listing names its
-    /// files: "any file" is what the call lacks (messages say "nothing of it is in the cache").
-    public static let anyFile = "(any file)"
-
-    /// True when nothing of the repo is on disk (`missing` is `[anyFile]`).
-    public static func lacksEverything(_ missing: [String]) -> Bool { missing == [anyFile] }
-
-    public init(missing: [String], present: [String], commit: String?, revision: String? = nil) {
+    public init(missing: MissingFiles, present: [String], commit: String?, revision: String? = nil) {
         self.missing = missing
         self.present = present
         self.commit = commit

@@ -72,7 +72,7 @@ extension ModelDirectory {
         func look() -> OfflineCheck {
             let check = offlineCheck(selection, repo: repo)
             guard let revision, let other = otherRevision(check, asked: revision) else { return check }
-            return OfflineCheck(missing: check.missing + [other], present: check.present, commit: check.commit, revision: check.revision)
+            return OfflineCheck(missing: check.missing.adding(other), present: check.present, commit: check.commit, revision: check.revision)
         }
         let check = look()
         guard check.missing.isEmpty, noteUse() else { return check }

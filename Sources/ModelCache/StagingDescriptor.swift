@@ -68,14 +68,9 @@ final class StagingDescriptor: @unchecked Sendable {
     /// replaced since it was staged is an error, never a fresh file.
     private func reopen() throws -> Int32 {
         let path = path
-        let fd = SharedFS.retry { open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW) }
-        guard fd >= 0 else { throw CacheError.io(path: path, operation: "open again the staging file", errno: errno) }
-        var st = stat()
-        guard SharedFS.retry({ fstat(fd, &st) }) == 0 else {
-            let code = errno
-            close(fd)
-            throw CacheError.io(path: path, operation: "read the identity of the staging file", errno: code)
-        }
+        let opened = try OpenedFile(path, flags: O_RDWR | O_CLOEXEC | O_NOFOLLOW,
+                                      opening: "open again the staging file", reading: "read the identity of the staging file")
+        let fd = opened.fd, st = opened.facts
         guard UInt64(st.st_ino) == inode else {
             close(fd)
             throw CacheError.io(path: path, operation: "open again (it was replaced meanwhile) the staging file", errno: ESTALE)

@@ -72,14 +72,9 @@ public final class StagingFile: @unchecked Sendable {
         self.rangeSize = wanted.rangeSize
         self.rangeCount = file.size == 0 ? 0 : Int((file.size + wanted.rangeSize - 1) / wanted.rangeSize)
         let path = dataURL.path
-        let fd = SharedFS.retry { open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o644) }
-        guard fd >= 0 else { throw CacheError.io(path: dataURL.path, operation: "create staging file", errno: errno) }
-        var st = stat()
-        guard SharedFS.retry({ fstat(fd, &st) }) == 0 else {
-            let code = errno
-            close(fd)
-            throw CacheError.io(path: dataURL.path, operation: "read the size of the staging file", errno: code)
-        }
+        let opened = try OpenedFile(path, flags: O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, mode: 0o644,
+                                      opening: "create staging file", reading: "read the size of the staging file")
+        let fd = opened.fd, st = opened.facts
         if Int64(st.st_size) != file.size {
             if kept != nil && Int64(st.st_size) < file.size { kept = nil }  // truncated under us: start over
             guard ftruncate(fd, off_t(file.size)) == 0 else {

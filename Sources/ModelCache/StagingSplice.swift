@@ -58,9 +58,8 @@ extension StagingFile {
             var inOffset: Int64 = 0
             var outOffset: Int64 = r.start
             while inOffset < length {
-                let n = sf_copy_file_range(part, &inOffset, fd, &outOffset, Int(length - inOffset))
+                let n = FileIO.restartingAfterSignal { sf_copy_file_range(part, &inOffset, fd, &outOffset, Int(length - inOffset)) }
                 if n < 0 {
-                    if errno == EINTR { continue }
                     // Across filesystems (EXDEV) or where the kernel cannot: copy through memory.
                     if [EXDEV, EOPNOTSUPP, ENOSYS, EINVAL, EBADF].contains(errno) {
                         try copyThroughMemory(from: part, partPath: partPath, at: inOffset, to: outOffset, count: length - inOffset)
@@ -87,14 +86,8 @@ extension StagingFile {
         var sizes: [Int64] = []
         var delay = 0.05
         while true {
-            let fd = SharedFS.retry { open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC) }
-            guard fd >= 0 else { throw CacheError.io(path: path, operation: "open part", errno: errno) }
-            var st = stat()
-            guard SharedFS.retry({ fstat(fd, &st) }) == 0 else {
-                let code = errno
-                close(fd)
-                throw CacheError.io(path: path, operation: "read the size of part", errno: code)
-            }
+            let opened = try OpenedFile(path, flags: O_RDONLY | O_NOFOLLOW | O_CLOEXEC, opening: "open part", reading: "read the size of part")
+            let fd = opened.fd, st = opened.facts
             let size = Int64(st.st_size)
             if fits(size) { return (fd, size) }
             close(fd)

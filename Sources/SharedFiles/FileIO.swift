@@ -20,35 +20,49 @@ public enum FileIO {
     /// Writes all of `bytes`: at `offset` with pwrite, else at the file position. Nil when every
     /// byte was written, else the errno of the failed write.
     public static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, at offset: Int64? = nil) -> Int32? {
-        var done = 0
-        while done < bytes.count {
-            let n = offset.map { pwrite(fd, bytes.baseAddress! + done, bytes.count - done, off_t($0 + Int64(done))) }
+        let (done, failure) = whole(bytes.count) { done in
+            offset.map { pwrite(fd, bytes.baseAddress! + done, bytes.count - done, off_t($0 + Int64(done))) }
                 ?? write(fd, bytes.baseAddress! + done, bytes.count - done)
-            if n < 0 {
-                if errno == EINTR { continue }
-                return errno
-            }
-            if n == 0 { return EIO }
-            done += n
         }
-        return nil
+        if let failure { return failure }
+        return done < bytes.count ? EIO : nil
     }
 
     /// Fills `buffer` from `offset` (pread; else from the file position): the bytes read, fewer
     /// than `buffer.count` only at the end of the file; -1 with errno set when a read failed.
     public static func readFull(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer, at offset: Int64? = nil) -> Int {
-        var done = 0
-        while done < buffer.count {
-            let n = offset.map { pread(fd, buffer.baseAddress! + done, buffer.count - done, off_t($0 + Int64(done))) }
+        let (done, failure) = whole(buffer.count) { done in
+            offset.map { pread(fd, buffer.baseAddress! + done, buffer.count - done, off_t($0 + Int64(done))) }
                 ?? read(fd, buffer.baseAddress! + done, buffer.count - done)
-            if n < 0 {
-                if errno == EINTR { continue }
-                return -1
-            }
+        }
+        if let failure {
+            errno = failure
+            return -1
+        }
+        return done
+    }
+
+    /// The one loop of whole reads and writes: `step(done)` moves bytes from position `done` on
+    /// and answers how many, 0 at the end of the file, -1 with errno set when it failed. Bytes
+    /// moved until `count` or the end, and the errno that stopped it.
+    private static func whole(_ count: Int, _ step: (Int) -> Int) -> (done: Int, errno: Int32?) {
+        var done = 0
+        while done < count {
+            let n = restartingAfterSignal { step(done) }
+            if n < 0 { return (done, errno) }
             if n == 0 { break }
             done += n
         }
-        return done
+        return (done, nil)
+    }
+
+    /// Calls `call` again while it fails with EINTR: a signal that arrived (Ctrl-C, SIGHUP) is
+    /// not a failure of the read or write it interrupted.
+    public static func restartingAfterSignal<Result: BinaryInteger>(_ call: () -> Result) -> Result {
+        while true {
+            let n = call()
+            if n >= 0 || errno != EINTR { return n }
+        }
     }
 
     /// Reads the file behind `fd` from `start` to `end` (nil: its end) with pread in 1 MiB pieces,
@@ -62,11 +76,8 @@ public enum FileIO {
         var offset = start
         while end.map({ offset < $0 }) ?? true {
             let want = end.map { min(Int64(size), $0 - offset) } ?? Int64(size)
-            let n = pread(fd, buffer.baseAddress, Int(want), off_t(offset))
-            if n < 0 {
-                if errno == EINTR { continue }
-                return (offset - start, errno)
-            }
+            let n = restartingAfterSignal { pread(fd, buffer.baseAddress, Int(want), off_t(offset)) }
+            if n < 0 { return (offset - start, errno) }
             if n == 0 { break }
             offset += Int64(n)
             guard try body(UnsafeRawBufferPointer(rebasing: buffer[0..<n])) else { break }

@@ -5,7 +5,7 @@ import Spool
 
 public enum DownloadError: Error, Sendable, CustomStringConvertible {
     /// The Hub could not be reached and the cache cannot satisfy the call.
-    case hubUnreachable(repo: String, directory: String, missing: [String], cause: String)
+    case hubUnreachable(repo: String, directory: String, missing: MissingFiles, cause: String)
     case conflictingDirectories
     /// No progress for `seconds` (the seed's stall guard, `withDownloadStallGuard`): the attempt
     /// was stopped, keeping what it staged.
@@ -22,8 +22,7 @@ public enum DownloadError: Error, Sendable, CustomStringConvertible {
     public var description: String {
         switch self {
         case .hubUnreachable(let repo, let directory, let missing, let cause):
-            let list = missing.prefix(10).joined(separator: ", ") + (missing.count > 10 ? ", … (\(missing.count) in all)" : "")
-            return "the Hub could not be reached (\(cause)) and \(repo) is not complete in \(directory); missing: \(list); "
+            return "the Hub could not be reached (\(cause)) and \(repo) is not complete in \(directory); \(missing.listed); "
                 + "check the network and the endpoint (HF_ENDPOINT), or use only what is cached (offlineMode, HF_HUB_OFFLINE=1)"
         case .stalled(let modelId, let seconds):
             return "the download of \(modelId) made no progress for \(seconds) s and was stopped; what it staged is kept for the next attempt"

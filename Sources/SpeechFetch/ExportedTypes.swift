@@ -6,6 +6,7 @@
 @_exported import ModelCatalog  // the catalog's data, whole: `ModelCatalog`, `CatalogEntry`, `ModelComponent`
 @_exported import enum HubClient.HubError
 @_exported import enum ModelCache.CacheError
+@_exported import enum ModelCache.MissingFiles
 @_exported import enum Daemon.HandoffError
 @_exported import enum Spool.FailureKind
 @_exported import enum HubTypes.RepoError

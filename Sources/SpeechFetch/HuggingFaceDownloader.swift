@@ -120,8 +120,8 @@ public final class HuggingFaceDownloader: Sendable {
                 cached = directory.loadCheck(selection, repo: repo.description)
             } else {
                 directory = ModelDirectory(hubRepoFolder: folder.url, commit: "")
-                let wanted = selection.literalPaths.isEmpty ? [OfflineCheck.anyFile] : selection.literalPaths
-                cached = OfflineCheck(missing: wanted, present: [], commit: nil)
+                cached = OfflineCheck(missing: selection.literalPaths.isEmpty ? .anyFile : .named(selection.literalPaths),
+                                      present: [], commit: nil)
             }
         } else {
             directory = ModelDirectory(cacheDir ?? CacheLocation.modelDirectory(base: cacheBaseDir ?? defaultCacheBase, repo: repo))

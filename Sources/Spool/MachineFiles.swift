@@ -3,6 +3,7 @@
 // which one process makes a look for the others. Local to the machine: nothing here is on the
 // shared filesystem, where flock is no rule (docs/protocol.md, "The rules", 1).
 import Foundation
+import SharedFiles
 
 enum MachineFiles {
     /// Replaces `path` with `text` in one rename: a reader sees the old file or the new one. The
@@ -25,7 +26,7 @@ enum MachineFiles {
         let fd = open(lockPath, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard fd >= 0 else { return body() }
         defer { close(fd) }  // releases the lock
-        while flock(fd, LOCK_EX) != 0 { guard errno == EINTR else { return body() } }
+        _ = FileIO.restartingAfterSignal { flock(fd, LOCK_EX) }
         return body()
     }
 }

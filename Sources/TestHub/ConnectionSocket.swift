@@ -1,6 +1,7 @@
 // ConnectionSocket - one accepted TCP connection: whole-buffer sends that never raise
 // SIGPIPE, and receives that report the peer's close as an empty read.
 import Foundation
+import SharedFiles
 
 final class ConnectionSocket: @unchecked Sendable {
     let fd: Int32
@@ -12,12 +13,8 @@ final class ConnectionSocket: @unchecked Sendable {
     /// Up to `maxBytes` bytes; empty when the peer closed, the idle timeout passed or the hub stopped.
     func receive(maxBytes: Int) throws -> [UInt8] {
         var bytes = [UInt8](repeating: 0, count: maxBytes)
-        while true {
-            let n = bytes.withUnsafeMutableBytes { recv(fd, $0.baseAddress, maxBytes, 0) }
-            if n >= 0 { return Array(bytes[0 ..< n]) }
-            if errno == EINTR { continue }
-            return []
-        }
+        let n = FileIO.restartingAfterSignal { bytes.withUnsafeMutableBytes { recv(fd, $0.baseAddress, maxBytes, 0) } }
+        return n >= 0 ? Array(bytes[0 ..< n]) : []
     }
 
     /// Sends every byte unless the connection fails; returns how many were accepted by the kernel.
@@ -26,11 +23,8 @@ final class ConnectionSocket: @unchecked Sendable {
         guard let base = bytes.baseAddress else { return 0 }
         var done = 0
         while done < bytes.count {
-            let n = Glibc.send(fd, base + done, bytes.count - done, Int32(MSG_NOSIGNAL))
-            if n < 0 {
-                if errno == EINTR { continue }
-                return done
-            }
+            let n = FileIO.restartingAfterSignal { Glibc.send(fd, base + done, bytes.count - done, Int32(MSG_NOSIGNAL)) }
+            if n < 0 { return done }
             done += n
         }
         return done

@@ -1,6 +1,7 @@
 // HTTPConnection - serves one keep-alive connection: reads each request, books it, asks
 // the listener's endpoint for an answer and writes it, sending file bodies from disk.
 import Foundation
+import SharedFiles
 
 struct HTTPConnection {
     /// Request bodies larger than this are refused (the Hub's API bodies are small JSON or forms).
@@ -112,8 +113,7 @@ struct BodySender {
             var n = min(chunk, limit - sent)
             if let stall = stallPending { n = min(n, stall.afterBytes - sent) }
             let position = file.offset + sent
-            let got = pread(fd, buffer.baseAddress, n, off_t(position))
-            if got < 0 && errno == EINTR { continue }
+            let got = FileIO.restartingAfterSignal { pread(fd, buffer.baseAddress, n, off_t(position)) }
             guard got > 0 else { return false }
             for offset in faults.flipOffsets where offset >= position && offset < position + got {
                 buffer[offset - position] ^= 0xFF

@@ -4,6 +4,7 @@
 // (path, size, mtime, inode), so a big file is hashed once.
 import Digest
 import Foundation
+import SharedFiles
 
 final class RepoCatalog: @unchecked Sendable {
     /// Extensions the Hub stores in LFS whatever their size.
@@ -133,8 +134,7 @@ final class RepoCatalog: @unchecked Sendable {
         defer { buffer.deallocate() }
         var offset = 0
         while offset < size {
-            let n = pread(fd, buffer.baseAddress, min(buffer.count, size - offset), off_t(offset))
-            if n < 0 && errno == EINTR { continue }
+            let n = FileIO.restartingAfterSignal { pread(fd, buffer.baseAddress, min(buffer.count, size - offset), off_t(offset)) }
             guard n > 0 else { return nil }
             let chunk = UnsafeRawBufferPointer(rebasing: buffer[0 ..< n])
             sha256.update(chunk)

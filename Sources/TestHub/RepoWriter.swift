@@ -2,6 +2,7 @@
 // ones from a counter-based SplitMix64 stream (word i depends only on the seed and i), so
 // a 1 GiB file takes about a second and its bytes are the same on every run.
 import Foundation
+import SharedFiles
 
 enum RepoWriter {
     static func checkRepoID(_ repo: String) throws {
@@ -88,15 +89,7 @@ enum RepoWriter {
     }
 
     private static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, target: String) throws {
-        var done = 0
-        while done < bytes.count {
-            let n = Glibc.write(fd, bytes.baseAddress! + done, bytes.count - done)
-            if n < 0 {
-                if errno == EINTR { continue }
-                throw TestHubError.cannotWrite(path: target, errno: errno)
-            }
-            done += n
-        }
+        if let code = FileIO.writeAll(fd, bytes) { throw TestHubError.cannotWrite(path: target, errno: code) }
     }
 
     static func fnv1a64(_ text: String) -> UInt64 {

@@ -53,30 +53,16 @@ public struct DownloadSettings: Sendable, Equatable {
     /// The defaults overridden by whichever variables are set to valid values.
     public static func fromEnvironment(_ env: [String: String] = ProcessInfo.processInfo.environment) -> DownloadSettings {
         var s = DownloadSettings()
-        if let v = env["HF_DOWNLOAD_RANGE_THRESHOLD"].flatMap({ Int64($0.trimmingCharacters(in: .whitespaces)) }), v > 0 {
-            s.rangeThreshold = v
-        }
-        if let v = env["HF_DOWNLOAD_RANGE_CHUNK"].flatMap({ Int64($0.trimmingCharacters(in: .whitespaces)) }), v > 0 {
-            s.rangeSize = v
-        }
-        if let v = env["HF_DOWNLOAD_RANGE_CONCURRENCY"].flatMap({ Int($0.trimmingCharacters(in: .whitespaces)) }), v > 0 {
-            s.concurrency = v
-        }
-        if let v = env["HF_DOWNLOAD_STALL_TIMEOUT"].flatMap({ Double($0.trimmingCharacters(in: .whitespaces)) }), v > 0 {
-            s.stallTimeout = v
-        }
+        if let v = positive(Int64.self, "HF_DOWNLOAD_RANGE_THRESHOLD", in: env) { s.rangeThreshold = v }
+        if let v = positive(Int64.self, "HF_DOWNLOAD_RANGE_CHUNK", in: env) { s.rangeSize = v }
+        if let v = positive(Int.self, "HF_DOWNLOAD_RANGE_CONCURRENCY", in: env) { s.concurrency = v }
+        if let v = positive(Double.self, "HF_DOWNLOAD_STALL_TIMEOUT", in: env) { s.stallTimeout = v }
         if let v = env["SPEECH_FETCH_NODE"], !v.trimmingCharacters(in: .whitespaces).isEmpty {
             s.node = LockOwner.localNode(v)
         }
-        if let v = env["SPEECH_FETCH_LEASE_SECONDS"].flatMap({ Double($0.trimmingCharacters(in: .whitespaces)) }), v > 0 {
-            s.lease = v
-        }
-        if let v = env["SPEECH_FETCH_POLL_SECONDS"].flatMap({ Double($0.trimmingCharacters(in: .whitespaces)) }), v > 0 {
-            s.pollInterval = v
-        }
-        if let v = env["SPEECH_FETCH_LOCK_WAIT_SECONDS"].flatMap({ Double($0.trimmingCharacters(in: .whitespaces)) }), v > 0 {
-            s.lockWait = v
-        }
+        if let v = positive(Double.self, "SPEECH_FETCH_LEASE_SECONDS", in: env) { s.lease = v }
+        if let v = positive(Double.self, "SPEECH_FETCH_POLL_SECONDS", in: env) { s.pollInterval = v }
+        if let v = positive(Double.self, "SPEECH_FETCH_LOCK_WAIT_SECONDS", in: env) { s.lockWait = v }
         if let on = EnvironmentFlag.value("SPEECH_FETCH_ENDGAME", in: env) { s.endgame = on }
         // A value that cannot be read is not ignored: a call fails naming it (InvalidSetting).
         if let raw = env["SPEECH_FETCH_MAX_RATE"], let v = ByteRate.parse(raw), v >= RateCap.minimum {
@@ -88,20 +74,25 @@ public struct DownloadSettings: Sendable, Equatable {
             s.nodeRateSchedule = file
         }
         if EnvironmentFlag.isOn("HF_HUB_DISABLE_XET", in: env) { s.xet = false }
-        if let v = env["SPEECH_FETCH_XET_PAGE"].flatMap({ Int64($0.trimmingCharacters(in: .whitespaces)) }), v > 0 {
-            s.xetPageSize = v
-        }
+        if let v = positive(Int64.self, "SPEECH_FETCH_XET_PAGE", in: env) { s.xetPageSize = v }
         var attempts = s.retry.attempts
         var delays = s.retry.delays
-        if let v = env["SPEECH_FETCH_RETRY_ATTEMPTS"].flatMap({ Int($0.trimmingCharacters(in: .whitespaces)) }), v > 0 {
-            attempts = v
-        }
+        if let v = positive(Int.self, "SPEECH_FETCH_RETRY_ATTEMPTS", in: env) { attempts = v }
         if let raw = env["SPEECH_FETCH_RETRY_DELAYS"] {
             let parsed = raw.split(separator: ",").compactMap { Double($0.trimmingCharacters(in: .whitespaces)) }
             if !parsed.isEmpty, parsed.allSatisfy({ $0 >= 0 }) { delays = parsed }
         }
         s.retry = RetryPolicy(attempts: attempts, delays: delays)
         return s.normalized()
+    }
+
+    /// A variable's value when it reads as a number above zero (spaces around it allowed), else nil:
+    /// the one reading of every numeric setting, so that a bad value leaves the default in place.
+    private static func positive<Number: LosslessStringConvertible & Comparable & Numeric>(
+        _: Number.Type, _ name: String, in env: [String: String]
+    ) -> Number? {
+        guard let raw = env[name], let value = Number(raw.trimmingCharacters(in: .whitespaces)), value > 0 else { return nil }
+        return value
     }
 
     /// Range size rounded to 64 KiB (at least one page), concurrency capped to 1...16.

@@ -112,7 +112,7 @@ public final class RateCap: Sendable {
             }
             // Across processes: read, advance and write the node's schedule under its lock.
             let charge = max(cost, RateCap.grant)
-            while flock(fd, LOCK_EX) != 0 && errno == EINTR {}
+            _ = FileIO.restartingAfterSignal { flock(fd, LOCK_EX) }
             defer { flock(fd, LOCK_UN) }
             var stored: UInt64 = 0
             let n = withUnsafeMutableBytes(of: &stored) { pread(fd, $0.baseAddress, 8, 0) }

@@ -168,24 +168,7 @@ enum DownloadCommand {
     /// Runs one download; returns the exit code.
     static func download(_ request: Request, environment: [String: String]) -> Int32 {
         if !request.repo.contains("/") {
-            guard let entry = ModelCatalog.find(request.repo) else {
-                let names = ModelCatalog.all.filter { $0.variant == nil }.flatMap { [$0.name.lowercased()] + $0.aliases }
-                let near = CommandSpec.nearest(to: request.repo.lowercased(), among: names).map { " (did you mean \($0)?)" } ?? ""
-                speechProgram.usageError("speech download: unknown model '\(request.repo)'\(near): give org/name, or a model name from `speech models`", help: spec.name)
-            }
-            if request.hubCache != nil {
-                speechProgram.usageError("speech download: --hf-cache takes a repo id (org/name); give the repos of '\(request.repo)' one by one (`speech models` lists them)", help: spec.name)
-            }
-            if !request.files.isEmpty || !request.include.isEmpty || !request.exclude.isEmpty || parsedRevision(request) {
-                speechProgram.usageError("speech download: \(entry.displayName) is a catalog model, which names its own files and revision; FILE, --include, --exclude and --revision apply to org/name", help: spec.name)
-            }
-            if request.force {
-                speechProgram.usageError("speech download: --force-download takes an org/name (the catalog model \(entry.displayName) needs \(entry.repos.joined(separator: " + ")))", help: spec.name)
-            }
-            if request.dryRun {
-                speechProgram.usageError("speech download: --dry-run takes an org/name (the catalog model \(entry.displayName) needs \(entry.repos.joined(separator: " + ")))", help: spec.name)
-            }
-            return downloadModel(entry, request, environment: environment)
+            return downloadModel(catalogEntry(request), request, environment: environment)
         }
         do {
             _ = try RepoID(request.repo)
@@ -202,17 +185,7 @@ enum DownloadCommand {
         let include = request.include + request.files
         let hubCache = request.hubCache.map { $0.isEmpty ? downloader.defaultHubCache : URL(fileURLWithPath: $0) }
         if request.dryRun {
-            if offlineBy != nil {
-                speechProgram.usageError("speech download: --dry-run asks the Hub what to fetch; \(request.offline ? "drop --offline" : "unset HF_HUB_OFFLINE")", help: spec.name)
-            }
-            do {
-                let plan = try downloader.plan(repo: request.repo, revision: request.revision, include: include, exclude: request.exclude,
-                                               cacheDir: cacheDir, cacheBaseDir: cacheBase)
-                printPlan(plan, request)
-                return 0
-            } catch {
-                return failed(error, request, printer: nil)
-            }
+            return printDryRun(request, downloader, include: include, cacheDir: cacheDir, cacheBase: cacheBase, offlineBy: offlineBy)
         }
         let printer = ProgressPrinter(json: request.json, quiet: request.quiet || progressBarsDisabled(environment), environment: environment)
         RetryEvents.watch { event in printer.note(Messages.retryLine(event), json: Messages.retryNotice(event)) }
@@ -225,58 +198,108 @@ enum DownloadCommand {
                 repo: request.repo, revision: request.revision, include: include, exclude: request.exclude,
                 cacheDir: cacheDir, cacheBaseDir: cacheBase, huggingFaceCache: hubCache, offlineMode: offlineBy != nil ? true : nil,
                 forceDownload: request.force, host: host, progress: { printer.update($0) }, isCancelled: { interrupt.isRaised },
-                notice: { notice in
-                    switch notice {
-                    case .handedToDaemon(let spool):
-                        printer.note("speech-fetchd serving \(spool) fetches \(request.repo); Ctrl-C stops only this wait",
-                                     json: DaemonEvent(spool: spool))
-                    case .notHandedOver(let reason):
-                        printer.note(reason, json: NotHandedOverEvent(reason: reason))
-                    case .daemonGone(let spool):
-                        printer.note("speech-fetchd is gone from \(spool); this process finishes the transfer itself from what it staged",
-                                     json: DaemonGoneEvent(spool: spool))
-                    case .waiting(let what):
-                        printer.note(what, json: WaitingEvent(message: what))
-                    }
-                })
+                notice: noticePrinter(request, printer))
             printer.finish()
-            if let warning = result.warning { speechProgram.warn(warning) }
-            for miss in result.unmatchedPatterns {
-                speechProgram.warn("--include \(shellQuoted(miss.pattern)) matches no file of \(request.repo); nothing was fetched for it"
-                                   + (miss.nearPaths.isEmpty ? "" : " (did you mean \(miss.nearPaths.map(shellQuoted).joined(separator: ", "))? `speech resolve \(request.repo)` lists every file)"))
-            }
-            let seconds = Date().timeIntervalSince(started)
-            if request.json, result.handedOver, result.fetched.isEmpty, let id = result.requestID {
-                // --detach: the request was handed over; nothing is fetched yet.
-                printer.emitEvent(AcceptedEvent(requestId: id, repo: request.repo, directory: result.directory.path, files: result.files,
-                                                commit: result.commit, daemonPid: result.startedDaemon.map { Int($0.pid) },
-                                                daemonLog: result.startedDaemon?.log))
-            } else if request.json {
-                let unmatched = result.unmatchedPatterns.map { DoneEvent.UnmatchedPattern(pattern: $0.pattern, nearPaths: $0.nearPaths) }
-                printer.emitEvent(DoneEvent(directory: result.directory.path, files: result.files, fetched: result.fetched, seconds: seconds,
-                                            averageBytesPerSecond: Int(printer.averageRate), commit: result.commit, warning: result.warning,
-                                            unmatchedPatterns: unmatched.isEmpty ? nil : unmatched,
-                                            daemonPid: result.startedDaemon.map { Int($0.pid) }, daemonLog: result.startedDaemon?.log))
-            } else {
-                // As `hf download`: stdout is the model directory alone, so `$(speech download …)`
-                // is the path; what happened goes to stderr (nothing with --quiet).
-                if request.quiet {
-                    // the path alone
-                } else if result.handedOver && result.fetched.isEmpty {
-                    if let daemon = result.startedDaemon {
-                        say("started speech-fetchd (pid \(daemon.pid), log \(daemon.log)); it runs until `speech stop\(request.cacheBase.map { " --cache-base \(shellQuoted($0))" } ?? "")`")
-                    }
-                    say("\(request.repo): handed to speech-fetchd; `speech wait \(request.repo)\(request.baseArgument.replacingOccurrences(of: "--cache-dir", with: "--cache-base"))` blocks until it is ready")
-                } else {
-                    let rate = printer.bytesMoved > 0 ? ", \(ByteFormat.rate(Int64(printer.averageRate))) average" : ""
-                    say("\(request.repo): \(counted(result.files.count, "file")) in \(result.directory.path) (\(result.fetched.count) fetched, "
-                        + "\(String(format: "%.1f", seconds)) s\(rate))")
-                }
-                emit(result.directory.path + "\n")
-            }
+            report(result, request, printer: printer, seconds: Date().timeIntervalSince(started))
             return 0
         } catch {
             return failed(error, request, printer: printer, offlineBy: offlineBy)
+        }
+    }
+
+    /// The catalog model a name that is not org/name asks for; a usage error for an unknown name
+    /// or an option that applies to org/name only.
+    private static func catalogEntry(_ request: Request) -> CatalogEntry {
+        guard let entry = ModelCatalog.find(request.repo) else {
+            let names = ModelCatalog.all.filter { $0.variant == nil }.flatMap { [$0.name.lowercased()] + $0.aliases }
+            let near = CommandSpec.nearest(to: request.repo.lowercased(), among: names).map { " (did you mean \($0)?)" } ?? ""
+            speechProgram.usageError("speech download: unknown model '\(request.repo)'\(near): give org/name, or a model name from `speech models`", help: spec.name)
+        }
+        if request.hubCache != nil {
+            speechProgram.usageError("speech download: --hf-cache takes a repo id (org/name); give the repos of '\(request.repo)' one by one (`speech models` lists them)", help: spec.name)
+        }
+        if !request.files.isEmpty || !request.include.isEmpty || !request.exclude.isEmpty || parsedRevision(request) {
+            speechProgram.usageError("speech download: \(entry.displayName) is a catalog model, which names its own files and revision; FILE, --include, --exclude and --revision apply to org/name", help: spec.name)
+        }
+        if request.force {
+            speechProgram.usageError("speech download: --force-download takes an org/name (the catalog model \(entry.displayName) needs \(entry.repos.joined(separator: " + ")))", help: spec.name)
+        }
+        if request.dryRun {
+            speechProgram.usageError("speech download: --dry-run takes an org/name (the catalog model \(entry.displayName) needs \(entry.repos.joined(separator: " + ")))", help: spec.name)
+        }
+        return entry
+    }
+
+    /// `--dry-run`: the plan printed, nothing fetched; returns the exit code.
+    private static func printDryRun(_ request: Request, _ downloader: HuggingFaceDownloader, include: [String],
+                                    cacheDir: URL?, cacheBase: URL?, offlineBy: String?) -> Int32 {
+        if offlineBy != nil {
+            speechProgram.usageError("speech download: --dry-run asks the Hub what to fetch; \(request.offline ? "drop --offline" : "unset HF_HUB_OFFLINE")", help: spec.name)
+        }
+        do {
+            let plan = try downloader.plan(repo: request.repo, revision: request.revision, include: include, exclude: request.exclude,
+                                           cacheDir: cacheDir, cacheBaseDir: cacheBase)
+            printPlan(plan, request)
+            return 0
+        } catch {
+            return failed(error, request, printer: nil)
+        }
+    }
+
+    /// How a download's notices (hand-over, a daemon gone, a wait) reach the user: a line on
+    /// stderr, or a `--json` event.
+    private static func noticePrinter(_ request: Request, _ printer: ProgressPrinter) -> @Sendable (DownloadNotice) -> Void {
+        { notice in
+            switch notice {
+            case .handedToDaemon(let spool):
+                printer.note("speech-fetchd serving \(spool) fetches \(request.repo); Ctrl-C stops only this wait",
+                             json: NoteEvent.daemon(spool: spool))
+            case .notHandedOver(let reason):
+                printer.note(reason, json: NoteEvent.notHandedOver(reason: reason))
+            case .daemonGone(let spool):
+                printer.note("speech-fetchd is gone from \(spool); this process finishes the transfer itself from what it staged",
+                             json: NoteEvent.daemonGone(spool: spool))
+            case .waiting(let what):
+                printer.note(what, json: NoteEvent.waiting(message: what))
+            }
+        }
+    }
+
+    /// What a finished download tells: warnings on stderr; then the `--json` event, or the model
+    /// directory alone on stdout (as `hf download`) and what happened on stderr.
+    private static func report(_ result: DownloadResult, _ request: Request, printer: ProgressPrinter, seconds: Double) {
+        if let warning = result.warning { speechProgram.warn(warning) }
+        for miss in result.unmatchedPatterns {
+            speechProgram.warn("--include \(shellQuoted(miss.pattern)) matches no file of \(request.repo); nothing was fetched for it"
+                               + (miss.nearPaths.isEmpty ? "" : " (did you mean \(miss.nearPaths.map(shellQuoted).joined(separator: ", "))? `speech resolve \(request.repo)` lists every file)"))
+        }
+        if request.json, result.handedOver, result.fetched.isEmpty, let id = result.requestID {
+            // --detach: the request was handed over; nothing is fetched yet.
+            printer.emitEvent(AcceptedEvent(requestId: id, repo: request.repo, directory: result.directory.path, files: result.files,
+                                            commit: result.commit, daemonPid: result.startedDaemon.map { Int($0.pid) },
+                                            daemonLog: result.startedDaemon?.log))
+        } else if request.json {
+            let unmatched = result.unmatchedPatterns.map { DoneEvent.UnmatchedPattern(pattern: $0.pattern, nearPaths: $0.nearPaths) }
+            printer.emitEvent(DoneEvent(directory: result.directory.path, files: result.files, fetched: result.fetched, seconds: seconds,
+                                        averageBytesPerSecond: Int(printer.averageRate), commit: result.commit, warning: result.warning,
+                                        unmatchedPatterns: unmatched.isEmpty ? nil : unmatched,
+                                        daemonPid: result.startedDaemon.map { Int($0.pid) }, daemonLog: result.startedDaemon?.log))
+        } else {
+            // As `hf download`: stdout is the model directory alone, so `$(speech download …)`
+            // is the path; what happened goes to stderr (nothing with --quiet).
+            if request.quiet {
+                // the path alone
+            } else if result.handedOver && result.fetched.isEmpty {
+                if let daemon = result.startedDaemon {
+                    say("started speech-fetchd (pid \(daemon.pid), log \(daemon.log)); it runs until `speech stop\(request.cacheBase.map { " --cache-base \(shellQuoted($0))" } ?? "")`")
+                }
+                say("\(request.repo): handed to speech-fetchd; `speech wait \(request.repo)\(request.baseArgument.replacingOccurrences(of: "--cache-dir", with: "--cache-base"))` blocks until it is ready")
+            } else {
+                let rate = printer.bytesMoved > 0 ? ", \(ByteFormat.rate(Int64(printer.averageRate))) average" : ""
+                say("\(request.repo): \(counted(result.files.count, "file")) in \(result.directory.path) (\(result.fetched.count) fetched, "
+                    + "\(String(format: "%.1f", seconds)) s\(rate))")
+            }
+            emit(result.directory.path + "\n")
         }
     }
 
@@ -325,7 +348,7 @@ enum DownloadCommand {
         }
         var message = Messages.describe(error, baseArgument: request.baseArgument, offlineBy: offlineBy, catalog: catalog)
         if request.token != nil { message = Messages.tokenFromFlag(message) }
-        if request.json { emit(ErrorEvent(message: message).line) }
+        if request.json { emit(NoteEvent.error(message: message).line) }
         if case RepoError.invalidRepoID = error { speechProgram.fail(message, code: ExitCode.usage) }
         speechProgram.fail(message)
     }
@@ -347,7 +370,6 @@ enum DownloadCommand {
              + "(\(ByteFormat.string(plan.bytesToFetch))) into \(plan.directory.path); nothing was written\n")
     }
 
-    /// `speech download <model name>`: every repo the catalog entry needs.
     /// The downloader for one call: the environment's settings, with the call's `--max-rate`.
     static func makeDownloader(_ request: Request, environment: [String: String]) -> HuggingFaceDownloader {
         var settings = DownloadSettings.fromEnvironment(environment)
@@ -356,6 +378,7 @@ enum DownloadCommand {
         return HuggingFaceDownloader(environment: environment, settings: settings, token: request.token)
     }
 
+    /// `speech download <model name>`: every repo the catalog entry needs.
     static func downloadModel(_ entry: CatalogEntry, _ request: Request, environment: [String: String]) -> Int32 {
         let printer = ProgressPrinter(json: request.json, quiet: request.quiet || progressBarsDisabled(environment), environment: environment)
         RetryEvents.watch { event in printer.note(Messages.retryLine(event), json: Messages.retryNotice(event)) }

@@ -40,28 +40,34 @@ struct RetryNotice: DownloadEvent {
     let unreachable: Bool
 }
 
-/// The transfer runs in the speech-fetchd that serves `spool`.
-struct DaemonEvent: DownloadEvent {
-    let event = "daemon"
-    let spool: String
-}
+/// A line of one field beside its name: the hand-over's turns, a wait, the error.
+enum NoteEvent: DownloadEvent {
+    /// The transfer runs in the speech-fetchd that serves `spool`.
+    case daemon(spool: String)
+    /// A daemon serves the base but this call fetches itself, and why.
+    case notHandedOver(reason: String)
+    /// The daemon of `spool` is gone; this process finishes the transfer.
+    case daemonGone(spool: String)
+    /// The call waits for something (a lock another process holds).
+    case waiting(message: String)
+    /// The call failed (`message` as the error line says it).
+    case error(message: String)
 
-/// A daemon serves the base but this call fetches itself, and why.
-struct NotHandedOverEvent: DownloadEvent {
-    let event = "notHandedOver"
-    let reason: String
-}
+    /// The line's two keys: `event` and the one field.
+    private var fields: [String: String] {
+        switch self {
+        case .daemon(let spool): ["event": "daemon", "spool": spool]
+        case .notHandedOver(let reason): ["event": "notHandedOver", "reason": reason]
+        case .daemonGone(let spool): ["event": "daemonGone", "spool": spool]
+        case .waiting(let message): ["event": "waiting", "message": message]
+        case .error(let message): ["event": "error", "message": message]
+        }
+    }
 
-/// The daemon of `spool` is gone; this process finishes the transfer.
-struct DaemonGoneEvent: DownloadEvent {
-    let event = "daemonGone"
-    let spool: String
-}
-
-/// The call waits for something (a lock another process holds).
-struct WaitingEvent: DownloadEvent {
-    let event = "waiting"
-    let message: String
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(fields)
+    }
 }
 
 /// `--detach`: the request was handed over (nothing fetched yet, so no `done` follows).
@@ -122,10 +128,4 @@ struct PlanEvent: DownloadEvent {
         let size: Int64
         let cached: Bool
     }
-}
-
-/// The call failed (`message` as the error line says it).
-struct ErrorEvent: DownloadEvent {
-    let event = "error"
-    let message: String
 }

@@ -12,14 +12,8 @@ enum Messages {
                          catalog: Bool = false, environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
         switch error {
         case CacheError.cacheMiss(let repo, let directory, let missing, let reason):
-            let list: String
-            if OfflineCheck.lacksEverything(missing) {
-                list = "nothing of it is in the cache"
-            } else {
-                list = "missing: " + missing.prefix(10).joined(separator: ", ") + (missing.count > 10 ? ", … (\(missing.count) in all)" : "")
-            }
-            var text = "\(reason): \(repo) is not complete in \(directory); \(list)"
-            if let offlineBy { text += "; to fetch \(missing.count == 1 && !OfflineCheck.lacksEverything(missing) ? "it" : "them"), \(offlineBy)" }
+            var text = "\(reason): \(repo) is not complete in \(directory); \(missing.listed)"
+            if let offlineBy { text += "; to fetch \(missing.paths.count == 1 ? "it" : "them"), \(offlineBy)" }
             return text
         case CacheError.notInRepo(let repo, let paths) where catalog:
             // A mirror that lacks the repo or has an old copy is the likelier cause than the catalog.
@@ -41,11 +35,9 @@ enum Messages {
             return describe(hub: error, environment: environment)
         case let error as DownloadError:
             if case .hubUnreachable(let repo, let directory, let missing, let cause) = error {
-                let list = OfflineCheck.lacksEverything(missing) ? "nothing of it is in the cache"
-                    : "missing: " + missing.prefix(10).joined(separator: ", ") + (missing.count > 10 ? ", … (\(missing.count) in all)" : "")
                 let reason = cause.hasPrefix("could not reach the Hub") ? cause : "the Hub could not be reached (\(cause))"
                 let endpoint = HubEndpoint.fromEnvironment(environment).url
-                return "\(reason)\(proxyNote(environment)); \(repo) is not complete in \(directory): \(list); "
+                return "\(reason)\(proxyNote(environment)); \(repo) is not complete in \(directory): \(missing.listed); "
                     + "check the network and the endpoint \(endpoint) (HF_ENDPOINT), or use only what is cached: "
                     + "--offline (HF_HUB_OFFLINE=1)"
             }

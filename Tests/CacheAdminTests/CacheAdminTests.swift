@@ -91,15 +91,6 @@ final class CacheAdminTests: HubTestCase {
 
     func exists(_ path: String) -> Bool { access(path, F_OK) == 0 }
 
-    /// A pid that belonged to a process that has exited.
-    func deadPid() throws -> Int32 {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/bin/true")
-        try p.run()
-        p.waitUntilExit()
-        return p.processIdentifier
-    }
-
     /// A huggingface_hub cache entry: `hub/models--org--name/{blobs,snapshots/<commit>,refs/main}`,
     /// snapshot files as relative symlinks into blobs named by sha256 (LFS) or git blob id.
     /// `lie` names files whose blob name is the digest of other bytes (a corrupt blob).

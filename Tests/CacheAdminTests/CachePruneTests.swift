@@ -155,7 +155,7 @@ extension CacheAdminTests {
             done.fulfill()
         }
         var outcomes = Set<Int>()
-        for _ in 0..<200 { outcomes.insert(directory.loadCheck(.all, repo: "acme/Raced").missing.count) }
+        for _ in 0..<200 { outcomes.insert(directory.loadCheck(.all, repo: "acme/Raced").missing.entries.count) }
         wait(for: [done], timeout: 30)
         XCTAssertTrue(outcomes.isSubset(of: [0, 20]), "a load saw part of the model: \(outcomes)")
         let evicted = !exists(directory.path)

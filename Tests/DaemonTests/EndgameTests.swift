@@ -24,18 +24,26 @@ final class EndgameTests: DaemonTestCase {
         return (p, err)
     }
 
-    func testIdleNodeDuplicatesAStalledNodesRangesAndWins() throws {
-        let size = 512 << 10  // two ranges of 256 KiB
-        try TestHub.generateRepo(root: root, repo: repo, files: [path: size])
-        // Node a's two responses stop after 64 KiB for 10 s; node b's come at once. Node b races
-        // them one at a time (one slot), the second once stalled for 2 s: 10 s leaves room for both.
-        hub.setFault(.stall(afterBytes: 64 << 10, seconds: 10, times: 2), for: file)
+    /// A download started on node a (one worker, two slots) once both ranges' responses stop
+    /// after 64 KiB for `seconds`: node a's log and the download, once node a claims both ranges.
+    private func downloadOnNodeAWithBothRangesStalled(for seconds: Double) throws
+        -> (a: (process: Process, log: URL), download: (process: Process, stdout: URL, stderr: URL)) {
+        hub.setFault(.stall(afterBytes: 64 << 10, seconds: seconds, times: 2), for: file)
         let a = try startNode("a", workers: 1, slots: 2, extra: ["HF_DOWNLOAD_STALL_TIMEOUT": "30"])
         var clientEnv = environment()
         clientEnv["SPEECH_FETCH_NODE"] = "a"
         let download = try launch(speechBinary, ["download", repo, "--cache-base", cacheBase.path], environment: clientEnv, hint: "download")
         XCTAssertTrue(waitUntil(timeout: 15) { self.names("jobs/claimed").filter { $0.contains("@a@") }.count == 2 },
                       "node a claims both ranges: \(contents(a.log))")
+        return (a, download)
+    }
+
+    func testIdleNodeDuplicatesAStalledNodesRangesAndWins() throws {
+        let size = 512 << 10  // two ranges of 256 KiB
+        try TestHub.generateRepo(root: root, repo: repo, files: [path: size])
+        // Node a's two responses stop after 64 KiB for 10 s; node b's come at once. Node b races
+        // them one at a time (one slot), the second once stalled for 2 s: 10 s leaves room for both.
+        let (a, download) = try downloadOnNodeAWithBothRangesStalled(for: 10)
         let b = try startNode("b", workers: 1, slots: 1)
         XCTAssertTrue(waitForExit(download.process, timeout: 60), "the download finishes")
         XCTAssertEqual(download.process.terminationStatus, 0, "the download succeeds: \(contents(download.stderr))")
@@ -109,13 +117,7 @@ final class EndgameTests: DaemonTestCase {
     func testNoDuplicateWithEndgameOff() throws {
         let size = 512 << 10
         try TestHub.generateRepo(root: root, repo: repo, files: [path: size])
-        hub.setFault(.stall(afterBytes: 64 << 10, seconds: 2, times: 2), for: file)
-        let a = try startNode("a", workers: 1, slots: 2, extra: ["HF_DOWNLOAD_STALL_TIMEOUT": "30"])
-        var clientEnv = environment()
-        clientEnv["SPEECH_FETCH_NODE"] = "a"
-        let download = try launch(speechBinary, ["download", repo, "--cache-base", cacheBase.path], environment: clientEnv, hint: "download")
-        XCTAssertTrue(waitUntil(timeout: 15) { self.names("jobs/claimed").filter { $0.contains("@a@") }.count == 2 },
-                      "node a claims both ranges: \(contents(a.log))")
+        let (_, download) = try downloadOnNodeAWithBothRangesStalled(for: 2)
         let b = try startNode("b", workers: 1, slots: 1, extra: ["SPEECH_FETCH_ENDGAME": "0"])
         XCTAssertTrue(waitForExit(download.process, timeout: 60), "the download finishes")
         XCTAssertEqual(download.process.terminationStatus, 0, "the download succeeds: \(contents(download.stderr))")

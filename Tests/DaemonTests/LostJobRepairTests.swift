@@ -6,31 +6,22 @@ import Foundation
 import HubTypes
 import ModelCache
 import Spool
+@testable import TestSupport
 import XCTest
 
-final class LostJobRepairTests: XCTestCase {
-    private var base: URL!
+final class LostJobRepairTests: ScratchDirectoryTestCase {
     private let rangeSize: Int64 = 64 << 10
-
-    override func setUpWithError() throws {
-        base = FileManager.default.temporaryDirectory.appendingPathComponent("lost-jobs-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: base, withIntermediateDirectories: true)
-    }
-
-    override func tearDownWithError() throws {
-        try? FileManager.default.removeItem(at: base)
-    }
 
     private func readyRanges(_ spool: Spool, _ plan: PlannedFile) -> [Int] {
         (0..<plan.rangeCount).filter { spool.readyJobs().contains(plan.jobName($0)) }
     }
 
     func testALostRangeIsQueuedAgainAfterTheSecondLookOnly() throws {
-        let spool = try Spool(base: base, node: "here", lease: 30)
+        let spool = try Spool(base: scratch, node: "here", lease: 30)
         let commit = String(repeating: "c", count: 40)
         let file = RepoFile(path: "model.safetensors", size: 4 * rangeSize, blobID: String(repeating: "a", count: 40),
                             sha256: String(repeating: "5", count: 64))
-        let plan = PlannedFile(repo: "org/name", modelDir: base.appendingPathComponent("models/org/name").path,
+        let plan = PlannedFile(repo: "org/name", modelDir: scratch.appendingPathComponent("models/org/name").path,
                                commit: commit, file: file, rangeSize: rangeSize, node: "here")
         try spool.plan(plan, pending: [0, 1, 2, 3])
         XCTAssertEqual(readyRanges(spool, plan), [0, 1, 2, 3])

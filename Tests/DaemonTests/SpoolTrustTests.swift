@@ -31,6 +31,24 @@ final class SpoolTrustTests: DaemonTestCase {
         return try XCTUnwrap(json?["reason"] as? String)
     }
 
+    /// A request for one file put straight into the spool, as any writer of it could, from a node
+    /// named "somewhere", into `modelDir`.
+    private func plant(_ repo: String, file: String, size: Int64, commit: String = String(repeating: "a", count: 40),
+                       into modelDir: String) throws -> SpoolRequest {
+        let planted = SpoolRequest(repo: repo, revision: "main", commit: commit, modelDir: modelDir,
+                                   files: [RepoFile(path: file, size: size, blobID: String(repeating: "b", count: 40), sha256: nil)],
+                                   node: "somewhere")
+        try makeSpool().submit(planted)
+        return planted
+    }
+
+    /// The reason in a planted request's `failed/` marker, once it is there.
+    private func failureReason(of planted: SpoolRequest) throws -> String {
+        let marker = spoolPath("failed/\(planted.id).json")
+        XCTAssertTrue(waitUntil(timeout: 15) { FileManager.default.fileExists(atPath: marker) }, "the planted request fails")
+        return try reasonOf(marker)
+    }
+
     func testAWorldWritableSpoolFolderIsRefusedEvenWithTheStickyBit() throws {
         _ = try makeSpool()
         XCTAssertEqual(chmod(spoolPath("requests"), 0o1777), 0)
@@ -79,13 +97,8 @@ final class SpoolTrustTests: DaemonTestCase {
         try startDaemon(workers: 1)
         let outside = temp.appendingPathComponent("outside/victim")
         try FileManager.default.createDirectory(at: outside, withIntermediateDirectories: true)
-        let planted = SpoolRequest(repo: repo, revision: "main", commit: String(repeating: "a", count: 40), modelDir: outside.path,
-                                   files: [RepoFile(path: path, size: 64 << 10, blobID: String(repeating: "b", count: 40), sha256: nil)],
-                                   node: "somewhere")
-        try makeSpool().submit(planted)
-        let marker = spoolPath("failed/\(planted.id).json")
-        XCTAssertTrue(waitUntil(timeout: 15) { FileManager.default.fileExists(atPath: marker) }, "the request fails")
-        let reason = try reasonOf(marker)
+        let planted = try plant(repo, file: path, size: 64 << 10, into: outside.path)
+        let reason = try failureReason(of: planted)
         XCTAssertTrue(reason.contains("its target \(outside.path) lies outside the cache base"), reason)
         XCTAssertTrue(reason.contains("--hf-cache"), "says what to do: \(reason)")
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: outside.path), [], "nothing written there")
@@ -98,10 +111,7 @@ final class SpoolTrustTests: DaemonTestCase {
         let (_, log) = try startDaemon(workers: 1)
         let outside = temp.appendingPathComponent("outside/victim")
         try FileManager.default.createDirectory(at: outside, withIntermediateDirectories: true)
-        let planted = SpoolRequest(repo: repo, revision: "main", commit: String(repeating: "a", count: 40), modelDir: outside.path,
-                                   files: [RepoFile(path: path, size: 10, blobID: String(repeating: "b", count: 40), sha256: nil)],
-                                   node: "somewhere")
-        try makeSpool().submit(planted)
+        let planted = try plant(repo, file: path, size: 10, into: outside.path)
         XCTAssertTrue(waitUntil(timeout: 15) { self.contents(log).contains("request \(planted.id)") &&
                 FileManager.default.fileExists(atPath: self.spoolPath("failed/\(planted.id).json")) }, contents(log))
         let lines = contents(log).split(separator: "\n").filter { $0.contains("request \(planted.id)") }
@@ -149,13 +159,8 @@ final class SpoolTrustTests: DaemonTestCase {
         try FileManager.default.createDirectory(at: org, withIntermediateDirectories: true)
         XCTAssertEqual(symlink(outside.path, org.appendingPathComponent("Linked").path), 0)
         let target = org.appendingPathComponent("Linked").path
-        let planted = SpoolRequest(repo: "org/Linked", revision: "main", commit: String(repeating: "a", count: 40), modelDir: target,
-                                   files: [RepoFile(path: path, size: 10, blobID: String(repeating: "b", count: 40), sha256: nil)],
-                                   node: "somewhere")
-        try makeSpool().submit(planted)
-        let marker = spoolPath("failed/\(planted.id).json")
-        XCTAssertTrue(waitUntil(timeout: 15) { FileManager.default.fileExists(atPath: marker) }, "the request fails")
-        let reason = try reasonOf(marker)
+        let planted = try plant("org/Linked", file: path, size: 10, into: target)
+        let reason = try failureReason(of: planted)
         XCTAssertTrue(reason.contains("\(target) (really \(outside.path))"), reason)
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: outside.path), [], "nothing written through the link")
     }
@@ -190,13 +195,8 @@ final class SpoolTrustTests: DaemonTestCase {
         XCTAssertEqual(try Data(contentsOf: own.appendingPathComponent(path)), try source(repo, path))
         let before = try FileManager.default.contentsOfDirectory(atPath: own.path).sorted()
         let commit = try XCTUnwrap(result.commit)
-        let planted = SpoolRequest(repo: "org/Other", revision: "main", commit: commit, modelDir: own.path,
-                                   files: [RepoFile(path: "other.bin", size: 10, blobID: String(repeating: "b", count: 40), sha256: nil)],
-                                   node: "somewhere")
-        try makeSpool().submit(planted)
-        let marker = spoolPath("failed/\(planted.id).json")
-        XCTAssertTrue(waitUntil(timeout: 15) { FileManager.default.fileExists(atPath: marker) }, "the planted request fails")
-        let reason = try reasonOf(marker)
+        let planted = try plant("org/Other", file: "other.bin", size: 10, commit: commit, into: own.path)
+        let reason = try failureReason(of: planted)
         XCTAssertTrue(reason.contains("holds no .speech-fetch.json of org/Other"), reason)
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: own.path).sorted(), before, "nothing written there")
     }

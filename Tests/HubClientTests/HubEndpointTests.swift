@@ -7,21 +7,21 @@ final class HubEndpointTests: XCTestCase {
         HubEndpoint.fromEnvironment(value.map { ["HF_ENDPOINT": $0] } ?? [:])
     }
 
+    /// `url` read as an endpoint keeps its spelling and has these parts.
+    private func assertParts(of url: String, scheme: String, host: String, port: Int,
+                             file: StaticString = #filePath, line: UInt = #line) throws {
+        let e = try XCTUnwrap(HubEndpoint(url), file: file, line: line)
+        XCTAssertEqual([e.url, e.scheme, e.host], [url, scheme, host], file: file, line: line)
+        XCTAssertEqual(e.port, port, file: file, line: line)
+    }
+
     func testValidHTTPSEndpointIsUsedAsIs() throws {
-        let e = try XCTUnwrap(HubEndpoint("https://hf-mirror.com"))
-        XCTAssertEqual(e.url, "https://hf-mirror.com")
-        XCTAssertEqual(e.scheme, "https")
-        XCTAssertEqual(e.host, "hf-mirror.com")
-        XCTAssertEqual(e.port, 443)
+        try assertParts(of: "https://hf-mirror.com", scheme: "https", host: "hf-mirror.com", port: 443)
         XCTAssertEqual(endpoint(env: "https://hf-mirror.com").url, "https://hf-mirror.com")
     }
 
     func testHTTPEndpointKeepsItsPort() throws {
-        let e = try XCTUnwrap(HubEndpoint("http://127.0.0.1:8080"))
-        XCTAssertEqual(e.url, "http://127.0.0.1:8080")
-        XCTAssertEqual(e.scheme, "http")
-        XCTAssertEqual(e.host, "127.0.0.1")
-        XCTAssertEqual(e.port, 8080)
+        try assertParts(of: "http://127.0.0.1:8080", scheme: "http", host: "127.0.0.1", port: 8080)
         XCTAssertEqual(endpoint(env: "http://127.0.0.1:8080").port, 8080)
     }
 

@@ -5,20 +5,10 @@
 import Foundation
 import ModelCache
 import SharedFiles
+@testable import TestSupport
 import XCTest
 
-final class LockBreakTests: XCTestCase {
-    private var base: URL!
-
-    override func setUpWithError() throws {
-        base = FileManager.default.temporaryDirectory.appendingPathComponent("lockbreak-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: base, withIntermediateDirectories: true)
-    }
-
-    override func tearDownWithError() throws {
-        try? FileManager.default.removeItem(at: base)
-    }
-
+final class LockBreakTests: ScratchDirectoryTestCase {
     private func writeLock(_ path: String, holder: String, age: Double) throws {
         try Data(holder.utf8).write(to: URL(fileURLWithPath: path))
         let when = Date().addingTimeInterval(-age).timeIntervalSince1970
@@ -27,7 +17,7 @@ final class LockBreakTests: XCTestCase {
     }
 
     func testALateBreakerLeavesTheLockTheFirstBreakerTook() throws {
-        let directory = ModelDirectory(base.appendingPathComponent("model"))
+        let directory = ModelDirectory(scratch.appendingPathComponent("model"))
         try FileManager.default.createDirectory(at: directory.stagingDirectory, withIntermediateDirectories: true)
         let path = directory.stagingDirectory.path + "/" + ModelLayout.lockName("model.safetensors")
         try writeLock(path, holder: "dead@1", age: 100)  // a killed node's lock, long expired
@@ -45,7 +35,7 @@ final class LockBreakTests: XCTestCase {
     }
 
     func testAnExpiredLockOfAnotherNodeIsBrokenAfterTheSecondLook() throws {
-        let directory = ModelDirectory(base.appendingPathComponent("model"))
+        let directory = ModelDirectory(scratch.appendingPathComponent("model"))
         try FileManager.default.createDirectory(at: directory.stagingDirectory, withIntermediateDirectories: true)
         let path = directory.stagingDirectory.path + "/" + ModelLayout.lockName("model.safetensors")
         try writeLock(path, holder: "dead@1", age: 100)

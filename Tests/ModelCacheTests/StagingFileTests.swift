@@ -5,22 +5,17 @@ import Digest
 import Foundation
 import HubTypes
 import ModelCache
+@testable import TestSupport
 import XCTest
 
-final class StagingFileTests: XCTestCase {
-    private var base: URL!
+final class StagingFileTests: ScratchDirectoryTestCase {
     private var directory: ModelDirectory!
     private let rangeSize: Int64 = 64 << 10
     private let commit = String(repeating: "c", count: 40)
 
     override func setUpWithError() throws {
-        base = FileManager.default.temporaryDirectory.appendingPathComponent("staging-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: base, withIntermediateDirectories: true)
-        directory = ModelDirectory(base.appendingPathComponent("model"))
-    }
-
-    override func tearDownWithError() throws {
-        try? FileManager.default.removeItem(at: base)
+        try super.setUpWithError()
+        directory = ModelDirectory(scratch.appendingPathComponent("model"))
     }
 
     /// `ranges` ranges of bytes that differ from range to range, and the LFS file they make.
@@ -48,14 +43,19 @@ final class StagingFileTests: XCTestCase {
     /// The hash of the contiguous done bytes is saved in the sidecar and restored on the next
     /// open: those bytes are never read again. Proof: after the record, the staged bytes of the
     /// hashed ranges are overwritten, and the file still verifies from the saved state.
-    func testTheSavedHashStateRoundTripsThroughTheSidecar() throws {
+    /// A file of four ranges staged as a download left it: ranges 0 and 1 written and done (and
+    /// hashed, with `hashing`), the record persisted and the staging file closed.
+    private func stageTwoOfFourRanges(hashing: Bool) throws -> (data: Data, file: RepoFile) {
         let (data, file) = content(ranges: 4)
-        do {
-            let staging = try open(file)
-            for i in 0..<2 { try write(data, range: i, of: staging); staging.markDone(i) }
-            try staging.advanceHash()
-            try staging.persist()
-        }
+        let staging = try open(file)
+        for i in 0..<2 { try write(data, range: i, of: staging); staging.markDone(i) }
+        if hashing { try staging.advanceHash() }
+        try staging.persist()
+        return (data, file)
+    }
+
+    func testTheSavedHashStateRoundTripsThroughTheSidecar() throws {
+        let (data, file) = try stageTwoOfFourRanges(hashing: true)
         let record = try sidecar(file)
         XCTAssertEqual(record.hashedBytes, 2 * rangeSize)
         let state = try XCTUnwrap(record.hashState.flatMap { Data(base64Encoded: $0) })
@@ -96,12 +96,7 @@ final class StagingFileTests: XCTestCase {
     /// A sidecar of the same transfer keeps its done ranges; one of another commit is discarded
     /// with the staged bytes it describes.
     func testResumeKeepsDoneRangesOnlyOfAMatchingSidecar() throws {
-        let (data, file) = content(ranges: 4)
-        do {
-            let staging = try open(file)
-            for i in 0..<2 { try write(data, range: i, of: staging); staging.markDone(i) }
-            try staging.persist()
-        }
+        let (_, file) = try stageTwoOfFourRanges(hashing: false)
         XCTAssertEqual(try open(file).doneRanges, [0, 1], "same commit: ranges 0 and 1 are not fetched again")
         let other = try open(file, commit: String(repeating: "d", count: 40))
         XCTAssertEqual(other.doneRanges, [], "another commit's record says nothing about these bytes")

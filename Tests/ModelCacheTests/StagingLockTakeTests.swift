@@ -5,24 +5,14 @@
 import Foundation
 @testable import ModelCache
 import SharedFiles
+@testable import TestSupport
 import XCTest
 
-final class StagingLockTakeTests: XCTestCase {
-    private var base: URL!
-
-    override func setUpWithError() throws {
-        base = FileManager.default.temporaryDirectory.appendingPathComponent("locktake-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: base, withIntermediateDirectories: true)
-    }
-
-    override func tearDownWithError() throws {
-        try? FileManager.default.removeItem(at: base)
-    }
-
+final class StagingLockTakeTests: ScratchDirectoryTestCase {
     /// The state the race leaves: `.incomplete/` was made, then removed by another file's holder
     /// before this lock's create. The lock is taken (the folder made again), not refused.
     func testALockIsTakenWhenItsStagingFolderWasRemovedMeanwhile() throws {
-        let directory = ModelDirectory(base.appendingPathComponent("model"))
+        let directory = ModelDirectory(scratch.appendingPathComponent("model"))
         try FileManager.default.createDirectory(at: directory.url, withIntermediateDirectories: true)
         let path = directory.stagingDirectory.path + "/" + ModelLayout.lockName("config.json")
         XCTAssertFalse(FileManager.default.fileExists(atPath: directory.stagingDirectory.path))

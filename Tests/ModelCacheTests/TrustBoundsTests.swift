@@ -6,20 +6,10 @@ import Foundation
 import HubTypes
 import ModelCache
 import SharedFiles
+@testable import TestSupport
 import XCTest
 
-final class TrustBoundsTests: XCTestCase {
-    private var temp: URL!
-
-    override func setUpWithError() throws {
-        temp = FileManager.default.temporaryDirectory.appendingPathComponent("trust-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: temp, withIntermediateDirectories: true)
-    }
-
-    override func tearDownWithError() throws {
-        try? FileManager.default.removeItem(at: temp)
-    }
-
+final class TrustBoundsTests: ScratchDirectoryTestCase {
     private let commit = String(repeating: "ab", count: 20)
 
     func testStagingNamesOfDeepPathsAreBoundedDistinctAndGroupTheirEntries() {
@@ -48,7 +38,7 @@ final class TrustBoundsTests: XCTestCase {
     }
 
     func testAStagingLockThatCannotBeCreatedIsAnErrorNotAHolder() throws {
-        let directory = ModelDirectory(temp.appendingPathComponent("model"))
+        let directory = ModelDirectory(scratch.appendingPathComponent("model"))
         try FileManager.default.createDirectory(at: directory.url, withIntermediateDirectories: true)
         // `.incomplete` is a file: creating the lock fails with ENOTDIR, not EEXIST.
         XCTAssertTrue(FileManager.default.createFile(atPath: directory.stagingDirectory.path, contents: Data()))
@@ -61,7 +51,7 @@ final class TrustBoundsTests: XCTestCase {
 
     /// A snapshot in huggingface_hub's layout: `snapshots/<commit>/` with one good pointer.
     private func snapshot() throws -> (ModelDirectory, RepoFile) {
-        let folder = temp.appendingPathComponent("hub/models--org--m")
+        let folder = scratch.appendingPathComponent("hub/models--org--m")
         let content = Data("hello\n".utf8)
         let file = RepoFile(path: "config.json", size: Int64(content.count), blobID: "ce013625030ba8dba906f756967f9e9ca394464a", sha256: nil)
         try FileManager.default.createDirectory(at: folder.appendingPathComponent("blobs"), withIntermediateDirectories: true)
@@ -88,9 +78,9 @@ final class TrustBoundsTests: XCTestCase {
     /// A folder mounted again inside itself (a bind mount: a folder, not a link) is walked once:
     /// the one walk (`FileTree.walk`) visits each folder once by device and inode.
     func testABindMountLoopInAModelDirectoryEndsTheWalk() throws {
-        let model = temp.appendingPathComponent("models/org/looped").path
-        XCTAssertEqual(mkdir(temp.appendingPathComponent("models").path, 0o755), 0)
-        XCTAssertEqual(mkdir(temp.appendingPathComponent("models/org").path, 0o755), 0)
+        let model = scratch.appendingPathComponent("models/org/looped").path
+        XCTAssertEqual(mkdir(scratch.appendingPathComponent("models").path, 0o755), 0)
+        XCTAssertEqual(mkdir(scratch.appendingPathComponent("models/org").path, 0o755), 0)
         XCTAssertEqual(mkdir(model, 0o755), 0)
         XCTAssertEqual(mkdir(model + "/sub", 0o755), 0)
         XCTAssertEqual(mkdir(model + "/sub/loop", 0o755), 0)
@@ -107,13 +97,13 @@ final class TrustBoundsTests: XCTestCase {
         guard run("/bin/mount", ["--bind", model, model + "/sub/loop"]) == 0 else { throw XCTSkip("cannot bind-mount here (not root?)") }
         defer { _ = run("/bin/umount", ["-l", model + "/sub/loop"]) }
         XCTAssertEqual(ModelDirectory(URL(fileURLWithPath: model)).listFiles(), ["config.json"])
-        XCTAssertEqual(FileTree.walk(temp.path).map(\.path), ["models/org/looped/config.json"])
+        XCTAssertEqual(FileTree.walk(scratch.path).map(\.path), ["models/org/looped/config.json"])
         XCTAssertEqual(FileTree.allocatedBytes(model), FileTree.facts(model + "/config.json")?.allocated)
     }
 
     func testAnAbsolutePointerIsNotACompleteFile() throws {
         let (directory, file) = try snapshot()
-        let planted = temp.appendingPathComponent("elsewhere/blobs/\(file.blobID)")
+        let planted = scratch.appendingPathComponent("elsewhere/blobs/\(file.blobID)")
         try FileManager.default.createDirectory(at: planted.deletingLastPathComponent(), withIntermediateDirectories: true)
         try Data("HELLO\n".utf8).write(to: planted)  // the right size, the wrong bytes
         unlink(directory.finalPath(file.path))
@@ -123,10 +113,10 @@ final class TrustBoundsTests: XCTestCase {
 
     func testPlantedFolderLinksInAHubCacheAreRefused() throws {
         let (directory, _) = try snapshot()
-        let hub = temp.appendingPathComponent("hub")
+        let hub = scratch.appendingPathComponent("hub")
         let repo = try RepoID("org/m")
         XCTAssertNoThrow(try HubCache.checkNoPlantedLinks(hub: hub, repo: repo, commit: commit))
-        let outside = temp.appendingPathComponent("outside")
+        let outside = scratch.appendingPathComponent("outside")
         try FileManager.default.createDirectory(at: outside, withIntermediateDirectories: true)
         for name in ["refs", "trees", ".incomplete"] {
             XCTAssertEqual(symlink(outside.path, directory.path + "/" + name), 0)

@@ -223,29 +223,14 @@ final class CommandLineTests: DaemonTestCase {
 
     // MARK: Retries
 
-    /// Starts speech with stderr on a pipe; every line is stamped with when it arrived.
-    func launchStamped(_ arguments: [String], extra: [String: String]) throws -> (Process, StampedLines) {
-        let p = Process()
-        p.executableURL = speechBinary
-        p.arguments = arguments
-        p.environment = environment(extra: extra)
-        p.standardInput = FileHandle.nullDevice
-        p.standardOutput = FileHandle.nullDevice
-        let pipe = Pipe()
-        p.standardError = pipe
-        try p.run()
-        let lines = StampedLines(following: pipe)
-        return (p, lines)
-    }
-
     func testEveryRetryPrintsOneLineWithinASecondOfTheFailure() throws {
         try makeRepo()
         let file = "\(repo)/config.json"
         hub.setFault(.status(code: 503, times: 2, retryAfter: nil), for: file)
         let failures = StampedLines()
         hub.observeRequests { line, _ in if line.contains("config.json") { failures.add(line) } }
-        let (p, lines) = try launchStamped(["download", repo, "config.json", "--cache-base", cacheBase.path],
-                                           extra: ["SPEECH_FETCH_RETRY_DELAYS": "2"])
+        let (p, lines) = try speechStamped(["download", repo, "config.json", "--cache-base", cacheBase.path],
+                                           extra: ["SPEECH_FETCH_RETRY_DELAYS": "2"], following: .standardError)
         XCTAssertTrue(waitForExit(p, timeout: 30))
         XCTAssertEqual(p.terminationStatus, 0, lines.all.map(\.text).joined(separator: "\n"))
         let retries = lines.all.filter { $0.text.contains("retrying") }
@@ -478,34 +463,6 @@ final class BadGatewayProxy: @unchecked Sendable {
     }
 
     func stop() { shutdown(fd, Int32(SHUT_RDWR)); close(fd) }
-}
-
-/// Lines with the instant each was seen, filled from another thread.
-final class StampedLines: @unchecked Sendable {
-    private let lock = NSLock()
-    private var lines: [(time: Date, text: String)] = []
-    func add(_ text: String) { lock.withLock { lines.append((Date(), text)) } }
-
-    init() {}
-
-    /// Lines read from `pipe` on a thread of their own until it closes, each stamped as it arrives.
-    convenience init(following pipe: Pipe) {
-        self.init()
-        let reader = pipe.fileHandleForReading
-        Thread.detachNewThread { [self] in
-            var pending = Data()
-            while true {
-                let chunk = reader.availableData
-                if chunk.isEmpty { return }
-                pending.append(chunk)
-                while let newline = pending.firstIndex(of: 0x0A) {
-                    add(String(decoding: pending[..<newline], as: UTF8.self))
-                    pending.removeSubrange(...newline)
-                }
-            }
-        }
-    }
-    var all: [(time: Date, text: String)] { lock.withLock { lines } }
 }
 
 extension CommandLineTests {

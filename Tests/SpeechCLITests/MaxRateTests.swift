@@ -11,18 +11,7 @@ final class MaxRateTests: DaemonTestCase {
 
     /// Runs `speech download … --json` and stamps each stdout line with when it arrived.
     func downloadStamped(_ arguments: [String]) throws -> (Process, StampedLines) {
-        let p = Process()
-        p.executableURL = speechBinary
-        p.arguments = ["download", repo, "--json", "--cache-base", cacheBase.path] + arguments
-        p.environment = environment()
-        p.standardInput = FileHandle.nullDevice
-        p.standardError = FileHandle.nullDevice
-        let pipe = Pipe()
-        p.standardOutput = pipe
-        try p.run()
-        track(p)
-        let lines = StampedLines(following: pipe)
-        return (p, lines)
+        try speechStamped(["download", repo, "--json", "--cache-base", cacheBase.path] + arguments)
     }
 
     /// The rate the disk saw while bytes arrived: the least-squares slope of bytes over time
@@ -125,17 +114,8 @@ final class MaxRateTests: DaemonTestCase {
         // Ranges of 4 MiB (a user's are 8): one connection's range takes seconds at the cap.
         let size = 6 << 20
         try TestHub.generateRepo(root: root, repo: repo, files: ["model.safetensors": size])
-        let p = Process()
-        p.executableURL = speechBinary
-        p.arguments = ["download", repo, "--json", "--cache-base", cacheBase.path, "--max-rate", "2M"]
-        p.environment = environment(extra: ["HF_DOWNLOAD_RANGE_CHUNK": "\(4 << 20)"])
-        p.standardInput = FileHandle.nullDevice
-        p.standardError = FileHandle.nullDevice
-        let pipe = Pipe()
-        p.standardOutput = pipe
-        try p.run()
-        track(p)
-        let lines = StampedLines(following: pipe)
+        let (p, lines) = try speechStamped(["download", repo, "--json", "--cache-base", cacheBase.path, "--max-rate", "2M"],
+                                           extra: ["HF_DOWNLOAD_RANGE_CHUNK": "\(4 << 20)"])
         XCTAssertTrue(waitForExit(p, timeout: 30), "the capped download ends")
         XCTAssertEqual(p.terminationStatus, 0, lines.all.map(\.text).joined(separator: "\n"))
         try assertSameBytes(repo, "model.safetensors")

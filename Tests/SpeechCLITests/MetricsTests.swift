@@ -26,16 +26,9 @@ final class MetricsTests: DaemonTestCase {
     /// Sends `request` as it is to 127.0.0.1:`port` and returns the whole answer ("" when the
     /// connection was refused or closed without one).
     func exchange(_ request: String, port: UInt16) -> String {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        let fd = connectTo(port)
+        guard fd >= 0 else { return "" }
         defer { close(fd) }
-        var sa = sockaddr_in()
-        sa.sin_family = sa_family_t(AF_INET)
-        sa.sin_port = port.bigEndian
-        sa.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let connected = withUnsafePointer(to: &sa) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
-        }
-        guard connected else { return "" }
         var timeout = timeval(tv_sec: 10, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         let bytes = Array(request.utf8)
@@ -302,13 +295,9 @@ final class MetricsTests: DaemonTestCase {
         XCTAssertTrue(exchange("nonsense\r\n\r\n", port: port).hasPrefix("HTTP/1.1 400 "))
         XCTAssertTrue(exchange(String(repeating: "x", count: 20_000), port: port).hasPrefix("HTTP/1.1 400 "), "a head past 8 KiB is refused")
         // A client that connects and says nothing holds the endpoint at most its read timeout.
-        let silent = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        let silent = connectTo(port)
+        XCTAssertGreaterThanOrEqual(silent, 0)
         defer { close(silent) }
-        var sa = sockaddr_in()
-        sa.sin_family = sa_family_t(AF_INET)
-        sa.sin_port = port.bigEndian
-        sa.sin_addr.s_addr = inet_addr("127.0.0.1")
-        _ = withUnsafePointer(to: &sa) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(silent, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
         let started = Date()
         let answer = exchange("GET /metrics HTTP/1.0\r\n\r\n", port: port)
         XCTAssertTrue(answer.hasPrefix("HTTP/1.1 200 ") && answer.contains("text/plain; version=0.0.4"), answer)

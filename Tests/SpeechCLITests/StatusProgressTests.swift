@@ -25,17 +25,24 @@ final class StatusProgressTests: DaemonTestCase {
         return try XCTUnwrap(JSONSerialization.jsonObject(with: Data(contents(out).utf8)) as? [String: Any], contents(out))
     }
 
+    /// The first entry of `list` in `speech status --json` once it counts some bytes (`message`
+    /// when none does within 20 s).
+    func firstEntryWithBytes(in list: String, _ message: String) -> [String: Any] {
+        var seen: [String: Any] = [:]
+        XCTAssertTrue(waitUntil(timeout: 20, interval: 0.1) {
+            guard let entry = ((try? self.status())?[list] as? [[String: Any]])?.first,
+                  let bytes = entry["bytes"] as? Int, bytes > 0 else { return false }
+            seen = entry
+            return true
+        }, "\(message): \(seen)")
+        return seen
+    }
+
     func testADaemonServedRequestShowsBytesWithinARangeWithARateAndAnETA() throws {
         let extra = try slowEnvironment()
         try startDaemon(workers: 1, slots: 1, extra: extra)
         let (client, _, clientErr) = try speech(["download", repo, "--cache-base", cacheBase.path], extra: extra, hint: "client")
-        var seen: [String: Any] = [:]
-        XCTAssertTrue(waitUntil(timeout: 20, interval: 0.1) {
-            guard let request = ((try? self.status())?["requests"] as? [[String: Any]])?.first,
-                  let bytes = request["bytes"] as? Int, bytes > 0 else { return false }
-            seen = request
-            return true
-        }, "status shows the request's bytes before a range is whole: \(seen)")
+        let seen = firstEntryWithBytes(in: "requests", "status shows the request's bytes before a range is whole")
         let bytes = try XCTUnwrap(seen["bytes"] as? Int)
         XCTAssertLessThan(bytes, range, "one range is in flight (1 worker × 1 slot) and counted as its bytes arrive: \(seen)")
         XCTAssertEqual(seen["totalBytes"] as? Int, 2 * range)
@@ -63,13 +70,7 @@ final class StatusProgressTests: DaemonTestCase {
     func testADownloadWithoutTheDaemonIsListedFromItsStagingLock() throws {
         let extra = try slowEnvironment()
         let (client, _, clientErr) = try speech(["download", repo, "--cache-base", cacheBase.path], extra: extra, hint: "client")
-        var seen: [String: Any] = [:]
-        XCTAssertTrue(waitUntil(timeout: 20, interval: 0.1) {
-            guard let entry = ((try? self.status())?["withoutDaemon"] as? [[String: Any]])?.first,
-                  let bytes = entry["bytes"] as? Int, bytes > 0 else { return false }
-            seen = entry
-            return true
-        }, "status lists the embedded download with its bytes: \(seen)")
+        let seen = firstEntryWithBytes(in: "withoutDaemon", "status lists the embedded download with its bytes")
         XCTAssertEqual(seen["repo"] as? String, repo)
         XCTAssertEqual(seen["path"] as? String, file)
         XCTAssertEqual(seen["totalBytes"] as? Int, 2 * range)
@@ -114,17 +115,7 @@ final class StatusProgressTests: DaemonTestCase {
 
     /// `speech status --watch [--json] --cache-base …` with its stdout on a pipe, each line stamped.
     func watch(_ extra: [String]) throws -> (Process, StampedLines) {
-        let p = Process()
-        p.executableURL = speechBinary
-        p.arguments = ["status", "--watch", "--cache-base", cacheBase.path] + extra
-        p.environment = environment()
-        p.standardInput = FileHandle.nullDevice
-        p.standardError = FileHandle.nullDevice
-        let pipe = Pipe()
-        p.standardOutput = pipe
-        try p.run()
-        track(p)
-        return (p, StampedLines(following: pipe))
+        try speechStamped(["status", "--watch", "--cache-base", cacheBase.path] + extra)
     }
 
     func testWatchPrintsALineASecondWhilePipedAndCtrlCEndsItWithExitZero() throws {

@@ -162,7 +162,7 @@ final class BookkeepingOnlyFolderTests: HubTestCase {
             XCTAssertThrowsError(try d.downloadBlocking(repo: repo, revision: other, cacheBaseDir: cacheBase, offlineMode: true)) { error in
                 guard case CacheError.cacheMiss(_, let directory, let missing, _) = error else { return XCTFail("\(error)") }
                 XCTAssertEqual(directory, modelDir(repo).path)
-                XCTAssertTrue(missing.contains { $0.hasPrefix("revision \(other)") && $0.contains(commit.prefix(12)) }, "\(missing)")
+                XCTAssertTrue(missing.paths.contains { $0.hasPrefix("revision \(other)") && $0.contains(commit.prefix(12)) }, "\(missing)")
                 XCTAssertTrue("\(error)".contains(other) && "\(error)".contains(directory), "\(error)")
             }
         }
@@ -172,18 +172,5 @@ final class BookkeepingOnlyFolderTests: HubTestCase {
             guard case DownloadError.hubUnreachable = error else { return XCTFail("\(error)") }
         }
         XCTAssertNotNil(try dead.downloadBlocking(repo: repo, revision: "main", cacheBaseDir: cacheBase).warning)
-    }
-
-    /// An endpoint nobody listens on: connections are refused.
-    func deadEndpoint() -> String {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var addr = sockaddr_in()
-        addr.sin_family = sa_family_t(AF_INET)
-        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
-        _ = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
-        var len = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &len) } }
-        close(fd)
-        return "http://127.0.0.1:\(UInt16(bigEndian: addr.sin_port))"
     }
 }

@@ -140,7 +140,7 @@ final class CatalogTests: HubTestCase {
             XCTFail("offline load of an empty directory succeeded")
         } catch CacheError.cacheMiss(let repo, _, let missing, _) {
             XCTAssertEqual(repo, "aufklarer/Kokoro-82M-CoreML")
-            XCTAssertTrue(missing.contains("voices/af_heart.json"))
+            XCTAssertTrue(missing.paths.contains("voices/af_heart.json"))
         }
         XCTAssertEqual(hub.totalRequests, 0)
         XCTAssertFalse(ModelCatalog.isCached(KokoroTTSModel.catalogEntry, cacheDir: dir, downloader: downloader()))

@@ -17,14 +17,6 @@ final class DeadLockSweepTests: HubTestCase {
         try TestHub.generateRepo(root: root, repo: repo, files: ["config.json": 300, "model.safetensors": 100_000])
     }
 
-    func deadPid() throws -> Int32 {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/bin/true")
-        try p.run()
-        p.waitUntilExit()
-        return p.processIdentifier
-    }
-
     func plantLock(_ repoPath: String, holder: String) throws {
         let staging = modelDir(repo).appendingPathComponent(ModelLayout.staging)
         try FileManager.default.createDirectory(at: staging, withIntermediateDirectories: true)

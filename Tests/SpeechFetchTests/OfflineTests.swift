@@ -25,19 +25,6 @@ final class OfflineTests: HubTestCase {
         ])
     }
 
-    /// An endpoint nobody listens on: connections are refused (a transport failure).
-    func deadEndpoint() -> String {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var addr = sockaddr_in()
-        addr.sin_family = sa_family_t(AF_INET)
-        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
-        _ = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
-        var len = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &len) } }
-        close(fd)
-        return "http://127.0.0.1:\(UInt16(bigEndian: addr.sin_port))"
-    }
-
     func testOfflineWithCompleteCacheMakesNoRequestAtAll() throws {
         try download(repo)
         hub.resetCounters()
@@ -118,6 +105,28 @@ final class OfflineTests: HubTestCase {
         XCTAssertThrowsError(try download(repo, extra: ["SPEECH_FETCH_RETRY_ATTEMPTS": "2"], endpoint: deadEndpoint())) { error in
             guard case DownloadError.hubUnreachable(_, _, let missing, _) = error else { return XCTFail("\(error)") }
             XCTAssertEqual(missing, ["tokenizer.json"])
+        }
+    }
+
+    /// A repo of which nothing is cached lacks "any file": a case of `MissingFiles`, not a marker
+    /// string inside the list, and the message says so in words.
+    func testAMissOfARepoOfWhichNothingIsCachedIsAnyFileNotANamedList() throws {
+        XCTAssertThrowsError(try download(repo, offline: true)) { error in
+            guard case CacheError.cacheMiss(_, _, let missing, _) = error else { return XCTFail("\(error)") }
+            XCTAssertEqual(missing, .anyFile)
+            XCTAssertEqual(missing.paths, [])
+            XCTAssertTrue("\(error)".contains("nothing of it is in the cache"), "\(error)")
+            XCTAssertFalse("\(error)".contains("(any file)"), "\(error)")
+        }
+        XCTAssertThrowsError(try download(repo, include: ["config.json"], offline: true)) { error in
+            guard case CacheError.cacheMiss(_, _, let missing, _) = error else { return XCTFail("\(error)") }
+            XCTAssertEqual(missing, .named(["config.json"]))
+            XCTAssertTrue("\(error)".contains("missing: config.json"), "\(error)")
+        }
+        XCTAssertThrowsError(try download(repo, extra: ["SPEECH_FETCH_RETRY_ATTEMPTS": "1"], endpoint: deadEndpoint())) { error in
+            guard case DownloadError.hubUnreachable(_, _, let missing, _) = error else { return XCTFail("\(error)") }
+            XCTAssertEqual(missing, .anyFile)
+            XCTAssertTrue("\(error)".contains("nothing of it is in the cache"), "\(error)")
         }
     }
 

@@ -3,28 +3,19 @@
 import Foundation
 import HubTypes
 import Spool
+@testable import TestSupport
 import XCTest
 
 /// Which claim an idle slot duplicates in the endgame (`Spool.laggingClaim`): only one whose
 /// duplicate would be published first, by the bytes still to cross each node's link, or one that
 /// has stopped growing. Real spool files, in-process.
-final class EndgameChoiceTests: XCTestCase {
-    private var base: URL!
+final class EndgameChoiceTests: ScratchDirectoryTestCase {
     private let rangeSize: Int64 = 64 << 10
-
-    override func setUpWithError() throws {
-        base = FileManager.default.temporaryDirectory.appendingPathComponent("endgame-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: base, withIntermediateDirectories: true)
-    }
-
-    override func tearDownWithError() throws {
-        try? FileManager.default.removeItem(at: base)
-    }
 
     private func planned(_ spool: Spool, ranges: Int) throws -> PlannedFile {
         let file = RepoFile(path: "model.safetensors", size: rangeSize * Int64(ranges), blobID: String(repeating: "a", count: 40),
                             sha256: String(repeating: "b", count: 64))
-        let plan = PlannedFile(repo: "org/name", modelDir: base.appendingPathComponent("models/org/name").path,
+        let plan = PlannedFile(repo: "org/name", modelDir: scratch.appendingPathComponent("models/org/name").path,
                                commit: String(repeating: "c", count: 40), file: file, rangeSize: rangeSize, node: "node1")
         try spool.plan(plan, pending: [])
         return plan
@@ -45,7 +36,7 @@ final class EndgameChoiceTests: XCTestCase {
     /// carry before that range is done; node1's would carry 2.7 (the duplicate's whole range and
     /// its own), so node1 does not race it.
     func testANodeWithRangesInFlightDoesNotRaceARangeItWouldNotWin() throws {
-        let spool = try Spool(base: base, node: "node1", lease: 30)
+        let spool = try Spool(base: scratch, node: "node1", lease: 30)
         let plan = try planned(spool, ranges: 8)
         for (i, left) in [0.6, 0.5, 0.5, 0.65].enumerated() { try claim(spool, plan, i, node: "node2", pid: 100 + i, left: left) }
         for (i, left) in [0.35, 0.6, 0.75].enumerated() { try claim(spool, plan, 4 + i, node: "node1", pid: 200 + i, left: left) }
@@ -55,7 +46,7 @@ final class EndgameChoiceTests: XCTestCase {
 
     /// A node with nothing in flight races the range with the most bytes to come.
     func testAnIdleNodeRacesTheRangeFarthestBehind() throws {
-        let spool = try Spool(base: base, node: "node1", lease: 30)
+        let spool = try Spool(base: scratch, node: "node1", lease: 30)
         let plan = try planned(spool, ranges: 8)
         for (i, left) in [0.6, 0.5, 0.5, 0.65].enumerated() { try claim(spool, plan, i, node: "node2", pid: 100 + i, left: left) }
         XCTAssertEqual(spool.laggingClaim()?.job, plan.jobName(3))
@@ -64,7 +55,7 @@ final class EndgameChoiceTests: XCTestCase {
     /// A claim that does not grow is raced by an idle node although by the bytes its holder would
     /// finish first: its holder's link is not moving.
     func testAStalledClaimIsRacedOnceItHasNotGrownForAWhile() throws {
-        let spool = try Spool(base: base, node: "node1", lease: 30)
+        let spool = try Spool(base: scratch, node: "node1", lease: 30)
         let plan = try planned(spool, ranges: 8)
         try claim(spool, plan, 0, node: "node2", pid: 100, left: 0.75)
         XCTAssertNil(spool.laggingClaim(stalledAfter: 0.3), "0.75 of a range on node2's link against a whole one on ours")

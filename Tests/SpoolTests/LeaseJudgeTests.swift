@@ -5,20 +5,10 @@ import Foundation
 import ModelCache
 import SharedFiles
 import Spool
+@testable import TestSupport
 import XCTest
 
-final class LeaseJudgeTests: XCTestCase {
-    private var base: URL!
-
-    override func setUpWithError() throws {
-        base = FileManager.default.temporaryDirectory.appendingPathComponent("lease-judge-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: base, withIntermediateDirectories: true)
-    }
-
-    override func tearDownWithError() throws {
-        try? FileManager.default.removeItem(at: base)
-    }
-
+final class LeaseJudgeTests: ScratchDirectoryTestCase {
     /// A child that has exited but is not reaped: `kill(pid, 0)` still succeeds for it.
     private func zombie() throws -> pid_t {
         var pid: pid_t = 0
@@ -61,9 +51,9 @@ final class LeaseJudgeTests: XCTestCase {
         defer { reap(pid) }
         XCTAssertFalse(LeaseJudge.processRunning(pid), "a zombie writes nothing more")
         XCTAssertTrue(LeaseJudge.processRunning(getpid()))
-        let record = base.appendingPathComponent("record").path
+        let record = scratch.appendingPathComponent("record").path
         make(record, age: 0)
-        let judge = LeaseJudge(localNode: "here", lease: 30, probe: base.path)
+        let judge = LeaseJudge(localNode: "here", lease: 30, probe: scratch.path)
         // A fresh record, but its local holder is a zombie: expired at once, with no clock needed.
         let round = judge.round(now: { nil })
         XCTAssertEqual(round.liveness(of: record, holder: LockOwner(node: "here", pid: pid)), .expired)
@@ -72,9 +62,9 @@ final class LeaseJudgeTests: XCTestCase {
     }
 
     func testUnknownIsNeverActedOn() {
-        let record = base.appendingPathComponent("record").path
+        let record = scratch.appendingPathComponent("record").path
         make(record, age: 3600)
-        let judge = LeaseJudge(localNode: "here", lease: 30, probe: base.path)
+        let judge = LeaseJudge(localNode: "here", lease: 30, probe: scratch.path)
         let far = LockOwner(node: "far", pid: 1)
         XCTAssertEqual(judge.round(now: { nil }).liveness(of: record, holder: far), .unknown, "no clock: no verdict")
         XCTAssertEqual(judge.round().liveness(of: record, holder: far), .expired, "an hour old on the server's clock")
@@ -85,8 +75,8 @@ final class LeaseJudgeTests: XCTestCase {
 
     func testTheServerClockIsReadOnlyWhenALeaseIsJudged() throws {
         let reads = Counter()
-        let round = LeaseJudge(localNode: "here", lease: 30, probe: base.path).round(now: { reads.add(); return Date().timeIntervalSince1970 })
-        let record = base.appendingPathComponent("record").path
+        let round = LeaseJudge(localNode: "here", lease: 30, probe: scratch.path).round(now: { reads.add(); return Date().timeIntervalSince1970 })
+        let record = scratch.appendingPathComponent("record").path
         make(record, age: 0)
         XCTAssertEqual(round.liveness(of: record, holder: LockOwner(node: "here", pid: getpid()), localByPid: true), .live)
         XCTAssertEqual(reads.value, 0, "a live local pid needs no clock")
@@ -98,8 +88,8 @@ final class LeaseJudgeTests: XCTestCase {
     /// Each spool site under a clock that cannot be read: nothing is revoked, swept or taken over;
     /// with the clock, the same records are expired.
     func testTheSpoolActsOnlyOnWhatItJudged() throws {
-        let blind = try Spool(base: base, node: "here", lease: 30, clock: { nil })
-        let seeing = try Spool(base: base, node: "here", lease: 30)
+        let blind = try Spool(base: scratch, node: "here", lease: 30, clock: { nil })
+        let seeing = try Spool(base: scratch, node: "here", lease: 30)
         let job = String(repeating: "a", count: 24) + ".000000"
         let claim = blind.layout.path(.claimed, "\(job)@far@1")
         make(claim, age: 3600)
@@ -124,7 +114,7 @@ final class LeaseJudgeTests: XCTestCase {
     /// is a lease old, or the record is gone, its old claims are revoked here; three leases old,
     /// its record is retired.
     func testAnotherNodesClaimsAreJudgedHereOnlyOnceItsSupervisorIsGone() throws {
-        let spool = try Spool(base: base, node: "here", lease: 30)
+        let spool = try Spool(base: scratch, node: "here", lease: 30)
         let job = String(repeating: "c", count: 24) + ".000002"
         let claim = spool.layout.path(.claimed, "\(job)@far@1")
         make(claim, age: 3600)
@@ -135,33 +125,33 @@ final class LeaseJudgeTests: XCTestCase {
         // at for retirement once per lease: the later looks are another process's (a fresh Spool).
         make(spool.layout.supervisor("far"), age: 60, contents: "1")
         XCTAssertEqual(spool.revokeExpiredClaims(), [], "seen serving under a quarter lease ago: not looked at again yet")
-        let later = try Spool(base: base, node: "here", lease: 30)
+        let later = try Spool(base: scratch, node: "here", lease: 30)
         XCTAssertEqual(later.retireDeadSupervisors(), [], "a lease old is not yet three")
         XCTAssertEqual(later.revokeExpiredClaims(), [job], "node far is gone: its expired claim goes back to ready")
         make(spool.layout.supervisor("far"), age: 100, contents: "1")
         XCTAssertEqual(later.retireDeadSupervisors(), [], "the records were looked at less than a lease ago")
-        XCTAssertEqual(try Spool(base: base, node: "here", lease: 30).retireDeadSupervisors(), ["far"])
+        XCTAssertEqual(try Spool(base: scratch, node: "here", lease: 30).retireDeadSupervisors(), ["far"])
         XCTAssertEqual(spool.supervisorRecordCount(), 0)
     }
 
     /// Another node's temp files are swept by that node while its supervisor serves; once it is
     /// gone, one older than 36 hours is swept here.
     func testAServingNodesTempFilesAreLeftToIt() throws {
-        let spool = try Spool(base: base, node: "here", lease: 30)
+        let spool = try Spool(base: scratch, node: "here", lease: 30)
         let temp = spool.layout.path(.tmp, "request@far@1@1")
         make(temp, age: 40 * 3600)
         make(spool.layout.supervisor("far"), age: 0, contents: "1")
         XCTAssertEqual(spool.sweepTemp(), 0, "node far serves: its temp files are its own to sweep")
         XCTAssertTrue(FileManager.default.fileExists(atPath: temp))
         make(spool.layout.supervisor("far"), age: 3600, contents: "1")
-        XCTAssertEqual(try Spool(base: base, node: "here", lease: 30).sweepTemp(), 1, "node far is gone")
+        XCTAssertEqual(try Spool(base: scratch, node: "here", lease: 30).sweepTemp(), 1, "node far is gone")
         XCTAssertFalse(FileManager.default.fileExists(atPath: temp))
     }
 
     func testAZombieClaimantsClaimIsRevokedAtOnce() throws {
         let pid = try zombie()
         defer { reap(pid) }
-        let spool = try Spool(base: base, node: "here", lease: 30, clock: { nil })
+        let spool = try Spool(base: scratch, node: "here", lease: 30, clock: { nil })
         let job = String(repeating: "b", count: 24) + ".000001"
         make(spool.layout.path(.claimed, "\(job)@here@\(pid)"), age: 0)
         XCTAssertEqual(spool.revokeExpiredClaims(), [job], "a zombie holder is dead: no lease to wait for")
@@ -174,11 +164,11 @@ final class LeaseJudgeTests: XCTestCase {
     func testAStagingLockOfAZombieIsStale() throws {
         let pid = try zombie()
         defer { reap(pid) }
-        let lock = base.appendingPathComponent("x.lock").path
+        let lock = scratch.appendingPathComponent("x.lock").path
         make(lock, age: 0, contents: "here@\(pid)")
-        XCTAssertTrue(StagingLock.isStale(lock, localNode: "here", lease: 30, probe: base.path))
+        XCTAssertTrue(StagingLock.isStale(lock, localNode: "here", lease: 30, probe: scratch.path))
         make(lock, age: 0, contents: "far@\(pid)")
-        XCTAssertFalse(StagingLock.isStale(lock, localNode: "here", lease: 30, probe: base.path), "another node's fresh lock")
+        XCTAssertFalse(StagingLock.isStale(lock, localNode: "here", lease: 30, probe: scratch.path), "another node's fresh lock")
     }
 }
 

@@ -4,21 +4,16 @@
 // a running worker still writes in, stay.
 import Foundation
 import Spool
+@testable import TestSupport
 import XCTest
 
-final class LiveProgressSweepTests: XCTestCase {
-    private var scratch: URL!
+final class LiveProgressSweepTests: ScratchDirectoryTestCase {
     private var folders: [String] = []
     private let job = "0123456789abcdef01234567.000000"
 
-    override func setUpWithError() throws {
-        scratch = FileManager.default.temporaryDirectory.appendingPathComponent("liveprogress-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
-    }
-
     override func tearDownWithError() throws {
         for folder in folders { try? FileManager.default.removeItem(atPath: folder) }
-        try? FileManager.default.removeItem(at: scratch)
+        try super.tearDownWithError()
     }
 
     /// A spool under the scratch folder, and its record on /dev/shm, made as a worker makes it
@@ -30,15 +25,6 @@ final class LiveProgressSweepTests: XCTestCase {
         live.begin(job: job)?.remove()
         XCTAssertTrue(FileManager.default.fileExists(atPath: live.directory), "begin made \(live.directory)")
         return (base, live)
-    }
-
-    /// A pid that ran and has been reaped.
-    private func deadPid() throws -> Int32 {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/bin/true")
-        try p.run()
-        p.waitUntilExit()
-        return p.processIdentifier
     }
 
     func testTheFolderOfADeletedSpoolGoesAtTheNextOpenAndALiveSpoolsStays() throws {

@@ -6,20 +6,11 @@ import Foundation
 import HubTypes
 import ModelCache
 import Spool
+@testable import TestSupport
 import XCTest
 
-final class SplicerTests: XCTestCase {
-    private var base: URL!
+final class SplicerTests: ScratchDirectoryTestCase {
     private let rangeSize: Int64 = 64 << 10
-
-    override func setUpWithError() throws {
-        base = FileManager.default.temporaryDirectory.appendingPathComponent("splicer-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: base, withIntermediateDirectories: true)
-    }
-
-    override func tearDownWithError() throws {
-        try? FileManager.default.removeItem(at: base)
-    }
 
     /// A planned file of `ranges` ranges (the last one short) and its bytes.
     private func plannedFile(ranges: Int) -> (PlannedFile, Data) {
@@ -27,7 +18,7 @@ final class SplicerTests: XCTestCase {
         let bytes = Data((0..<size).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ $0 >> 9) })
         let file = RepoFile(path: "model.safetensors", size: Int64(size), blobID: String(repeating: "a", count: 40),
                             sha256: SHA256.hex(of: bytes))
-        let plan = PlannedFile(repo: "org/name", modelDir: base.appendingPathComponent("models/org/name").path,
+        let plan = PlannedFile(repo: "org/name", modelDir: scratch.appendingPathComponent("models/org/name").path,
                                commit: String(repeating: "c", count: 40), file: file, rangeSize: rangeSize, node: "node1")
         return (plan, bytes)
     }
@@ -50,7 +41,7 @@ final class SplicerTests: XCTestCase {
     /// fetched, and repair fetched it again. The sidecar a splicer writes keeps what the one on
     /// disk lists.
     func testARecordOlderThanTheSidecarOnDiskKeepsTheRangesTheSidecarLists() throws {
-        let spool = try Spool(base: base, node: "node1", lease: 30)
+        let spool = try Spool(base: scratch, node: "node1", lease: 30)
         let (plan, bytes) = plannedFile(ranges: 3)
         _ = try openStaging(plan)  // the planner makes the staging file and its sidecar (no range done)
         // The sidecar as a client that has not seen the next write yet reads it.
@@ -90,7 +81,7 @@ final class SplicerTests: XCTestCase {
     /// `settle` seconds after it took the lock, when its last look at the sidecar reads the
     /// previous holder's write.
     func testAPassRecordsItsRangesNoSoonerThanSettleAfterItTookTheLock() throws {
-        let spool = try Spool(base: base, node: "node1", lease: 30, settle: 0.6)
+        let spool = try Spool(base: scratch, node: "node1", lease: 30, settle: 0.6)
         let (plan, bytes) = plannedFile(ranges: 3)
         try publishPart(spool, plan, 0, bytes)
         let start = Date()
@@ -102,7 +93,7 @@ final class SplicerTests: XCTestCase {
     /// A part whose size every look reads wrong is dropped and its range made ready again; one of
     /// the right size is spliced.
     func testAPartOfASteadyWrongSizeIsDroppedAndItsRangeReadyAgain() throws {
-        let spool = try Spool(base: base, node: "node1", lease: 30)
+        let spool = try Spool(base: scratch, node: "node1", lease: 30)
         let (plan, bytes) = plannedFile(ranges: 3)
         try publishPart(spool, plan, 0, bytes, size: 1000)
         try publishPart(spool, plan, 1, bytes)

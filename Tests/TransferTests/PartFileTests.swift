@@ -3,26 +3,16 @@
 // range: a part left behind is adopted from its size.
 @testable import Transfer
 import Foundation
+@testable import TestSupport
 import XCTest
 
-final class PartFileTests: XCTestCase {
-    private var dir: URL!
-
-    override func setUpWithError() throws {
-        dir = FileManager.default.temporaryDirectory.appendingPathComponent("partfile-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-    }
-
-    override func tearDownWithError() throws {
-        try? FileManager.default.removeItem(at: dir)
-    }
-
+final class PartFileTests: ScratchDirectoryTestCase {
     private func size(_ path: String) -> Int {
         ((try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? Int) ?? -1
     }
 
     func testSmallChunksReachTheFileInLargeWritesAndStayAPrefix() throws {
-        let path = dir.appendingPathComponent("part").path
+        let path = scratch.appendingPathComponent("part").path
         let origin: Int64 = 8 << 20  // the range's first byte in the file's numbering
         let chunk = [UInt8](repeating: 0, count: 1000).enumerated().map { UInt8(truncatingIfNeeded: $0.offset) }
         var expected: [UInt8] = []

@@ -54,8 +54,11 @@ declare -A FORWARDING=()
 KILLED=""
 KILLED_AT=""
 
-say() { printf '%s: %s\n' "$SAY_PREFIX" "$*" >&2; }
-die() { say "error: $*"; exit 1; }
+# say, die (and the helpers every script shares); packages_install, the one apt-get installer.
+# shellcheck source=../lib/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
+# shellcheck source=../lib/packages.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../lib/packages.sh"
 now() { printf '%s\n' "$EPOCHREALTIME"; }
 # Seconds between two EPOCHREALTIME stamps, 2 decimals.
 elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", b - a }'; }
@@ -66,9 +69,7 @@ elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", b - a }'; }
 apt_install() {
     (($#)) || return 0
     say "installing $* (apt-get)"
-    export DEBIAN_FRONTEND=noninteractive
-    apt-get install -y -qq --no-install-recommends "$@" >/dev/null 2>&1 \
-        || { apt-get update -qq >/dev/null && apt-get install -y -qq --no-install-recommends "$@" >/dev/null; }
+    packages_install --no-install-recommends "$@"
 }
 
 install_requirements() {
@@ -93,6 +94,26 @@ install_requirements() {
         bindfs | gluster) ;;
         *) die "CLUSTER_FS=$CLUSTER_FS: use bindfs or gluster" ;;
     esac
+}
+
+# find_binaries DIR: BIN is DIR when one is given, else speech, speech-fetchd and speech-testhub
+# are built (debug, at a lower priority) and BIN is their folder; dies when one is missing.
+find_binaries() {
+    if [[ -n "$1" ]]; then
+        BIN=$(cd "$1" && pwd)
+    else
+        say "building speech, speech-fetchd, speech-testhub (debug)"
+        local product out
+        for product in speech speech-fetchd speech-testhub; do
+            if ! out=$(cd "$ROOT" && nice -n 10 swift build --product "$product" 2>&1); then
+                grep -E "error:" <<<"$out" | head -20 >&2
+                die "swift build --product $product failed"
+            fi
+        done
+        BIN=$(cd "$ROOT" && swift build --show-bin-path)
+    fi
+    local b
+    for b in speech speech-fetchd speech-testhub; do [[ -x "$BIN/$b" ]] || die "missing $BIN/$b"; done
 }
 
 # ---------------------------------------------------------------- cleanup

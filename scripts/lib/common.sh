@@ -1,5 +1,18 @@
 # common.sh - the shell helpers more than one script of scripts/ needs; sourced, never run.
 #
+#   say TEXT...       a line on stderr, named after the script ($SAY_PREFIX, else its file name)
+#   die TEXT...       says "FAILED: TEXT" and exits 1
+#   stop_pid PID      TERM, up to 5 s for it to go, then KILL (nothing when it is gone already)
+#   stop_nginx PID    nginx's master (TERM: its fast shutdown, connections closed at once) and
+#                     its workers, waited for
+#   start_testhub BINARY OUT ERR ARG...
+#                     BINARY (a speech-testhub) with ARG... in the background, stdout to OUT and
+#                     stderr to ERR; waits up to 30 s for its first line, the Hub's URL: sets
+#                     testhub_pid and testhub_url, or dies (with its stderr) when it exits first
+#                     or names no loopback URL
+#   release_binary PRODUCT
+#                     builds PRODUCT as bin/launch does (release, --static-swift-stdlib; with
+#                     BENCH_SCRATCH_PATH as --scratch-path) and prints the binary's path
 #   ensure_venv DIR CHECK REQUIREMENT...
 #                     a Python venv at DIR in which the Python code CHECK runs; when it does not,
 #                     the venv is made (if missing) and REQUIREMENT... installed from PyPI
@@ -11,7 +24,51 @@
 #                     ${HUB_FIDELITY_VENV:-${TMPDIR:-/tmp}/speech-fetch-hub-fidelity-venv}-<line>,
 #                     kept between runs (pip upgrades them to the newest release of their line
 #                     each time)
-# The Python helpers' counterpart is scripts/lib/common.py.
+# The Python helpers' counterpart is scripts/lib/common.py; the Debian packages' is
+# scripts/lib/packages.sh.
+
+common_repo_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+
+say() { printf '%s: %s\n' "${SAY_PREFIX:-${0##*/}}" "$*" >&2; }
+die() { say "FAILED: $*"; exit 1; }
+
+stop_pid() {  # PID
+    local pid=$1
+    kill -0 "$pid" 2>/dev/null || return 0
+    kill -TERM "$pid" 2>/dev/null || true
+    for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || return 0; sleep 0.1; done
+    kill -KILL "$pid" 2>/dev/null || true
+}
+
+stop_nginx() {  # PID
+    local pid=$1 workers w
+    kill -0 "$pid" 2>/dev/null || return 0
+    workers=$(pgrep -P "$pid" || true)
+    stop_pid "$pid"
+    for w in $workers; do stop_pid "$w"; done
+    wait "$pid" 2>/dev/null || true
+}
+
+start_testhub() {  # BINARY OUT ERR ARG...
+    local binary=$1 out=$2 err=$3
+    shift 3
+    "$binary" "$@" > "$out" 2> "$err" &
+    testhub_pid=$!
+    for _ in $(seq 1 300); do
+        [[ -s "$out" ]] && break
+        kill -0 "$testhub_pid" 2>/dev/null || { cat "$err" >&2; die "speech-testhub exited before serving"; }
+        sleep 0.1
+    done
+    testhub_url=$(head -n 1 "$out")
+    [[ "$testhub_url" == http://127.0.0.1:* ]] || { cat "$err" >&2; die "no base URL from speech-testhub"; }
+}
+
+release_binary() {  # PRODUCT
+    local args=(-c release --static-swift-stdlib --product "$1")
+    if [[ -n "${BENCH_SCRATCH_PATH:-}" ]]; then args+=(--scratch-path "$BENCH_SCRATCH_PATH"); fi
+    (cd "$common_repo_dir" && swift build "${args[@]}" >&2) || return 1
+    echo "$(cd "$common_repo_dir" && swift build "${args[@]}" --show-bin-path)/$1"
+}
 
 ensure_venv() {  # DIR CHECK REQUIREMENT...
     local dir=$1 check=$2; shift 2

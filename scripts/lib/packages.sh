@@ -4,7 +4,8 @@
 #   packages_missing KIND...  the packages of those kinds (build, test, runtime) that are not
 #                             installed here, one a line
 #   packages_install PKG...   apt-get install, as root or through sudo; apt-get update first only
-#                             when the install fails (an old package index)
+#                             when the install fails (an old package index); apt-get's options
+#                             (--no-install-recommends) may stand among the packages
 #   packages_runtime          "package soname" of each runtime row: the libraries the binaries
 #                             open at first use
 

@@ -197,7 +197,7 @@ extension ModelCatalog {
                                                     cacheDir: step.cacheDir, cacheBaseDir: step.cacheBaseDir,
                                                     offlineMode: true)
             } catch CacheError.cacheMiss(_, _, let files, _) {
-                missing[step.component.repo, default: []] += files
+                missing[step.component.repo, default: []] += files.entries
             } catch {
                 missing[step.component.repo, default: []].append("\(error)")
             }
