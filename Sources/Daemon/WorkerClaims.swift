@@ -83,7 +83,7 @@ extension Worker {
             plans[key] = plan
             if ownRequestsOnly && plan.node != settings.node { continue }
             if !shareChecked {
-                guard withinShare(ready: count) else { return .none }
+                guard withinShare(ready: count, epoch: epoch) else { return .none }
                 shareChecked = true
             }
             if let claim = spool.claim(name, plan: plan) {
@@ -143,18 +143,29 @@ extension Worker {
     private func liveNodes() -> Int { max(1, liveNodeNames().count) }
 
     /// True while this node is within its share of the outstanding ranges, by count and by the
-    /// bytes still to come (`ClaimPolicy.mayClaim`).
-    private func withinShare(ready: Int) -> Bool {
+    /// bytes still to come (`ClaimPolicy.mayClaim`). `epoch`: the wake-up's (ReadyView), whose
+    /// count of the claims, once one slot of the machine listed them, serves the others.
+    private func withinShare(ready: Int, epoch: UInt64?) -> Bool {
         let nodes = liveNodes()
         // One node's share is every ready range (`ClaimPolicy.mayClaim`): no listing of the claims
         // at each claim (a readdir and a parse of each name, per small file of a large repo).
         if nodes == 1 && ready > 0 { return true }
+        // The claims as counted at this wake-up, with this machine's claims since: a herd's
+        // slots woke together, and a listing each (16 a node) was the largest per-node cost.
+        // The bytes rule below needs every claim's part: it lists afresh.
+        if let epoch, let counted = readyView?.claims(at: epoch) {
+            guard ClaimPolicy.withinCountShare(counted, ready: ready, liveNodes: nodes) else { return false }
+            if counted.mine == 0 || ready >= nodes { return true }
+        }
         guard let claims = spool.claims() else { return true }
         // While more ranges are ready than there are nodes, every claim counts as a whole range
         // (a listing of the claims); the bytes each claim still has to come (a listing of tmp/
         // and a look at each part) matter only at the end of a file, and only to a node still
         // within its share by count.
         let counts = Spool.claimCounts(claims)
+        if let epoch {
+            readyView?.noteClaims(ClaimCount(total: claims.count, mine: counts[settings.node]?.count ?? 0), at: epoch)
+        }
         guard ClaimPolicy.withinCountShare(node: settings.node, ready: ready, loads: counts, liveNodes: nodes) else { return false }
         // A node holding no claim is the least loaded whatever the others' bytes (`mayClaim`):
         // the nodes that only wait in a herd look at no part.
