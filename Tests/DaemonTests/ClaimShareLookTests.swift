@@ -53,4 +53,62 @@ final class ClaimShareLookTests: DaemonTestCase {
         XCTAssertNil(worker.claimNext(ticket: ticket + 1, afterWork: true))
         XCTAssertEqual(listings + claimed.take(), 1)
     }
+
+    /// Ten nodes wake on one listing of 32 jobs and each takes its share (4), trying jobs in its
+    /// scan's order; a job another node took first is a lost race (a lookup, a touch and a rename
+    /// of a name that is gone). Each node trying first the jobs it wins the draw for, then those
+    /// it comes second in, the races lost are half as many as with each process's own start alone.
+    func testNodesWakingTogetherTryDisjointJobsFirst() throws {
+        let key = "0123456789abcdef01234567"
+        let jobs = (0..<32).map { PlannedFile.jobName(key: key, index: $0) }
+        let nodes = (1...10).map { "node\($0)" }
+        let start = { (node: String) in Int(EndgameLookers.rank("\(node)@\(4000 + node.count)") % 1_000_003) }
+        for node in nodes {
+            let order = Worker.claimOrder(jobs, from: start(node), node: node, nodes: nodes)
+            XCTAssertEqual(order.count, jobs.count)
+            XCTAssertEqual(Set(order), Set(jobs), "every job is in every node's order once")
+        }
+        XCTAssertEqual(Worker.claimOrder(jobs, from: 5, node: "node1", nodes: ["node1"]), Worker.claimOrder(jobs, from: 5),
+                       "a node alone keeps its scan's order")
+        let withDraw = lostRaces(jobs: jobs, nodes: nodes, share: 4) { Worker.claimOrder($0, from: start($1), node: $1, nodes: nodes) }
+        let startsOnly = lostRaces(jobs: jobs, nodes: nodes, share: 4) { Worker.claimOrder($0, from: start($1)) }
+        XCTAssertLessThanOrEqual(withDraw * 3, startsOnly * 2, "races lost: \(withDraw) with the draw, \(startsOnly) without")
+    }
+
+    /// Rounds of nodes taking `share` jobs each from one listing, in `order`: each node still
+    /// short of its share tries the next job of its listing; of the nodes trying one job in a
+    /// round, one wins, and a job taken in an earlier round is a lost race too. After four lost
+    /// tries in a row a node lists again (`Worker.triesPerListing`). Returns the races lost.
+    private func lostRaces(jobs: [String], nodes: [String], share: Int, order: ([String], String) -> [String]) -> Int {
+        var taken = Set<String>()
+        var held: [String: Int] = [:]
+        var listing = Dictionary(uniqueKeysWithValues: nodes.map { ($0, order(jobs, $0)) })
+        var streak: [String: Int] = [:]
+        var lost = 0
+        for _ in 0..<200 where taken.count < jobs.count {
+            var tries: [String: [String]] = [:]
+            for node in nodes where held[node, default: 0] < share && !listing[node]!.isEmpty {
+                let job = listing[node]!.removeFirst()
+                if taken.contains(job) {
+                    lost += 1
+                    streak[node, default: 0] += 1
+                } else {
+                    tries[job, default: []].append(node)
+                }
+            }
+            for (job, racers) in tries {
+                taken.insert(job)
+                held[racers[0], default: 0] += 1
+                streak[racers[0]] = 0
+                for loser in racers.dropFirst() { streak[loser, default: 0] += 1 }
+                lost += racers.count - 1
+            }
+            for node in nodes where streak[node, default: 0] >= Worker.triesPerListing || listing[node]!.isEmpty {
+                listing[node] = order(jobs.filter { !taken.contains($0) }, node)
+                streak[node] = 0
+            }
+        }
+        XCTAssertEqual(taken.count, jobs.count, "every job taken")
+        return lost
+    }
 }
