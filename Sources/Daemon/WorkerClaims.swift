@@ -12,12 +12,13 @@ extension Worker {
     /// first: the file's contiguous prefix grows steadily, so the splicer's hash keeps up and
     /// little is left to hash when the last range lands. Fair share: a node holds at most its
     /// share of the outstanding ranges (ready and claimed, over the live nodes), so the first
-    /// node to wake does not take them all. The slots of this process decide one at a time; the
-    /// slots woken by one wake-up list `jobs/ready` once between them, unless a look claimed.
+    /// node to wake does not take them all. The slots of this machine decide one at a time
+    /// (`ReadyView.oneClaimAtATime`); the slots woken by one wake-up list `jobs/ready` once
+    /// between them, unless a look claimed.
     func claimNext(ticket: Int, afterWork: Bool) -> ClaimedJob? {
         claimLock.withLock {
             guard looks.shouldList(ticket: ticket, afterWork: afterWork) else { return nil }
-            let claim = claimLowest()
+            let claim = readyView.map { $0.oneClaimAtATime { claimLowest() } } ?? claimLowest()
             looks.listed(ticket: ticket, claimed: claim != nil)
             return claim
         }

@@ -76,6 +76,8 @@ public struct ReadyView: Sendable {
     let epochPath: String
     /// Held (flock, this machine only) by the one process listing `jobs/ready` for the others.
     let listerPath: String
+    /// Held (flock, this machine only) by the one slot of the machine claiming now.
+    let claimerPath: String
     let directory: String
     let live: LiveProgress
     /// A listing older than this is listed again even when no wake-up said it changed: the
@@ -93,6 +95,17 @@ public struct ReadyView: Sendable {
         recordPath = live.directory + "/.ready"
         epochPath = live.directory + "/.ready-epoch"
         listerPath = live.directory + "/.ready-lister"
+        claimerPath = live.directory + "/.ready-claimer"
+    }
+
+    /// Runs `body` (a slot's look for a job to claim) while no other slot of this machine runs
+    /// its own: each then tries jobs the one before did not take (`taken` drops them from the
+    /// listing), where slots of several processes scanning one listing at once raced each other
+    /// for the same jobs (a lost race is a touch and a rename of a name that is gone, at the
+    /// file server). Without the lock, `body` runs unlocked: it only saves races.
+    public func oneClaimAtATime<T>(_ body: () -> T) -> T {
+        guard live.prepare() else { return body() }
+        return MachineFiles.oneAtATime(claimerPath, body)
     }
 
     /// The epoch now (nil when the counter cannot be opened: then nothing is shared). A counter
@@ -245,6 +258,7 @@ public struct ReadyView: Sendable {
         unlink(recordPath)
         unlink(epochPath)
         unlink(listerPath)
+        unlink(claimerPath)
         // And what a process killed while writing the record left (`.ready.<pid>.<thread>`).
         for name in (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? [] where name.hasPrefix(".ready.") {
             unlink(directory + "/" + name)

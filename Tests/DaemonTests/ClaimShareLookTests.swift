@@ -7,6 +7,7 @@ import Foundation
 import HubTypes
 import ModelCache
 import Spool
+import Synchronization
 @testable import TestSupport
 import XCTest
 
@@ -52,6 +53,52 @@ final class ClaimShareLookTests: DaemonTestCase {
         listings = claimed.take()
         XCTAssertNil(worker.claimNext(ticket: ticket + 1, afterWork: true))
         XCTAssertEqual(listings + claimed.take(), 1)
+    }
+
+    /// Two worker processes of one machine (two `Worker`s here), four slots each, claiming from
+    /// one shared listing at once: each slot's look runs while no other slot of the machine runs
+    /// its own, so none tries a job another slot just took, and the one listing serves every claim
+    /// (a lost try ends a scan and lists `jobs/ready` afresh).
+    func testTheSlotsOfAMachineClaimOneAtATimeAndNeverRaceEachOther() throws {
+        let env = environment(extra: ["SPEECH_FETCH_NODE": "a"])
+        let workers = try (0..<2).map { _ in try Worker(cacheBase: cacheBase, environment: env, slots: 4, log: { _ in }) }
+        for worker in workers {
+            guard let view = ReadyView(spool: worker.spool) else { throw XCTSkip("no writable /dev/shm") }
+            worker.readyView = view
+        }
+        let spool = workers[0].spool
+        spool.heartbeat()
+        let plan = plan(ranges: 48, spool: spool)
+        try spool.plan(plan, pending: Array(0..<48))
+        let ready = try FolderOpenCounter(spool.layout.path(.ready))
+        // Read as they come: the kernel merges a listing into an identical one still unread.
+        let listings = Mutex(0)
+        let claiming = Mutex(true)
+        let reader = Thread {
+            while claiming.withLock({ $0 }) {
+                let seen = ready.take()
+                listings.withLock { $0 += seen }
+                usleep(200)
+            }
+        }
+        reader.start()
+        let claims = Mutex(0)
+        let group = DispatchGroup()
+        for worker in workers {
+            for _ in 0..<4 {
+                group.enter()
+                Thread.detachNewThread {
+                    while worker.claimNext(ticket: 1, afterWork: true) != nil { claims.withLock { $0 += 1 } }
+                    group.leave()
+                }
+            }
+        }
+        XCTAssertEqual(group.wait(timeout: .now() + 60), .success)
+        claiming.withLock { $0 = false }
+        usleep(10_000)
+        XCTAssertEqual(claims.withLock { $0 }, 48, "every range claimed once")
+        XCTAssertEqual(listings.withLock { $0 } + ready.take(), 1,
+                       "one listing of jobs/ready served all 48 claims: no slot lost a race to another")
     }
 
     /// Ten nodes wake on one listing of 32 jobs and each takes its share (4), trying jobs in its

@@ -5,7 +5,7 @@ import Foundation
 import Glibc
 import XCTest
 
-final class FolderOpenCounter {
+final class FolderOpenCounter: @unchecked Sendable {  // its one descriptor; a test reads it from one thread at a time
     private let fd: Int32
 
     /// Counts opens of `path` from now on; skips the test where inotify cannot be had.
