@@ -219,6 +219,10 @@ public final class Worker: @unchecked Sendable {
         let entry = live?.begin(job: plan.jobName(claim.index))
         var handedToPublisher = false
         defer { if !handedToPublisher { entry?.remove() } }
+        // However the claim ends, the machine's count of its claims (ReadyView) stops counting it:
+        // the node's share has room again without a listing. A duplicate is no claim.
+        let readyView = claim.duplicateOf == nil ? self.readyView : nil
+        defer { if !handedToPublisher { readyView?.claimEnded() } }
         do {
             let repo = try RepoID(plan.repo)
             let fetcher = try fetcher.fetcher(for: plan.endpoint)
@@ -250,6 +254,7 @@ public final class Worker: @unchecked Sendable {
                 defer { entry?.remove() }
                 do {
                     let won = try spool.syncAndPublishPart(temp, for: claim)
+                    readyView?.claimEnded()
                     self.wakeup.broadcast(shareOnly: true)
                     let bytes = range.end - range.start + 1
                     if claim.duplicateOf != nil {
@@ -261,6 +266,7 @@ public final class Worker: @unchecked Sendable {
                     log("\(plan.file.path) part \(claim.index): \(error); the range will be fetched again")
                     spool.discardPart(temp)
                     spool.unclaim(claim)
+                    readyView?.claimEnded()
                 }
             }
         } catch is CancellationError {

@@ -12,12 +12,13 @@ extension Worker {
     /// first: the file's contiguous prefix grows steadily, so the splicer's hash keeps up and
     /// little is left to hash when the last range lands. Fair share: a node holds at most its
     /// share of the outstanding ranges (ready and claimed, over the live nodes), so the first
-    /// node to wake does not take them all. The slots of this process decide one at a time; the
-    /// slots woken by one wake-up list `jobs/ready` once between them, unless a look claimed.
+    /// node to wake does not take them all. The slots of this machine decide one at a time
+    /// (`ReadyView.oneClaimAtATime`); the slots woken by one wake-up list `jobs/ready` once
+    /// between them, unless a look claimed.
     func claimNext(ticket: Int, afterWork: Bool) -> ClaimedJob? {
         claimLock.withLock {
             guard looks.shouldList(ticket: ticket, afterWork: afterWork) else { return nil }
-            let claim = claimLowest()
+            let claim = readyView.map { $0.oneClaimAtATime { claimLowest() } } ?? claimLowest()
             looks.listed(ticket: ticket, claimed: claim != nil)
             return claim
         }
@@ -74,7 +75,7 @@ extension Worker {
         var plans: [String: PlannedFile] = [:]
         var unplanned = Set<String>()
         var tried = 0
-        for name in Worker.claimOrder(ready, from: scanStart) {
+        for name in Worker.claimOrder(ready, from: scanStart, node: settings.node, nodes: liveNodeNames()) {
             guard let (key, _) = PlannedFile.parseJob(name), !unplanned.contains(key) else { continue }
             guard let plan = plans[key] ?? spool.plannedFile(key) else {
                 unplanned.insert(key)
@@ -83,7 +84,7 @@ extension Worker {
             plans[key] = plan
             if ownRequestsOnly && plan.node != settings.node { continue }
             if !shareChecked {
-                guard withinShare(ready: count) else { return .none }
+                guard withinShare(ready: count, epoch: epoch) else { return .none }
                 shareChecked = true
             }
             if let claim = spool.claim(name, plan: plan) {
@@ -103,14 +104,50 @@ extension Worker {
     /// range, each group in `scanOrder`. A small file is one range, so its job is taken before the
     /// next range of a big file whatever their keys: the small files a loader reads first are not
     /// left waiting behind a big file's ranges; a big file still fills its prefix first.
-    static func claimOrder(_ ready: [String], from start: Int) -> [String] {
+    ///
+    /// Among the live `nodes`, the jobs this `node` would win a draw for come first, then those
+    /// it would come second in, and so on (`drawPlaces`; within a place, in the scan's order):
+    /// nodes that wake together on one listing (a job that starts on every node at once) take
+    /// disjoint jobs first instead of racing for the same ones, each lost race a lookup, a touch
+    /// and a rename of a name that is gone at the file server.
+    static func claimOrder(_ ready: [String], from start: Int, node: String = "", nodes: [String] = [],
+                           window: Int = 64) -> [String] {
         let firstSuffix = PlannedFile.jobName(key: "", index: 0)
         var firsts: [String] = []
         var later: [String] = []
         for name in ready {
             if name.hasSuffix(firstSuffix) { firsts.append(name) } else { later.append(name) }
         }
-        return scanOrder(firsts, from: start) + scanOrder(later, from: start)
+        let order = scanOrder(firsts, from: start, window: window) + scanOrder(later, from: start, window: window)
+        guard nodes.count > 1, nodes.contains(node) else { return order }
+        // The jobs a scan tries first: the lowest of each group (the file's prefix still fills first).
+        let head = Array(order.prefix(window))
+        let places = drawPlaces(of: node, jobs: head, among: nodes)
+        let ranked = head.indices.sorted { (places[$0], $0) < (places[$1], $1) }.map { head[$0] }
+        return ranked + order.dropFirst(window)
+    }
+
+    /// For each job, how many of `nodes` beat `node` in a draw for it: the highest score of
+    /// (node, job) wins (rendezvous hashing; 0: this node wins). Every node computes it alike, so
+    /// each job has one winner while the nodes agree on who is live, and a job taken leaves the
+    /// other jobs' draws as they were.
+    static func drawPlaces(of node: String, jobs: [String], among nodes: [String]) -> [Int] {
+        let others = nodes.filter { $0 != node }.map { ($0, EndgameLookers.rank($0)) }
+        let own = EndgameLookers.rank(node)
+        return jobs.map { job in
+            let jobRank = EndgameLookers.rank(job)
+            let mine = drawScore(own, jobRank)
+            return others.reduce(0) { $0 + ((drawScore($1.1, jobRank), $1.0) > (mine, node) ? 1 : 0) }
+        }
+    }
+
+    /// A node's score for a job: its name's hash and the job's mixed (splitmix64's finalizer): FNV
+    /// alone, over names that differ in a few bytes, lets one node win nearly every draw.
+    static func drawScore(_ nodeRank: UInt64, _ jobRank: UInt64) -> UInt64 {
+        var z = nodeRank ^ jobRank
+        z = (z ^ (z >> 30)) &* 0xbf58_476d_1ce4_e5b9
+        z = (z ^ (z >> 27)) &* 0x94d0_49bb_1331_11eb
+        return z ^ (z >> 31)
     }
 
     /// `ready` (sorted) from a start: the lowest `window` jobs are tried first, from `start`
@@ -143,18 +180,29 @@ extension Worker {
     private func liveNodes() -> Int { max(1, liveNodeNames().count) }
 
     /// True while this node is within its share of the outstanding ranges, by count and by the
-    /// bytes still to come (`ClaimPolicy.mayClaim`).
-    private func withinShare(ready: Int) -> Bool {
+    /// bytes still to come (`ClaimPolicy.mayClaim`). `epoch`: the wake-up's (ReadyView), whose
+    /// count of the claims, once one slot of the machine listed them, serves the others.
+    private func withinShare(ready: Int, epoch: UInt64?) -> Bool {
         let nodes = liveNodes()
         // One node's share is every ready range (`ClaimPolicy.mayClaim`): no listing of the claims
         // at each claim (a readdir and a parse of each name, per small file of a large repo).
         if nodes == 1 && ready > 0 { return true }
+        // The claims as counted at this wake-up, with this machine's claims since: a herd's
+        // slots woke together, and a listing each (16 a node) was the largest per-node cost.
+        // The bytes rule below needs every claim's part: it lists afresh.
+        if let epoch, let counted = readyView?.claims(at: epoch) {
+            guard ClaimPolicy.withinCountShare(counted, ready: ready, liveNodes: nodes) else { return false }
+            if counted.mine == 0 || ready >= nodes { return true }
+        }
         guard let claims = spool.claims() else { return true }
         // While more ranges are ready than there are nodes, every claim counts as a whole range
         // (a listing of the claims); the bytes each claim still has to come (a listing of tmp/
         // and a look at each part) matter only at the end of a file, and only to a node still
         // within its share by count.
         let counts = Spool.claimCounts(claims)
+        if let epoch {
+            readyView?.noteClaims(ClaimCount(total: claims.count, mine: counts[settings.node]?.count ?? 0), at: epoch)
+        }
         guard ClaimPolicy.withinCountShare(node: settings.node, ready: ready, loads: counts, liveNodes: nodes) else { return false }
         // A node holding no claim is the least loaded whatever the others' bytes (`mayClaim`):
         // the nodes that only wait in a herd look at no part.

@@ -28,9 +28,14 @@ public enum ClaimPolicy {
     /// The first rule of `mayClaim` alone, which needs the claims' count only (no look at their
     /// bytes): the node's claims are fewer than its share by count.
     public static func withinCountShare(node: String, ready: Int, loads: [String: [Double]], liveNodes: Int) -> Bool {
+        withinCountShare(ClaimCount(total: loads.values.reduce(0) { $0 + $1.count }, mine: (loads[node] ?? []).count),
+                         ready: ready, liveNodes: liveNodes)
+    }
+
+    /// The first rule from counts alone: `claims.mine` is fewer than ceil((ready + claims.total) / nodes).
+    public static func withinCountShare(_ claims: ClaimCount, ready: Int, liveNodes: Int) -> Bool {
         let nodes = max(1, liveNodes)
-        let claimed = loads.values.reduce(0) { $0 + $1.count }
-        return (loads[node] ?? []).count < max(1, (ready + claimed + nodes - 1) / nodes)
+        return claims.mine < max(1, (ready + claims.total + nodes - 1) / nodes)
     }
 
     /// Whether a duplicate of a claim with `remaining` of its `length` bytes to come would be

@@ -17,6 +17,11 @@
 // a repo of ten thousand small files planned at once would otherwise make every claim parse and
 // write ten thousand names (quadratic in the files; scenario 8 of docs/benchmarks.md). When the
 // kept jobs are all taken while others were listed, the record is stale and one process lists again.
+//
+// The record also carries the claims a node's fair share is judged by, once one slot listed
+// `jobs/claimed` at the record's epoch (`noteClaims`): every claim, and this node's. A claim this
+// machine makes (`taken`) or ends (`claimEnded`) is counted in or out, so the slots woken by one
+// change list the claims once between them, not once per claim.
 import Foundation
 import ModelCache
 import SharedFiles
@@ -27,6 +32,9 @@ public struct ReadyListing: Sendable, Equatable {
     public var names: [String]
     /// Every job listed, less those taken since (the node's fair share counts them all).
     public var count: Int
+    /// The claims counted at this epoch (one listing of `jobs/claimed` for the machine), with
+    /// this machine's claims made and ended since; nil until a slot listed them.
+    public var claims: ClaimCount?
 
     /// The listing of `all` (sorted), keeping the jobs a scan tries first.
     public init(_ all: [String]) {
@@ -44,9 +52,22 @@ public struct ReadyListing: Sendable, Equatable {
         names = Array((firsts + later).prefix(ReadyView.kept))
     }
 
-    init(names: [String], count: Int) {
+    init(names: [String], count: Int, claims: ClaimCount? = nil) {
         self.names = names
         self.count = count
+        self.claims = claims
+    }
+}
+
+/// The claims a node's fair share is judged by (`ClaimPolicy.withinCountShare`): all of them,
+/// and this node's.
+public struct ClaimCount: Sendable, Equatable {
+    public var total: Int
+    public var mine: Int
+
+    public init(total: Int, mine: Int) {
+        self.total = total
+        self.mine = mine
     }
 }
 
@@ -55,6 +76,8 @@ public struct ReadyView: Sendable {
     let epochPath: String
     /// Held (flock, this machine only) by the one process listing `jobs/ready` for the others.
     let listerPath: String
+    /// Held (flock, this machine only) by the one slot of the machine claiming now.
+    let claimerPath: String
     let directory: String
     let live: LiveProgress
     /// A listing older than this is listed again even when no wake-up said it changed: the
@@ -72,6 +95,17 @@ public struct ReadyView: Sendable {
         recordPath = live.directory + "/.ready"
         epochPath = live.directory + "/.ready-epoch"
         listerPath = live.directory + "/.ready-lister"
+        claimerPath = live.directory + "/.ready-claimer"
+    }
+
+    /// Runs `body` (a slot's look for a job to claim) while no other slot of this machine runs
+    /// its own: each then tries jobs the one before did not take (`taken` drops them from the
+    /// listing), where slots of several processes scanning one listing at once raced each other
+    /// for the same jobs (a lost race is a touch and a rename of a name that is gone, at the
+    /// file server). Without the lock, `body` runs unlocked: it only saves races.
+    public func oneClaimAtATime<T>(_ body: () -> T) -> T {
+        guard live.prepare() else { return body() }
+        return MachineFiles.oneAtATime(claimerPath, body)
     }
 
     /// The epoch now (nil when the counter cannot be opened: then nothing is shared). A counter
@@ -124,21 +158,26 @@ public struct ReadyView: Sendable {
     /// The shared record as written: its tag, when it was listed, and the names; nil when there
     /// is none or it is not one of ours (only this account can write the folder, LiveProgress
     /// checks it, but a name that is not a job's still means the record was not written here).
-    /// The header is `<tag> <listedAt> <count>` (a record without the count, of an older build,
-    /// counts its names).
+    /// The header is `<tag> <listedAt> <count>`, then `<claims> <this node's claims>` once a
+    /// slot counted them (a record without the count, of an older build, counts its names).
     private func record() -> (tag: UInt64, listedAt: UInt64, listing: ReadyListing)? {
         guard let data = FileManager.default.contents(atPath: recordPath),
               let text = String(data: data, encoding: .utf8) else { return nil }
         var lines = text.split(separator: "\n", omittingEmptySubsequences: false)
         guard let header = lines.first else { return nil }
         let fields = header.split(separator: " ")
-        guard fields.count == 2 || fields.count == 3, let tag = UInt64(fields[0]), let at = UInt64(fields[1]) else { return nil }
+        guard (2...5).contains(fields.count), fields.count != 4, let tag = UInt64(fields[0]), let at = UInt64(fields[1]) else { return nil }
         lines.removeFirst()
         let names = lines.filter { !$0.isEmpty }.map(String.init)
         guard names.allSatisfy(ReadyView.looksLikeJob) else { return nil }
-        let count = fields.count == 3 ? Int(fields[2]) : names.count
+        let count = fields.count >= 3 ? Int(fields[2]) : names.count
         guard let count, count >= names.count else { return nil }
-        return (tag, at, ReadyListing(names: names, count: count))
+        var claims: ClaimCount?
+        if fields.count == 5 {
+            guard let total = Int(fields[3]), let mine = Int(fields[4]), total >= mine, mine >= 0 else { return nil }
+            claims = ClaimCount(total: total, mine: mine)
+        }
+        return (tag, at, ReadyListing(names: names, count: count, claims: claims))
     }
 
     /// Whether a record's line can be a job's name (`<24 hex>.<digits>`), judged on its bytes: a
@@ -164,7 +203,8 @@ public struct ReadyView: Sendable {
         write(ReadyListing(names), at: epoch, listedAt: MonotonicClock.nanoseconds())
     }
 
-    /// This process claimed `name`: the shared listing no longer offers it to the others.
+    /// This process claimed `name`: the shared listing no longer offers it to the others, and
+    /// the claims counted at this epoch count it (this node's share).
     public func taken(_ name: String, at epoch: UInt64) {
         _ = withCounter(exclusive: true) { current -> UInt64 in
             guard current == epoch, let record = self.record(), record.tag == epoch,
@@ -172,7 +212,43 @@ public struct ReadyView: Sendable {
             var listing = record.listing
             listing.names.remove(at: at)
             listing.count -= 1
+            listing.claims?.total += 1
+            listing.claims?.mine += 1
             self.write(listing, at: epoch, listedAt: record.listedAt)
+            return current
+        }
+    }
+
+    /// The claims counted at `epoch` (`noteClaims`, then this machine's claims made and ended
+    /// since), while the listing made at that epoch is current; nil otherwise: list them.
+    public func claims(at epoch: UInt64) -> ClaimCount? {
+        names(at: epoch)?.claims
+    }
+
+    /// One slot listed `jobs/claimed` at `epoch`: the other slots of the machine judge their
+    /// node's share by this count until the epoch moves (one listing per wake-up for the
+    /// machine, not one per claim), each claim of this machine counted in by `taken`.
+    public func noteClaims(_ claims: ClaimCount, at epoch: UInt64) {
+        _ = withCounter(exclusive: true) { current -> UInt64 in
+            guard current == epoch, let record = self.record(), record.tag == epoch else { return current }
+            var listing = record.listing
+            listing.claims = claims
+            self.write(listing, at: epoch, listedAt: record.listedAt)
+            return current
+        }
+    }
+
+    /// A claim of this machine ended (its part published, or the range given back or failed):
+    /// the current count no longer counts it, so the node's share has room again without a
+    /// listing (the epoch does not move for it).
+    public func claimEnded() {
+        _ = withCounter(exclusive: true) { current -> UInt64 in
+            guard let record = self.record(), record.tag == current, var claims = record.listing.claims else { return current }
+            claims.total = max(0, claims.total - 1)
+            claims.mine = max(0, claims.mine - 1)
+            var listing = record.listing
+            listing.claims = claims
+            self.write(listing, at: current, listedAt: record.listedAt)
             return current
         }
     }
@@ -182,6 +258,7 @@ public struct ReadyView: Sendable {
         unlink(recordPath)
         unlink(epochPath)
         unlink(listerPath)
+        unlink(claimerPath)
         // And what a process killed while writing the record left (`.ready.<pid>.<thread>`).
         for name in (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? [] where name.hasPrefix(".ready.") {
             unlink(directory + "/" + name)
@@ -190,7 +267,8 @@ public struct ReadyView: Sendable {
 
     private func write(_ listing: ReadyListing, at epoch: UInt64, listedAt: UInt64) {
         guard live.prepare() else { return }
-        MachineFiles.replace(recordPath, with: "\(epoch) \(listedAt) \(listing.count)\n" + listing.names.map { $0 + "\n" }.joined())
+        let claims = listing.claims.map { " \($0.total) \($0.mine)" } ?? ""
+        MachineFiles.replace(recordPath, with: "\(epoch) \(listedAt) \(listing.count)\(claims)\n" + listing.names.map { $0 + "\n" }.joined())
     }
 
     /// Runs `body` on the counter under its lock and stores what it returns when `exclusive`.

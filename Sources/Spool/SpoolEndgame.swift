@@ -30,11 +30,16 @@ extension Spool {
             return (nil, false, held, holders)
         }
         guard lookFurther(holders) else { return (nil, true, held, holders) }
-        guard let raced = SharedFS.names(layout.path(.endgame)).map(Set.init),
-              let temps = SharedFS.names(layout.path(.tmp)) else { return (nil, true, held, holders) }
         var perNode: [String: Int] = [:]
         for claim in claims { perNode[claim.holder.node, default: 0] += 1 }
         let mine = perNode[owner.node] ?? 0
+        // Only a node holding more claims than this one is raced (below): when none does, the
+        // claims' listing has said it all, and `endgame/`, `tmp/` and every claim's part are not
+        // looked at (in a herd every node holds its even share: each holder's look was a listing
+        // of three folders and a stat of every claim's part, on every wake-up).
+        guard perNode.contains(where: { $0.key != owner.node && $0.value > mine }) else { return (nil, true, held, holders) }
+        guard let raced = SharedFS.names(layout.path(.endgame)).map(Set.init),
+              let temps = SharedFS.names(layout.path(.tmp)) else { return (nil, true, held, holders) }
         // Bytes still to come of each node's ranges in flight: its claims, and this node's
         // duplicates (its temp parts of raced jobs it holds no claim of).
         var inFlight: [String: [Int64]] = [:]

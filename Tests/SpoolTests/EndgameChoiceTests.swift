@@ -62,4 +62,25 @@ final class EndgameChoiceTests: ScratchDirectoryTestCase {
         usleep(400_000)
         XCTAssertEqual(spool.laggingClaim(stalledAfter: 0.3)?.job, plan.jobName(0), "no byte for 0.4 s: stalled")
     }
+
+    /// Only a node holding more claims than this one is raced: a node holding as many as any other
+    /// (a herd's even shares) learns all it needs from the claims' listing, and lists neither
+    /// `tmp/` nor `endgame/` (nor looks at any claim's part).
+    func testANodeHoldingAsManyClaimsAsAnyOtherLooksNoFurtherThanTheClaims() throws {
+        let spool = try Spool(base: base, node: "node1", lease: 30)
+        let plan = try planned(spool, ranges: 8)
+        for (i, left) in [0.9, 0.9].enumerated() { try claim(spool, plan, i, node: "node2", pid: 100 + i, left: left) }
+        for (i, left) in [0.1, 0.2].enumerated() { try claim(spool, plan, 2 + i, node: "node1", pid: 200 + i, left: left) }
+        let temps = try FolderOpenCounter(spool.layout.path(.tmp))
+        let raced = try FolderOpenCounter(spool.layout.path(.endgame))
+        let look = spool.endgameLook()
+        XCTAssertNil(look.lagging)
+        XCTAssertTrue(look.othersHoldClaims)
+        XCTAssertEqual(temps.take() + raced.take(), 0, "two claims against two: no look past the claims")
+        // Node2 takes a third range: node1 now holds fewer, and looks at the parts.
+        try claim(spool, plan, 4, node: "node2", pid: 104, left: 0.9)
+        _ = spool.endgameLook()
+        XCTAssertEqual(temps.take(), 1)
+        XCTAssertEqual(raced.take(), 1)
+    }
 }
