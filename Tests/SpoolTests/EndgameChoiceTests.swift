@@ -67,7 +67,7 @@ final class EndgameChoiceTests: ScratchDirectoryTestCase {
     /// (a herd's even shares) learns all it needs from the claims' listing, and lists neither
     /// `tmp/` nor `endgame/` (nor looks at any claim's part).
     func testANodeHoldingAsManyClaimsAsAnyOtherLooksNoFurtherThanTheClaims() throws {
-        let spool = try Spool(base: base, node: "node1", lease: 30)
+        let spool = try Spool(base: scratch, node: "node1", lease: 30)
         let plan = try planned(spool, ranges: 8)
         for (i, left) in [0.9, 0.9].enumerated() { try claim(spool, plan, i, node: "node2", pid: 100 + i, left: left) }
         for (i, left) in [0.1, 0.2].enumerated() { try claim(spool, plan, 2 + i, node: "node1", pid: 200 + i, left: left) }
