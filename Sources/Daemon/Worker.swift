@@ -204,7 +204,10 @@ public final class Worker: @unchecked Sendable {
 
     private func work(_ claim: ClaimedJob, fetcher: SlotFetchers, shouldStop: @escaping @Sendable () -> Bool) {
         let plan = claim.plan
-        let temp = spool.partTempPath(claim)
+        // The range is written straight into the staging file where it can be (its part is then
+        // a record of the bytes in place, not a copy of them); else into a part of its own.
+        let staged = self.spool.openStagedRange(claim)
+        let temp = staged.map { self.spool.partTempPath(claim, staged: $0) } ?? self.spool.partTempPath(claim)
         let range = plan.range(claim.index)
         var lastRefresh = Date()
         var lastLook = Date()
@@ -219,13 +222,13 @@ public final class Worker: @unchecked Sendable {
             let repo = try RepoID(plan.repo)
             let fetcher = try fetcher.fetcher(for: plan.endpoint)
             // A part a killed claimant of this range left behind is adopted: only its tail is fetched.
-            let adopted = spool.adoptPart(claim, as: temp, rangeLength: range.end - range.start + 1)
+            let adopted = spool.adoptPart(claim, as: temp, rangeLength: range.end - range.start + 1, stagingTag: staged?.record.tag)
             if adopted > 0 { log("\(plan.file.path) part \(claim.index): adopted \(adopted) bytes a gone worker left") }
             // The lease is refreshed while the fetch runs (as bytes arrive, and at least once a
             // second while none do: a server's pause is a live fetch); a claim that was revoked
             // meanwhile (this worker looked dead) makes the worker give the range up.
             try fetcher.fetch(plan.file, repo: repo, commit: plan.commit, start: range.start, end: range.end, into: temp,
-                              resumeFrom: adopted, sync: false, onProgress: { held in
+                              staging: staged?.fd, resumeFrom: adopted, sync: false, onProgress: { held in
                                   entry?.update(held)
                                   if Date().timeIntervalSince(lastRefresh) >= LeaseJudge.refreshInterval(lease: lease) {
                                       lastRefresh = Date()
@@ -237,15 +240,16 @@ public final class Worker: @unchecked Sendable {
                                       if spool.duplicateIsMoot(claim) { revoked = true }
                                   }
                               }, isCancelled: { revoked || shouldStop() })
-            // Publish after durable: the part is synced and renamed into parts/ on the publisher
-            // queue while this worker goes back to fetching. Splicing is left to the supervisor
+            // Publish after durable: the part (or, in place, the staging file) is synced and the
+            // part linked into parts/ on the publisher queue while this worker goes back to fetching. Splicing is left to the supervisor
             // (woken by the part's arrival); any other process may splice it too.
             let log = self.log
             handedToPublisher = true
             publisher.async {
                 defer { entry?.remove() }
                 do {
-                    let won = try spool.syncAndPublishPart(temp, for: claim)
+                    let won = try staged.map { try spool.publishStagedRange($0, progress: temp, for: claim) }
+                        ?? spool.syncAndPublishPart(temp, for: claim)
                     self.wakeup.broadcast(shareOnly: true)
                     let bytes = range.end - range.start + 1
                     if claim.duplicateOf != nil {

@@ -22,7 +22,7 @@ public final class StagingFile: @unchecked Sendable {
     let descriptor: StagingDescriptor
     /// The staging file's inode when opened: finalize renames only this file, never one that
     /// replaced it at the same path.
-    let inode: UInt64
+    public let inode: UInt64
     let lock = NSLock()
     var record: Sidecar
     var hasher: SHA256
@@ -92,6 +92,9 @@ public final class StagingFile: @unchecked Sendable {
         self.inode = UInt64(st.st_ino)
         isRemote = FilesystemKind.isRemote(fileDescriptor: fd)
         var record = kept ?? wanted
+        // A file started afresh gets a new tag (a kept record keeps its own, or has none: an
+        // older sidecar's ranges come as parts until the file is started over).
+        if kept == nil { record.stagingTag = StagingFile.newStagingTag() }
         let count = rangeCount
         let synced = record.trustHeads(rangeCount: count, size: file.size, boot: BootIdentity.id)
         var hasher = SHA256()
@@ -113,6 +116,14 @@ public final class StagingFile: @unchecked Sendable {
             // range is done), the next call finds the staging file it belongs to and keeps it.
             try persist()
         }
+    }
+
+    /// The random tag the sidecar gives this staging file (nil: an older sidecar gave none).
+    public var stagingTag: String? { lock.withLock { record.stagingTag } }
+
+    static func newStagingTag() -> String {
+        var generator = SystemRandomNumberGenerator()
+        return (0..<2).map { _ in String(generator.next() as UInt64, radix: 16) }.joined(separator: "-")
     }
 
     /// The done ranges of the last record written after a sync of the staging file.

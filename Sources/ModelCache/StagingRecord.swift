@@ -53,7 +53,11 @@ extension StagingFile {
 
     /// Feeds the hash with the bytes that are now contiguous from the start (read back from the
     /// page cache), so verification at the end has little left to do.
-    public func advanceHash() throws {
+    ///
+    /// `afresh`: read through a descriptor opened now (and only if it is still this staging
+    /// file), not the one held: ranges another process wrote in place since are read as the
+    /// file server has them (a network filesystem revalidates its cache at open: close-to-open).
+    public func advanceHash(afresh: Bool = false) throws {
         guard file.sha256 != nil else { return }
         let (from, to, current) = lock.withLock {
             (record.hashedBytes,
@@ -61,7 +65,19 @@ extension StagingFile {
         }
         guard to > from else { return }
         var h = current
-        try descriptor.borrow { try h.update(fileDescriptor: $0, path: dataURL.path, from: from, to: to) }
+        if afresh {
+            let path = dataURL.path
+            let fd = SharedFS.retry { open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC) }
+            guard fd >= 0 else { throw CacheError.io(path: path, operation: "open to hash", errno: errno) }
+            defer { close(fd) }
+            var st = stat()
+            guard fstat(fd, &st) == 0, UInt64(st.st_ino) == inode else {
+                throw CacheError.io(path: path, operation: "hash (it was replaced)", errno: ESTALE)
+            }
+            try h.update(fileDescriptor: fd, path: path, from: from, to: to)
+        } else {
+            try descriptor.borrow { try h.update(fileDescriptor: $0, path: dataURL.path, from: from, to: to) }
+        }
         lock.withLock {
             if record.hashedBytes == from {  // nobody reset us meanwhile
                 hasher = h

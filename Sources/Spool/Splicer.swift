@@ -143,6 +143,8 @@ public struct Splicer: Sendable {
         /// opens get jobs after it.
         var judged: [String] = []
         var reopened: [Int] = []
+        /// A range written in place was taken in: the hash reads the staging file opened afresh.
+        var inPlace = false
 
         init(plan: PlannedFile, staging: StagingFile, settled: Double) {
             self.plan = plan
@@ -188,6 +190,14 @@ public struct Splicer: Sendable {
         let staging = pass.staging
         let part = spool.partPath(plan, index)
         if pass.done.contains(index) { pass.listed.append(part); return false }
+        switch StagedRangeRecord.look(at: part) {
+        case .found(let record?):
+            return foldIn(record, part: part, index: index, into: &pass)
+        case .unknown:
+            return false  // not read now: kept for a later pass
+        case .found(nil), .absent:
+            break  // a part holding its range's bytes (or gone meanwhile: the copy below fails and keeps nothing)
+        }
         do {
             if staging.isRepairing {
                 let changed = try staging.spliceComparing(partAt: part, index: index)
@@ -215,6 +225,26 @@ public struct Splicer: Sendable {
         return false
     }
 
+    /// Takes in a range a worker wrote in place: nothing is copied; the range is marked done and
+    /// the hash goes on over the staging file, opened afresh now that the record was seen (a
+    /// network filesystem's client then serves what the writer synced before it published). A
+    /// record that does not name this staging file (its tag and inode: the file was started over
+    /// since), or one under repair (whose ranges come as parts, to be compared), is dropped, and a
+    /// range not done is fetched again.
+    private func foldIn(_ record: StagedRangeRecord, part: String, index: Int, into pass: inout SplicePass) -> Bool {
+        let staging = pass.staging
+        guard !staging.isRepairing, record.names(staging, index: index) else {
+            unlink(part)
+            if !staging.isRepairing { spool.addJobs(pass.plan, indices: [index]) }
+            return false
+        }
+        staging.markDone(index)
+        pass.spliced += 1
+        pass.inPlace = true
+        try? staging.advanceHash(afresh: true)
+        return true
+    }
+
     /// Copies in the unfinished parts of ranges whose workers are gone and records each as its
     /// range's `partial`; true when any was.
     private func salvageTempParts(_ plan: PlannedFile, _ staging: StagingFile) -> Bool {
@@ -222,6 +252,15 @@ public struct Splicer: Sendable {
         let finished = staging.doneRanges
         for index in 0..<plan.rangeCount where !finished.contains(index) && spool.hasPart(plan, index) == false {
             let r = staging.range(index)
+            // A range a gone worker of this node wrote in place into this very staging file: its
+            // bytes are there already (in this machine's page cache, synced by the record's write).
+            if let tag = staging.stagingTag,
+               let gone = spool.goneParts(of: plan.jobName(index), rangeLength: r.end - r.start + 1, stagingTag: tag),
+               gone.size > staging.partialBytes(index) {
+                staging.recordPartial(index, bytes: gone.size)
+                salvaged = true
+                continue
+            }
             guard let gone = spool.goneParts(of: plan.jobName(index), rangeLength: r.end - r.start + 1),
                   gone.size > staging.partialBytes(index),
                   let copied = try? staging.splicePrefix(partAt: gone.path, index: index), copied > 0 else { continue }
@@ -240,7 +279,7 @@ public struct Splicer: Sendable {
         guard (salvaged || pass.spliced > 0) && (!staging.isFullyDone || staging.isRepairing) else { return }
         let wait = pass.settled - ProcessInfo.processInfo.systemUptime
         if wait > 0 { Thread.sleep(forTimeInterval: wait) }
-        if pass.spliced > 0 { try staging.advanceHash() }
+        if pass.spliced > 0 { try staging.advanceHash(afresh: pass.inPlace) }
         try staging.persist()  // synced before recorded; durable before the parts go (at the next pass)
     }
 
