@@ -126,6 +126,9 @@ public final class StagingFile: @unchecked Sendable {
         return (0..<2).map { _ in String(generator.next() as UInt64, radix: 16) }.joined(separator: "-")
     }
 
+    /// Set once ranges written in place by other processes were taken in (`readAfreshFromNowOn`).
+    var readsAfreshFlag = false
+
     /// The done ranges of the last record written after a sync of the staging file.
     var durableDone: [Int] = []
 

@@ -53,11 +53,9 @@ extension StagingFile {
 
     /// Feeds the hash with the bytes that are now contiguous from the start (read back from the
     /// page cache), so verification at the end has little left to do.
-    ///
-    /// `afresh`: read through a descriptor opened now (and only if it is still this staging
-    /// file), not the one held: ranges another process wrote in place since are read as the
-    /// file server has them (a network filesystem revalidates its cache at open: close-to-open).
-    public func advanceHash(afresh: Bool = false) throws {
+    /// Once ranges other processes wrote in place were taken in (`readAfreshFromNowOn`), through a
+    /// descriptor opened now: they are read as the file server has them.
+    public func advanceHash() throws {
         guard file.sha256 != nil else { return }
         let (from, to, current) = lock.withLock {
             (record.hashedBytes,
@@ -65,16 +63,8 @@ extension StagingFile {
         }
         guard to > from else { return }
         var h = current
-        if afresh {
-            let path = dataURL.path
-            let fd = SharedFS.retry { open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC) }
-            guard fd >= 0 else { throw CacheError.io(path: path, operation: "open to hash", errno: errno) }
-            defer { close(fd) }
-            var st = stat()
-            guard fstat(fd, &st) == 0, UInt64(st.st_ino) == inode else {
-                throw CacheError.io(path: path, operation: "hash (it was replaced)", errno: ESTALE)
-            }
-            try h.update(fileDescriptor: fd, path: path, from: from, to: to)
+        if readsAfresh {
+            try readingAfresh { try h.update(fileDescriptor: $0, path: dataURL.path, from: from, to: to) }
         } else {
             try descriptor.borrow { try h.update(fileDescriptor: $0, path: dataURL.path, from: from, to: to) }
         }
@@ -84,6 +74,28 @@ extension StagingFile {
                 record.hashedBytes = to
             }
         }
+    }
+
+    /// Ranges other processes wrote in place were taken in (a splicer folded in their records):
+    /// from now on every read of the staging file (the hash, the finalize's check) goes through a
+    /// descriptor opened afresh, not the one held since before those ranges were written.
+    public func readAfreshFromNowOn() { lock.withLock { readsAfreshFlag = true } }
+
+    var readsAfresh: Bool { lock.withLock { readsAfreshFlag } }
+
+    /// Runs `body` with a read-only descriptor of the staging file opened now, when it is still
+    /// the file this object opened (its inode): a network filesystem's client revalidates its
+    /// cache at open, so ranges another client wrote, synced and closed are read as written.
+    func readingAfresh<T>(_ body: (Int32) throws -> T) throws -> T {
+        let path = dataURL.path
+        let fd = SharedFS.retry { open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC) }
+        guard fd >= 0 else { throw CacheError.io(path: path, operation: "open to read", errno: errno) }
+        defer { close(fd) }
+        var st = stat()
+        guard fstat(fd, &st) == 0, UInt64(st.st_ino) == inode else {
+            throw CacheError.io(path: path, operation: "read (it was replaced)", errno: ESTALE)
+        }
+        return try body(fd)
     }
 
     /// Makes the done ranges durable, then records them (fdatasync before the sidecar rename).

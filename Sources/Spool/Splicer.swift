@@ -143,8 +143,6 @@ public struct Splicer: Sendable {
         /// opens get jobs after it.
         var judged: [String] = []
         var reopened: [Int] = []
-        /// A range written in place was taken in: the hash reads the staging file opened afresh.
-        var inPlace = false
 
         init(plan: PlannedFile, staging: StagingFile, settled: Double) {
             self.plan = plan
@@ -239,9 +237,9 @@ public struct Splicer: Sendable {
             return false
         }
         staging.markDone(index)
+        staging.readAfreshFromNowOn()
         pass.spliced += 1
-        pass.inPlace = true
-        try? staging.advanceHash(afresh: true)
+        try? staging.advanceHash()
         return true
     }
 
@@ -279,7 +277,7 @@ public struct Splicer: Sendable {
         guard (salvaged || pass.spliced > 0) && (!staging.isFullyDone || staging.isRepairing) else { return }
         let wait = pass.settled - ProcessInfo.processInfo.systemUptime
         if wait > 0 { Thread.sleep(forTimeInterval: wait) }
-        if pass.spliced > 0 { try staging.advanceHash(afresh: pass.inPlace) }
+        if pass.spliced > 0 { try staging.advanceHash() }
         try staging.persist()  // synced before recorded; durable before the parts go (at the next pass)
     }
 
