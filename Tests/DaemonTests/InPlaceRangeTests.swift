@@ -93,6 +93,28 @@ final class InPlaceRangeTests: DaemonTestCase {
         XCTAssertFalse(contents(daemon.log).contains("adopted"), "nothing was adopted:\n\(contents(daemon.log))")
     }
 
+    /// A byte flipped on the way into a range written in place: the file does not verify, and its
+    /// repair fetches the suspect ranges again as parts (compared with the staged bytes, never
+    /// written in place), which heals it. The repair looks in file order, one range at a time here,
+    /// so the ranges up to the bad one are fetched twice, none after it.
+    func testAByteFlippedInARangeWrittenInPlaceIsRepairedByFetchingItsRangeAgain() throws {
+        let size = 2 << 20  // 8 ranges of 256 KiB: a repair window of 1
+        let rangeSize = 256 << 10
+        try TestHub.generateRepo(root: root, repo: repo, files: [path: size])
+        let bad = 5 * rangeSize + 1234
+        hub.setFault(.flipByte(offset: bad, times: 1), for: file)
+        let daemon = try startDaemon(workers: 2)
+        let client = try speech(["download", repo, "--cache-base", base], hint: "download")
+        XCTAssertTrue(waitForExit(client.process, timeout: 40), "the download finished: \(contents(client.stderr))")
+        XCTAssertEqual(client.process.terminationStatus, 0, "\(contents(client.stderr))\n\(contents(daemon.log))")
+        try assertSameBytes(repo, path)
+        let served = hub.bodyBytes(for: file)
+        XCTAssertGreaterThan(served, size, "the bad range was fetched again")
+        XCTAssertLessThanOrEqual(served, size + 6 * rangeSize, "ranges were fetched again only up to the bad one")
+        let badRange = 5 * rangeSize ..< 6 * rangeSize
+        XCTAssertGreaterThanOrEqual(hub.servedRanges(for: file).filter { $0.overlaps(badRange) }.count, 2)
+    }
+
     /// Resolves the repo, writes its request and plans it as a supervisor would (no daemon runs).
     private func planByHand(rangeSize: Int) throws -> (Spool, PlannedFile) {
         let env = environment()
