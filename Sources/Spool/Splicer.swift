@@ -251,7 +251,8 @@ public struct Splicer: Sendable {
         for index in 0..<plan.rangeCount where !finished.contains(index) && spool.hasPart(plan, index) == false {
             let r = staging.range(index)
             // A range a gone worker of this node wrote in place into this very staging file: its
-            // bytes are there already (in this machine's page cache, synced by the record's write).
+            // bytes are there already (in this machine's page cache; this pass's record syncs the
+            // staging file before its sidecar lists them).
             if let tag = staging.stagingTag,
                let gone = spool.goneParts(of: plan.jobName(index), rangeLength: r.end - r.start + 1, stagingTag: tag),
                gone.size > staging.partialBytes(index) {
