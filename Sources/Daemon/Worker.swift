@@ -27,6 +27,15 @@ public final class Worker: @unchecked Sendable {
     /// This process makes the node's timed endgame looks (a worker started without a supervisor,
     /// as tests do, does).
     private let timedEndgameLooks: Bool
+    /// Set (to 1) to write ranges straight into the staging file on a network or FUSE filesystem
+    /// too (docs/protocol.md, "Ranges written in place").
+    public static let rangesInPlaceVariable = "SPEECH_FETCH_RANGES_IN_PLACE"
+    /// Ranges are written in place: where this node sees every writer (a local disk: one page
+    /// cache, so what a splicer reads after a record is what the writer wrote), or where asked
+    /// for. On a shared filesystem a splicing node's client may serve pages it read ahead before
+    /// another node wrote them (GlusterFS: a checksum mismatch in cluster-test D), so ranges come
+    /// as parts there unless asked for.
+    private let writesInPlace: Bool
 
     /// Where idle slots sleep: woken by inotify, the wake word, or a part this process published
     /// (its claim is gone, so this node's share has room again).
@@ -47,6 +56,7 @@ public final class Worker: @unchecked Sendable {
         let settings = DownloadSettings.fromEnvironment(environment)
         self.settings = settings
         (spool, sharing) = try Spool.served(base: cacheBase, settings: settings)
+        writesInPlace = sharing.seesAllWriters || environment[Worker.rangesInPlaceVariable] == "1"
         spool.targets = RequestTargets.daemon(base: cacheBase, environment: environment)
         spool.endpoints = EndpointPolicy.daemon(environment: environment)
         live = LiveProgress(spool: spool)
@@ -206,7 +216,7 @@ public final class Worker: @unchecked Sendable {
         let plan = claim.plan
         // The range is written straight into the staging file where it can be (its part is then
         // a record of the bytes in place, not a copy of them); else into a part of its own.
-        let staged = self.spool.openStagedRange(claim)
+        let staged = writesInPlace ? self.spool.openStagedRange(claim) : nil
         let temp = staged.map { self.spool.partTempPath(claim, staged: $0) } ?? self.spool.partTempPath(claim)
         let range = plan.range(claim.index)
         var lastRefresh = Date()
