@@ -35,7 +35,7 @@ public final class StagingFile: @unchecked Sendable {
     public let openedFromRecord: Bool
     var merging: Bool
     /// Whether the staging file is on a network or FUSE filesystem (how parts are spliced in).
-    let isRemote: Bool
+    public let isRemote: Bool
 
     /// Opens (or creates) the staging file for `file`, keeping prior progress only when its sidecar
     /// matches this transfer. Returns with the ranges already done.
