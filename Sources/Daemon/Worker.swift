@@ -27,6 +27,15 @@ public final class Worker: @unchecked Sendable {
     /// This process makes the node's timed endgame looks (a worker started without a supervisor,
     /// as tests do, does).
     private let timedEndgameLooks: Bool
+    /// Set (to 1) to write ranges straight into the staging file on a network or FUSE filesystem
+    /// too (docs/protocol.md, "Ranges written in place").
+    public static let rangesInPlaceVariable = "SPEECH_FETCH_RANGES_IN_PLACE"
+    /// Ranges are written in place: where this node sees every writer (a local disk: one page
+    /// cache, so what a splicer reads after a record is what the writer wrote), or where asked
+    /// for. On a shared filesystem a splicing node's client may serve pages it read ahead before
+    /// another node wrote them (GlusterFS: a checksum mismatch in cluster-test D), so ranges come
+    /// as parts there unless asked for.
+    private let writesInPlace: Bool
 
     /// Where idle slots sleep: woken by inotify, the wake word, or a part this process published
     /// (its claim is gone, so this node's share has room again).
@@ -47,6 +56,7 @@ public final class Worker: @unchecked Sendable {
         let settings = DownloadSettings.fromEnvironment(environment)
         self.settings = settings
         (spool, sharing) = try Spool.served(base: cacheBase, settings: settings)
+        writesInPlace = sharing.seesAllWriters || environment[Worker.rangesInPlaceVariable] == "1"
         spool.targets = RequestTargets.daemon(base: cacheBase, environment: environment)
         spool.endpoints = EndpointPolicy.daemon(environment: environment)
         live = LiveProgress(spool: spool)
@@ -208,7 +218,10 @@ public final class Worker: @unchecked Sendable {
             workXet(claim, fetcher: fetcher, shouldStop: shouldStop)
             return
         }
-        let temp = spool.partTempPath(claim)
+        // The range is written straight into the staging file where it can be (its part is then
+        // a record of the bytes in place, not a copy of them); else into a part of its own.
+        let staged = writesInPlace ? self.spool.openStagedRange(claim) : nil
+        let temp = staged.map { self.spool.partTempPath(claim, staged: $0) } ?? self.spool.partTempPath(claim)
         let range = plan.range(claim.index)
         var lastRefresh = Date()
         var lastLook = Date()
@@ -227,13 +240,13 @@ public final class Worker: @unchecked Sendable {
             let repo = try RepoID(plan.repo)
             let fetcher = try fetcher.fetcher(for: plan.endpoint)
             // A part a killed claimant of this range left behind is adopted: only its tail is fetched.
-            let adopted = spool.adoptPart(claim, as: temp, rangeLength: range.end - range.start + 1)
+            let adopted = spool.adoptPart(claim, as: temp, rangeLength: range.end - range.start + 1, stagingTag: staged?.record.tag)
             if adopted > 0 { log("\(plan.file.path) part \(claim.index): adopted \(adopted) bytes a gone worker left") }
             // The lease is refreshed while the fetch runs (as bytes arrive, and at least once a
             // second while none do: a server's pause is a live fetch); a claim that was revoked
             // meanwhile (this worker looked dead) makes the worker give the range up.
             try fetcher.fetch(plan.file, repo: repo, commit: plan.commit, start: range.start, end: range.end, into: temp,
-                              resumeFrom: adopted, sync: false, onProgress: { held in
+                              staging: staged?.fd, resumeFrom: adopted, sync: false, onProgress: { held in
                                   entry?.update(held)
                                   if Date().timeIntervalSince(lastRefresh) >= LeaseJudge.refreshInterval(lease: lease) {
                                       lastRefresh = Date()
@@ -245,15 +258,16 @@ public final class Worker: @unchecked Sendable {
                                       if spool.duplicateIsMoot(claim) { revoked = true }
                                   }
                               }, isCancelled: { revoked || shouldStop() })
-            // Publish after durable: the part is synced and renamed into parts/ on the publisher
-            // queue while this worker goes back to fetching. Splicing is left to the supervisor
+            // Publish after durable: the part (or, in place, the staging file) is synced and the
+            // part linked into parts/ on the publisher queue while this worker goes back to fetching. Splicing is left to the supervisor
             // (woken by the part's arrival); any other process may splice it too.
             let log = self.log
             handedToPublisher = true
             publisher.async {
                 defer { entry?.remove() }
                 do {
-                    let won = try spool.syncAndPublishPart(temp, for: claim)
+                    let won = try staged.map { try spool.publishStagedRange($0, progress: temp, for: claim) }
+                        ?? spool.syncAndPublishPart(temp, for: claim)
                     readyView?.claimEnded()
                     self.wakeup.broadcast(shareOnly: true)
                     let bytes = range.end - range.start + 1

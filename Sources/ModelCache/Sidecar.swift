@@ -36,6 +36,11 @@ public struct Sidecar: Codable, Sendable, Equatable {
     /// A file fetched through Xet: the terms already written and synced, with their chunk
     /// hashes (XetStagingRecord.swift). Absent for files fetched plainly and in older sidecars.
     public var xet: XetStagingRecord?
+    /// A random tag of this staging file, given when the sidecar is first written with it: a
+    /// worker that writes a range straight into the staging file records the range under this
+    /// name and the file's inode (StagedRangeRecord), so a record for a staging file that was
+    /// since started over is never trusted. Absent in older sidecars (their ranges come as parts).
+    public var stagingTag: String?
 
     public init(path: String, size: Int64, rangeSize: Int64, commit: String, etag: String, sha256: String?,
                 done: [Int], hashedBytes: Int64, hashState: String?, partial: [PartialRange]? = nil,

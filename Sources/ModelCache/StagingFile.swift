@@ -22,7 +22,7 @@ public final class StagingFile: @unchecked Sendable {
     let descriptor: StagingDescriptor
     /// The staging file's inode when opened: finalize renames only this file, never one that
     /// replaced it at the same path.
-    let inode: UInt64
+    public let inode: UInt64
     let lock = NSLock()
     var record: Sidecar
     var hasher: SHA256
@@ -35,7 +35,7 @@ public final class StagingFile: @unchecked Sendable {
     public let openedFromRecord: Bool
     var merging: Bool
     /// Whether the staging file is on a network or FUSE filesystem (how parts are spliced in).
-    let isRemote: Bool
+    public let isRemote: Bool
 
     /// Opens (or creates) the staging file for `file`, keeping prior progress only when its sidecar
     /// matches this transfer. Returns with the ranges already done.
@@ -87,6 +87,9 @@ public final class StagingFile: @unchecked Sendable {
         self.inode = UInt64(st.st_ino)
         isRemote = FilesystemKind.isRemote(fileDescriptor: fd)
         var record = kept ?? wanted
+        // A file started afresh gets a new tag (a kept record keeps its own, or has none: an
+        // older sidecar's ranges come as parts until the file is started over).
+        if kept == nil { record.stagingTag = StagingFile.newStagingTag() }
         let count = rangeCount
         let synced = record.trustHeads(rangeCount: count, size: file.size, boot: BootIdentity.id)
         var hasher = SHA256()
@@ -109,6 +112,17 @@ public final class StagingFile: @unchecked Sendable {
             try persist()
         }
     }
+
+    /// The random tag the sidecar gives this staging file (nil: an older sidecar gave none).
+    public var stagingTag: String? { lock.withLock { record.stagingTag } }
+
+    static func newStagingTag() -> String {
+        var generator = SystemRandomNumberGenerator()
+        return (0..<2).map { _ in String(generator.next() as UInt64, radix: 16) }.joined(separator: "-")
+    }
+
+    /// Set once ranges written in place by other processes were taken in (`readAfreshFromNowOn`).
+    var readsAfreshFlag = false
 
     /// The done ranges of the last record written after a sync of the staging file.
     var durableDone: [Int] = []

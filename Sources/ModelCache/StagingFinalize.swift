@@ -34,7 +34,10 @@ extension StagingFile {
         } else {
             // A file git stores itself (config, tokenizer): its blob id is the check. These are
             // small on the Hub, so they are hashed here in one pass from the page cache.
-            let actual = try SHA1.gitBlobID(fileDescriptor: fd, path: dataURL.path, size: file.size)
+            // Ranges written in place by other processes are read through a descriptor opened now.
+            let actual = try readsAfresh
+                ? readingAfresh { try SHA1.gitBlobID(fileDescriptor: $0, path: dataURL.path, size: file.size) }
+                : SHA1.gitBlobID(fileDescriptor: fd, path: dataURL.path, size: file.size)
             if actual != file.blobID.lowercased() { try continueRepair(digest: actual) }
         }
         ModelDirectory.recordContentID(file, fd: fd)

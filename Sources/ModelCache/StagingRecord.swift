@@ -53,6 +53,8 @@ extension StagingFile {
 
     /// Feeds the hash with the bytes that are now contiguous from the start (read back from the
     /// page cache), so verification at the end has little left to do.
+    /// Once ranges other processes wrote in place were taken in (`readAfreshFromNowOn`), through a
+    /// descriptor opened now: they are read as the file server has them.
     public func advanceHash() throws {
         guard file.sha256 != nil else { return }
         let (from, to, current) = lock.withLock {
@@ -61,13 +63,39 @@ extension StagingFile {
         }
         guard to > from else { return }
         var h = current
-        try descriptor.borrow { try h.update(fileDescriptor: $0, path: dataURL.path, from: from, to: to) }
+        if readsAfresh {
+            try readingAfresh { try h.update(fileDescriptor: $0, path: dataURL.path, from: from, to: to) }
+        } else {
+            try descriptor.borrow { try h.update(fileDescriptor: $0, path: dataURL.path, from: from, to: to) }
+        }
         lock.withLock {
             if record.hashedBytes == from {  // nobody reset us meanwhile
                 hasher = h
                 record.hashedBytes = to
             }
         }
+    }
+
+    /// Ranges other processes wrote in place were taken in (a splicer folded in their records):
+    /// from now on every read of the staging file (the hash, the finalize's check) goes through a
+    /// descriptor opened afresh, not the one held since before those ranges were written.
+    public func readAfreshFromNowOn() { lock.withLock { readsAfreshFlag = true } }
+
+    var readsAfresh: Bool { lock.withLock { readsAfreshFlag } }
+
+    /// Runs `body` with a read-only descriptor of the staging file opened now, when it is still
+    /// the file this object opened (its inode): a network filesystem's client revalidates its
+    /// cache at open, so ranges another client wrote, synced and closed are read as written.
+    func readingAfresh<T>(_ body: (Int32) throws -> T) throws -> T {
+        let path = dataURL.path
+        let fd = SharedFS.retry { open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC) }
+        guard fd >= 0 else { throw CacheError.io(path: path, operation: "open to read", errno: errno) }
+        defer { close(fd) }
+        var st = stat()
+        guard fstat(fd, &st) == 0, UInt64(st.st_ino) == inode else {
+            throw CacheError.io(path: path, operation: "read (it was replaced)", errno: ESTALE)
+        }
+        return try body(fd)
     }
 
     /// Makes the done ranges durable, then records them (fdatasync before the sidecar rename).

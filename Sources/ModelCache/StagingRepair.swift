@@ -113,7 +113,13 @@ extension StagingFile {
         try advanceHash()
         let (from, checkpoint) = lock.withLock { (record.hashedBytes, hasher) }
         var h = checkpoint
-        if from < file.size { try descriptor.borrow { try h.update(fileDescriptor: $0, path: dataURL.path, from: from, to: file.size) } }
+        if from < file.size {
+            if readsAfresh {
+                try readingAfresh { try h.update(fileDescriptor: $0, path: dataURL.path, from: from, to: file.size) }
+            } else {
+                try descriptor.borrow { try h.update(fileDescriptor: $0, path: dataURL.path, from: from, to: file.size) }
+            }
+        }
         return h.finalizeHex()
     }
 

@@ -18,6 +18,10 @@ public struct Splicer: Sendable {
 
     public init(spool: Spool) { self.spool = spool }
 
+    /// Workers write ranges in place on a network or FUSE filesystem too (Worker's
+    /// `SPEECH_FETCH_RANGES_IN_PLACE`; every process of every node must then have it).
+    static let rangesInPlaceOnShared = ProcessInfo.processInfo.environment["SPEECH_FETCH_RANGES_IN_PLACE"] == "1"
+
     /// Splices every file that has parts waiting, then settles requests. Returns what happened per file key.
     @discardableResult
     /// `leaving`: plans another process splices (a supervisor leaves another node's plans to that
@@ -188,6 +192,16 @@ public struct Splicer: Sendable {
         let staging = pass.staging
         let part = spool.partPath(plan, index)
         if pass.done.contains(index) { pass.listed.append(part); return false }
+        // Records come only where workers write in place: a local disk, or a shared filesystem
+        // where `SPEECH_FETCH_RANGES_IN_PLACE=1` asks for it (elsewhere no part is read twice).
+        switch staging.isRemote && !Splicer.rangesInPlaceOnShared ? .found(nil) : StagedRangeRecord.look(at: part) {
+        case .found(let record?):
+            return foldIn(record, part: part, index: index, into: &pass)
+        case .unknown:
+            return false  // not read now: kept for a later pass
+        case .found(nil), .absent:
+            break  // a part holding its range's bytes (or gone meanwhile: the copy below fails and keeps nothing)
+        }
         do {
             if staging.isRepairing {
                 let changed = try staging.spliceComparing(partAt: part, index: index)
@@ -215,6 +229,26 @@ public struct Splicer: Sendable {
         return false
     }
 
+    /// Takes in a range a worker wrote in place: nothing is copied; the range is marked done and
+    /// the hash goes on over the staging file, opened afresh now that the record was seen (a
+    /// network filesystem's client then serves what the writer synced before it published). A
+    /// record that does not name this staging file (its tag and inode: the file was started over
+    /// since), or one under repair (whose ranges come as parts, to be compared), is dropped, and a
+    /// range not done is fetched again.
+    private func foldIn(_ record: StagedRangeRecord, part: String, index: Int, into pass: inout SplicePass) -> Bool {
+        let staging = pass.staging
+        guard !staging.isRepairing, record.names(staging, index: index) else {
+            unlink(part)
+            if !staging.isRepairing { spool.addJobs(pass.plan, indices: [index]) }
+            return false
+        }
+        staging.markDone(index)
+        staging.readAfreshFromNowOn()
+        pass.spliced += 1
+        try? staging.advanceHash()
+        return true
+    }
+
     /// Copies in the unfinished parts of ranges whose workers are gone and records each as its
     /// range's `partial`; true when any was.
     private func salvageTempParts(_ plan: PlannedFile, _ staging: StagingFile) -> Bool {
@@ -222,6 +256,16 @@ public struct Splicer: Sendable {
         let finished = staging.doneRanges
         for index in 0..<plan.rangeCount where !finished.contains(index) && spool.hasPart(plan, index) == false {
             let r = staging.range(index)
+            // A range a gone worker of this node wrote in place into this very staging file: its
+            // bytes are there already (in this machine's page cache; this pass's record syncs the
+            // staging file before its sidecar lists them).
+            if let tag = staging.stagingTag,
+               let gone = spool.goneParts(of: plan.jobName(index), rangeLength: r.end - r.start + 1, stagingTag: tag),
+               gone.size > staging.partialBytes(index) {
+                staging.recordPartial(index, bytes: gone.size)
+                salvaged = true
+                continue
+            }
             guard let gone = spool.goneParts(of: plan.jobName(index), rangeLength: r.end - r.start + 1),
                   gone.size > staging.partialBytes(index),
                   let copied = try? staging.splicePrefix(partAt: gone.path, index: index), copied > 0 else { continue }

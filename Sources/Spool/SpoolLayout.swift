@@ -65,8 +65,10 @@ public struct SpoolLayout: Sendable {
     public func supervisorLock(_ node: String) -> String { root + "/fetchd-\(node).lock" }
     /// `tmp/<hint>@<node>@<pid>@<n>`: unique across nodes.
     public func temp(_ hint: String, owner: LockOwner, n: Int) -> String { path(.tmp, "\(hint)@\(owner.node)@\(owner.pid)@\(n)") }
-    /// The hint of a worker's unfinished part of `job` (`tmp/part-<job>@<node>@<pid>@<n>`).
-    public static func partTempHint(_ job: String) -> String { "part-" + job }
+    /// The hint of a worker's unfinished part of `job` (`tmp/part-<job>@<node>@<pid>@<n>`); with
+    /// `tag`, the progress record of a range written in place into the staging file of that tag
+    /// (`tmp/part-<job>~<tag>@…`).
+    public static func partTempHint(_ job: String, tag: String? = nil) -> String { "part-" + job + (tag.map { "~" + $0 } ?? "") }
     /// `corrupt/<folder>.<name>.<node>.<pid>.<n>`: a record set aside from `<folder>/<name>`.
     public func corrupt(_ recordPath: String, owner: LockOwner, n: Int) -> String {
         let name = (recordPath as NSString).lastPathComponent
@@ -131,7 +133,17 @@ public struct SpoolLayout: Sendable {
             self.pid = pid
         }
 
-        /// The job whose unfinished part this is (`part-<job>`), if it is one.
-        var partJob: String? { hint.hasPrefix("part-") ? String(hint.dropFirst(5)) : nil }
+        /// The job whose unfinished part this is (`part-<job>`, or `part-<job>~<tag>`), if it is one.
+        var partJob: String? {
+            guard hint.hasPrefix("part-") else { return nil }
+            return String(hint.dropFirst(5).prefix { $0 != "~" })
+        }
+
+        /// The staging file's tag of a range written in place (`part-<job>~<tag>`): the part
+        /// holds no bytes, its length is the prefix written into that staging file.
+        var stagingTag: String? {
+            guard hint.hasPrefix("part-"), let mark = hint.firstIndex(of: "~") else { return nil }
+            return String(hint[hint.index(after: mark)...])
+        }
     }
 }

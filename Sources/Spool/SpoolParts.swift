@@ -13,19 +13,30 @@ extension Spool {
     /// unsynced bytes may be garbage, so it is dropped), or another node's part untouched for a
     /// lease. Returns the bytes the part holds: the range's first bytes, written in order (0:
     /// nothing to adopt). The final digest check stays the last word on them.
-    public func adoptPart(_ claim: ClaimedJob, as temp: String, rangeLength: Int64) -> Int64 {
-        guard let best = goneParts(of: claim.name, rangeLength: rangeLength, except: (temp as NSString).lastPathComponent),
+    ///
+    /// `stagingTag`: the claimant writes the range in place into the staging file of that tag; it
+    /// adopts only a progress record of the same tag written on this node (its bytes are in this
+    /// machine's page cache, which a killed process leaves). Another node's record is never
+    /// adopted: its bytes were not synced when its length was set (the range is fetched whole).
+    /// A claimant writing a part adopts only a part.
+    public func adoptPart(_ claim: ClaimedJob, as temp: String, rangeLength: Int64, stagingTag: String? = nil) -> Int64 {
+        guard let best = goneParts(of: claim.name, rangeLength: rangeLength, except: (temp as NSString).lastPathComponent,
+                                   stagingTag: stagingTag),
               best.size > 0, rename(best.path, temp) == 0 else { return 0 }
         return best.size
     }
 
     /// The longest unfinished part of `job` in `tmp/` whose writer is gone (as `adoptPart`
-    /// judges), if any; the other such parts, and those not to be trusted, are removed.
-    public func goneParts(of job: String, rangeLength: Int64, except mine: String = "") -> (path: String, size: Int64)? {
+    /// judges), if any; the other such parts, and those not to be trusted, are removed. Only parts
+    /// of the kind `stagingTag` says are looked at: with none, parts holding their bytes; with
+    /// one, this node's progress records of ranges written into the staging file of that tag.
+    public func goneParts(of job: String, rangeLength: Int64, except mine: String = "",
+                          stagingTag: String? = nil) -> (path: String, size: Int64)? {
         let round = leaseRound()
         var best: (path: String, size: Int64)?
         for name in SharedFS.names(layout.path(.tmp)) ?? [] where name != mine {
-            guard let temp = SpoolLayout.Temp(name), temp.partJob == job else { continue }
+            guard let temp = SpoolLayout.Temp(name), temp.partJob == job, temp.stagingTag == stagingTag,
+                  stagingTag == nil || temp.node == owner.node else { continue }
             let pid = temp.pid
             let path = layout.path(.tmp, name)
             var st = stat()

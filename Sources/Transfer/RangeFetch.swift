@@ -43,14 +43,17 @@ public final class RangeFetch: @unchecked Sendable {
     /// - Throws: `HubError` when the range cannot be had (non-retryable answer, retries exhausted).
     /// `resumeFrom`: bytes of the range an adopted part at `partPath` already holds; only the
     /// rest is asked for.
+    /// `staging`: the staging file's descriptor, to write the range in place (its caller syncs and
+    /// closes it); `partPath` is then the range's progress record (`PartFile`), and `resumeFrom`
+    /// the bytes an adopted record says are written.
     public func fetch(_ file: RepoFile, repo: RepoID, commit: String, start: Int64, end: Int64, into partPath: String,
-                      resumeFrom: Int64 = 0, sync: Bool = true, onProgress: @escaping (Int64) -> Void = { _ in },
+                      staging: Int32? = nil, resumeFrom: Int64 = 0, sync: Bool = true, onProgress: @escaping (Int64) -> Void = { _ in },
                       isCancelled: @escaping () -> Bool = { false }) throws {
-        let part = try PartFile(path: partPath, origin: start, keep: resumeFrom > 0)
+        let part = try PartFile(path: partPath, origin: start, keep: resumeFrom > 0, staging: staging, held: resumeFrom)
         let writer = RangeWriter(start: start, end: end, fileSize: file.size, into: part, pin: EtagPin(),
                                  alreadyWritten: resumeFrom)
         if writer.isComplete {
-            try sync ? part.sync() : part.flush()
+            try sync ? part.sync() : part.finish()
             return
         }
         writer.onWritten = { [weak writer] _ in onProgress((writer?.next ?? start) - start) }
@@ -82,7 +85,7 @@ public final class RangeFetch: @unchecked Sendable {
             let decision = policy.decide(session.performBlocking(), writer: writer, count: &count,
                                          context: RangeContext(repo: repo, commit: commit, path: file.path, url: url))
             if case .complete = decision {
-                try sync ? part.sync() : part.flush()
+                try sync ? part.sync() : part.finish()
                 return
             }
             if isCancelled() { throw CancellationError() }

@@ -16,18 +16,27 @@ protocol RangeSink: AnyObject {
 
 extension StagingFile: RangeSink {}
 
-/// A worker's part file: holds exactly one range, so file offset `origin` is its byte 0.
+/// A worker's part file: holds exactly one range, so file offset `origin` is its byte 0. Or,
+/// written in place (`staging`: the staging file's descriptor), the bytes go straight into the
+/// staging file at their own offsets and the part file holds none: it is an empty progress record
+/// whose length is the range's prefix written so far (docs/protocol.md, "fetch").
 ///
 /// Its bytes are gathered into writes of `bufferSize` (or the range's last bytes): a socket
 /// hands over whatever has arrived, often a few KiB under load, and on a network filesystem
 /// each write(2) is an operation at the file server (a FUSE client sends at most 128 KiB per
-/// write). What the file holds stays a prefix of the range, at most a second behind what
-/// arrived (`flushIfStale`: other nodes judge a stalled holder by its part's size), so a part
-/// left by a killed worker is adopted as before, only up to 256 KiB shorter.
+/// write). What the file holds (or records) stays a prefix of the range, at most a second behind
+/// what arrived (`flushIfStale`: other nodes judge a stalled holder by its part's size), so a part
+/// left by a killed worker is adopted as before, only up to 256 KiB shorter. A progress record is
+/// never longer than the bytes written, and is set at most once a second (each is a metadata
+/// operation at the file server) and when the range ends.
 final class PartFile: RangeSink {
     let path: String
     let fd: Int32
     let origin: Int64
+    /// Where the bytes go, and the file offset of its byte 0: the part itself, or the staging file.
+    private let data: Int32
+    private let dataOrigin: Int64
+    private let inPlace: Bool
     static let bufferSize = 256 << 10
     private var buffer: UnsafeMutableRawBufferPointer
     private var buffered = 0
@@ -37,21 +46,31 @@ final class PartFile: RangeSink {
     private var flushedAt = MonotonicClock.seconds()
     /// The most the file lags behind what arrived.
     static let staleAfter = 1.0
+    /// In place: bytes of the range written in order from its start, and what the record says.
+    private(set) var held: Int64
+    private var recorded: Int64
+    private var recordedAt = MonotonicClock.seconds()
 
     /// Creates (or truncates) the part file at `path` for a range starting at `origin`; with
-    /// `keep`, opens an adopted part as it is (its bytes are the range's first ones).
-    init(path: String, origin: Int64, keep: Bool = false) throws {
+    /// `keep`, opens an adopted part as it is (its bytes, or with `staging` the bytes it records,
+    /// are the range's first `held` ones).
+    init(path: String, origin: Int64, keep: Bool = false, staging: Int32? = nil, held: Int64 = 0) throws {
         fd = SharedFS.retry { open(path, O_WRONLY | O_CREAT | (keep ? 0 : O_TRUNC) | O_NOFOLLOW | O_CLOEXEC, 0o600) }
         guard fd >= 0 else { throw CacheError.io(path: path, operation: "create part", errno: errno) }
         self.path = path
         self.origin = origin
+        data = staging ?? fd
+        dataOrigin = staging == nil ? origin : 0
+        inPlace = staging != nil
+        self.held = keep ? held : 0
+        recorded = self.held
         buffer = .allocate(byteCount: PartFile.bufferSize, alignment: 64)
     }
 
     deinit {
-        try? flush()  // what arrived stays for whoever adopts the part
+        try? finish()  // what arrived stays for whoever adopts the part
         buffer.deallocate()
-        close(fd)
+        close(fd)  // never the staging file's descriptor: its owner syncs and closes it
     }
 
     func write(_ bytes: UnsafeRawBufferPointer, at fileOffset: Int64) throws {
@@ -75,6 +94,7 @@ final class PartFile: RangeSink {
     /// bytes arrive, and on the transfer's ticks while none do).
     func flushIfStale() throws {
         if buffered > 0 && MonotonicClock.seconds() - flushedAt >= PartFile.staleAfter { try flush() }
+        if inPlace && recorded != held && MonotonicClock.seconds() - recordedAt >= PartFile.staleAfter { try recordProgress() }
     }
 
     /// Writes what the buffer holds. A failed write is kept: this and every later write, flush
@@ -84,19 +104,34 @@ final class PartFile: RangeSink {
         if let failure { throw CacheError.io(path: path, operation: "write", errno: failure) }
         flushedAt = MonotonicClock.seconds()
         guard buffered > 0 else { return }
-        if let code = FileIO.writeAll(fd, UnsafeRawBufferPointer(rebasing: buffer[0..<buffered]), at: bufferStart - origin) {
+        if let code = FileIO.writeAll(data, UnsafeRawBufferPointer(rebasing: buffer[0..<buffered]), at: bufferStart - dataOrigin) {
             failure = code
             throw CacheError.io(path: path, operation: "write", errno: code)
         }
+        // The prefix grows only by bytes that continue it (a range is written in order).
+        if bufferStart - origin <= held { held = max(held, bufferStart + Int64(buffered) - origin) }
         buffered = 0
+    }
+
+    /// Flushes, and in place records the whole prefix written (the range's end, or where it stopped).
+    func finish() throws {
+        try flush()
+        if inPlace && recorded != held { try recordProgress() }
+    }
+
+    /// Sets the progress record's length to the prefix written: after the bytes, never ahead.
+    private func recordProgress() throws {
+        recordedAt = MonotonicClock.seconds()
+        guard ftruncate(fd, off_t(held)) == 0 else { throw CacheError.io(path: path, operation: "record the progress of", errno: errno) }
+        recorded = held
     }
 
     /// The errno of a write that failed (then nothing more is written).
     private var failure: Int32?
 
     func sync() throws {
-        try flush()
-        guard fsync(fd) == 0 else { throw CacheError.io(path: path, operation: "sync", errno: errno) }
+        try finish()
+        guard (inPlace ? fdatasync(data) : fsync(fd)) == 0 else { throw CacheError.io(path: path, operation: "sync", errno: errno) }
     }
 }
 

@@ -102,7 +102,7 @@ final class DaemonTests: DaemonTestCase {
         }
         // Kill once a quarter of its range is in its part file.
         var held = 0
-        let partPrefix = "part-\(job)@"
+        let partPrefix = "part-\(job)"
         waitUntil(timeout: 20) {
             for name in self.names("tmp") where name.hasPrefix(partPrefix) && name.contains("@\(victim)@") {
                 let attributes = try? FileManager.default.attributesOfItem(atPath: self.spoolPath("tmp/\(name)"))
@@ -275,7 +275,7 @@ final class DaemonTests: DaemonTestCase {
         }
         var held = 0
         waitUntil(timeout: 20) {
-            for name in self.names("tmp") where name.hasPrefix("part-\(job)@") && name.contains("@\(worker)@") {
+            for name in self.names("tmp") where name.hasPrefix("part-\(job)") && name.contains("@\(worker)@") {
                 let attributes = try? FileManager.default.attributesOfItem(atPath: self.spoolPath("tmp/\(name)"))
                 held = (attributes?[.size] as? Int) ?? 0
             }
