@@ -88,7 +88,12 @@ extension StagingFile {
     /// cache at open, so ranges another client wrote, synced and closed are read as written.
     func readingAfresh<T>(_ body: (Int32) throws -> T) throws -> T {
         let path = dataURL.path
-        let fd = SharedFS.retry { open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC) }
+        // On a network or FUSE filesystem an open afresh is not enough: a GlusterFS client serves
+        // for about a second the pages it read before another client wrote them (a region read,
+        // written through another mount, synced and closed, then read again through a new
+        // descriptor: stale, 3 of 3 tries; with O_DIRECT fresh). The read goes around the cache.
+        var fd = isRemote ? SharedFS.retry { open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | FileIO.directFlag) } : -1
+        if fd < 0 { fd = SharedFS.retry { open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC) } }
         guard fd >= 0 else { throw CacheError.io(path: path, operation: "open to read", errno: errno) }
         defer { close(fd) }
         var st = stat()

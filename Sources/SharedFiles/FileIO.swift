@@ -1,5 +1,6 @@
 // FileIO - whole reads and writes through a descriptor (restarted after EINTR and short
 // counts), and directory creation with its parents.
+import CFileOps
 import Foundation
 
 /// A file operation that failed: the path, what was tried, and the errno. Each layer above says
@@ -65,22 +66,36 @@ public enum FileIO {
         }
     }
 
+    /// `O_DIRECT` for `open` (glibc declares it only under _GNU_SOURCE): reads that go around
+    /// the page cache and a network or FUSE client's own caches. `stream` can read such a descriptor.
+    public static var directFlag: Int32 { sf_o_direct() }
+
     /// Reads the file behind `fd` from `start` to `end` (nil: its end) with pread in 1 MiB pieces,
     /// handing each to `body`, which returns false to stop. The bytes handed over, and the errno
     /// of a read that failed (nil when the reads ended at `end`, the file's end, or `body`'s stop).
+    ///
+    /// Every read starts at a multiple of 4 KiB into a buffer aligned to 4 KiB, and asks for a
+    /// multiple of 4 KiB, so `fd` may be opened with `O_DIRECT` (a FUSE client refuses anything
+    /// else with EINVAL). The bytes before `start` in the first piece are read and not handed
+    /// over; nothing past `end` rounded up to 4 KiB is read (a buffered read past it would put
+    /// pages in the cache that another client may write next).
     public static func stream(_ fd: Int32, from start: Int64 = 0, to end: Int64? = nil,
                               _ body: (UnsafeRawBufferPointer) throws -> Bool) rethrows -> (bytes: Int64, errno: Int32?) {
         let size = 1 << 20
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: size, alignment: 16)
+        let align = 4096
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: size, alignment: align)
         defer { buffer.deallocate() }
         var offset = start
         while end.map({ offset < $0 }) ?? true {
-            let want = end.map { min(Int64(size), $0 - offset) } ?? Int64(size)
-            let n = restartingAfterSignal { pread(fd, buffer.baseAddress, Int(want), off_t(offset)) }
+            let at = offset - offset % Int64(align)
+            let skip = Int(offset - at)
+            let want = end.map { min(size, (Int($0 - at) + align - 1) / align * align) } ?? size
+            let n = restartingAfterSignal { pread(fd, buffer.baseAddress, want, off_t(at)) }
             if n < 0 { return (offset - start, errno) }
-            if n == 0 { break }
-            offset += Int64(n)
-            guard try body(UnsafeRawBufferPointer(rebasing: buffer[0..<n])) else { break }
+            if n <= skip { break }
+            let usable = end.map { min(n - skip, Int($0 - offset)) } ?? (n - skip)
+            offset += Int64(usable)
+            guard try body(UnsafeRawBufferPointer(rebasing: buffer[skip..<(skip + usable)])) else { break }
         }
         return (offset - start, nil)
     }

@@ -159,10 +159,16 @@ final class EndgameTests: DaemonTestCase {
         let (daemon, _) = try startDaemon(workers: 4, slots: 1)
         let workers = descendants(of: daemon.processIdentifier)
         XCTAssertEqual(workers.count, 4)
-        let roles = workers.map { pid -> String? in
-            guard let data = FileManager.default.contents(atPath: "/proc/\(pid)/environ") else { return nil }
-            let entries = data.split(separator: 0).map { String(decoding: $0, as: UTF8.self) }
-            return entries.first { $0.hasPrefix("SPEECH_FETCH_ENDGAME_LOOKER=") }.map { String($0.dropFirst(28)) }
+        // A worker just forked may not have exec'd yet (its environment is still the supervisor's):
+        // read until every worker's own environment names its role.
+        var roles: [String?] = []
+        waitUntil(timeout: 10) {
+            roles = workers.map { pid -> String? in
+                guard let data = FileManager.default.contents(atPath: "/proc/\(pid)/environ") else { return nil }
+                let entries = data.split(separator: 0).map { String(decoding: $0, as: UTF8.self) }
+                return entries.first { $0.hasPrefix("SPEECH_FETCH_ENDGAME_LOOKER=") }.map { String($0.dropFirst(28)) }
+            }
+            return !roles.contains(nil)
         }
         XCTAssertEqual(roles.filter { $0 == "1" }.count, 1, "one looker: \(roles)")
         XCTAssertEqual(roles.filter { $0 == "0" }.count, 3, "the others told not to look: \(roles)")

@@ -399,6 +399,7 @@ setup_bindfs() {
 # The Hub is at 127.0.0.1 in every node's namespace (forwarded), or in the root one (HUB_NS empty).
 # LEASE and POLL set the lease and poll interval; left empty, the daemon's defaults apply.
 # CLUSTER_JOB_WINDOW, when set, is every node's job window (ranges of one file in flight).
+# SPEECH_FETCH_RANGES_IN_PLACE, when set, is passed to every node (docs/protocol.md, "Ranges written in place").
 node_env() {
     local i=$1
     printf '%s\n' "PATH=$BIN:/usr/sbin:/usr/bin:/sbin:/bin" "HOME=$WORK/home$i" "LANG=C.UTF-8" \
@@ -406,6 +407,7 @@ node_env() {
     [[ -z "$LEASE" ]] || printf '%s\n' "SPEECH_FETCH_LEASE_SECONDS=$LEASE"
     [[ -z "$POLL" ]] || printf '%s\n' "SPEECH_FETCH_POLL_SECONDS=$POLL"
     [[ -z "${CLUSTER_JOB_WINDOW:-}" ]] || printf '%s\n' "SPEECH_FETCH_JOB_WINDOW=$CLUSTER_JOB_WINDOW"
+    [[ -z "${SPEECH_FETCH_RANGES_IN_PLACE:-}" ]] || printf '%s\n' "SPEECH_FETCH_RANGES_IN_PLACE=$SPEECH_FETCH_RANGES_IN_PLACE"
 }
 hub_endpoint() {
     if [[ -z "$HUB_NS" && -s "$LOGS/hub.url" ]]; then hub_url; else printf 'http://127.0.0.1:%s\n' "$HUB_PORT"; fi
