@@ -27,14 +27,13 @@ public final class Worker: @unchecked Sendable {
     /// This process makes the node's timed endgame looks (a worker started without a supervisor,
     /// as tests do, does).
     private let timedEndgameLooks: Bool
-    /// Set (to 1) to write ranges straight into the staging file on a network or FUSE filesystem
-    /// too (docs/protocol.md, "Ranges written in place").
+    /// Set to 0 to fetch every range into a part of its own, copied into the staging file by the
+    /// splicer, as before ranges were written in place (docs/protocol.md, "Ranges written in place").
     public static let rangesInPlaceVariable = "SPEECH_FETCH_RANGES_IN_PLACE"
-    /// Ranges are written in place: where this node sees every writer (a local disk: one page
-    /// cache, so what a splicer reads after a record is what the writer wrote), or where asked
-    /// for. On a shared filesystem a splicing node's client may serve pages it read ahead before
-    /// another node wrote them (GlusterFS: a checksum mismatch in cluster-test D), so ranges come
-    /// as parts there unless asked for.
+    /// Ranges are written in place unless `SPEECH_FETCH_RANGES_IN_PLACE=0`. On a network or FUSE
+    /// filesystem the splicer's reads of the staging file go around the client's cache
+    /// (`O_DIRECT`): a GlusterFS client served, for about a second, pages it had read before
+    /// another node wrote them.
     private let writesInPlace: Bool
 
     /// Where idle slots sleep: woken by inotify, the wake word, or a part this process published
@@ -56,7 +55,7 @@ public final class Worker: @unchecked Sendable {
         let settings = DownloadSettings.fromEnvironment(environment)
         self.settings = settings
         (spool, sharing) = try Spool.served(base: cacheBase, settings: settings)
-        writesInPlace = sharing.seesAllWriters || environment[Worker.rangesInPlaceVariable] == "1"
+        writesInPlace = environment[Worker.rangesInPlaceVariable] != "0"
         spool.targets = RequestTargets.daemon(base: cacheBase, environment: environment)
         spool.endpoints = EndpointPolicy.daemon(environment: environment)
         live = LiveProgress(spool: spool)

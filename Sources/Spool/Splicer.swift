@@ -18,9 +18,9 @@ public struct Splicer: Sendable {
 
     public init(spool: Spool) { self.spool = spool }
 
-    /// Workers write ranges in place on a network or FUSE filesystem too (Worker's
-    /// `SPEECH_FETCH_RANGES_IN_PLACE`; every process of every node must then have it).
-    static let rangesInPlaceOnShared = ProcessInfo.processInfo.environment["SPEECH_FETCH_RANGES_IN_PLACE"] == "1"
+    /// Workers write no range in place (Worker's `SPEECH_FETCH_RANGES_IN_PLACE=0`; every process of
+    /// every node must then have it): on a network or FUSE filesystem no part is opened twice.
+    static let rangesInPlaceOff = ProcessInfo.processInfo.environment["SPEECH_FETCH_RANGES_IN_PLACE"] == "0"
 
     /// Splices every file that has parts waiting, then settles requests. Returns what happened per file key.
     @discardableResult
@@ -192,9 +192,9 @@ public struct Splicer: Sendable {
         let staging = pass.staging
         let part = spool.partPath(plan, index)
         if pass.done.contains(index) { pass.listed.append(part); return false }
-        // Records come only where workers write in place: a local disk, or a shared filesystem
-        // where `SPEECH_FETCH_RANGES_IN_PLACE=1` asks for it (elsewhere no part is read twice).
-        switch staging.isRemote && !Splicer.rangesInPlaceOnShared ? .found(nil) : StagedRangeRecord.look(at: part) {
+        // Records come wherever workers write in place: everywhere but where
+        // `SPEECH_FETCH_RANGES_IN_PLACE=0` turns it off (there no part is read twice).
+        switch staging.isRemote && Splicer.rangesInPlaceOff ? .found(nil) : StagedRangeRecord.look(at: part) {
         case .found(let record?):
             return foldIn(record, part: part, index: index, into: &pass)
         case .unknown:
