@@ -128,8 +128,7 @@ public struct Handoff: Sendable {
         // when the word moves, not on every tick: a node that only waits pays per request, not
         // per range or per second (docs/protocol.md, "Hosts").
         var shared = SharedLooks()
-        // This node's ranges of the request in flight at the last tick (RAM).
-        var ownRanges: Set<String> = []
+        var wasFetching = false
         let fileKeys = Set(request.files.map { PlannedFile.key(modelDir: request.modelDir, path: $0.path, commit: request.commit) })
         var sharedProgress: RequestProgress.Shared?
         // Another node's marker wakes this waiter within a quarter poll interval, not a whole one,
@@ -162,18 +161,16 @@ public struct Handoff: Sendable {
                 look = SettledLook(spool: spool, id: request.id, every: lookInterval)
             }
             let now = Date()
-            // This node's ranges of the request in flight (RAM). One that left the RAM record was
-            // published: the shared layer is read once its splice has had time to land (the bytes
-            // shown never go back meanwhile), not at every tick while this node fetches (in a herd
-            // every node fetches its share of ranges, and each tick was a look at the markers,
-            // the final file and the sidecar, per node and half second).
+            // This node's ranges of the request in flight (RAM). While it fetches some, its parts
+            // land every few seconds and leave the RAM record when published: the shared layer is
+            // read at every tick then (and once more when the last one ends), so the bytes shown
+            // keep growing; only a node that fetches nothing of it waits at the lengthening pace.
             let liveNow = live?.read() ?? [:]
-            let rangesNow = Set(liveNow.keys.filter { job in
+            let fetchingHere = liveNow.keys.contains { job in
                 PlannedFile.parseJob(job).map { fileKeys.contains($0.0) } ?? false
-            })
-            if !ownRanges.isSubset(of: rangesNow) { shared.rangeLanded(now: now) }
-            ownRanges = rangesNow
-            let sharedDue = !ownWakes || shared.due(now: now)
+            }
+            let sharedDue = !ownWakes || fetchingHere || wasFetching || shared.due(now: now)
+            wasFetching = fetchingHere
             if sharedDue { shared.looked(now: now) }
             // The full pass (orphans, the supervisors' liveness) once per poll; a progress tick
             // or a marker's wake-up in between looks at the markers only.
@@ -385,25 +382,12 @@ public struct Handoff: Sendable {
 /// so far, at most every 15 s. A wait of T seconds makes about 3 + 3 ln(T / 3) such looks up to
 /// 45 s (a 10 s wait 7, 45 s 11), then one each 15 s; a wake-up (a marker, another node's
 /// change) is looked at whenever it comes.
-///
-/// A range this node fetched for the request that was published makes one look due
-/// `afterLanding` later: the requesting node splices it within that (its supervisor looks at
-/// parts every half second; on a network filesystem the sidecar is written 2 s after the lock).
 struct SharedLooks {
     private let start = Date()
     private var last = Date.distantPast
-    /// When a look is due for a range of this node that landed (nil: none pending).
-    private var landed: Date?
-    static let afterLanding = 2.5
 
     func interval(now: Date) -> Double { min(15, max(1, now.timeIntervalSince(start) / 3)) }
-    func due(now: Date) -> Bool { now.timeIntervalSince(last) >= interval(now: now) || landed.map { now >= $0 } == true }
-    func untilDue(now: Date) -> Double {
-        min(interval(now: now) - now.timeIntervalSince(last), landed.map { $0.timeIntervalSince(now) } ?? .infinity)
-    }
-    mutating func looked(now: Date) {
-        last = now
-        if let landed, now >= landed { self.landed = nil }
-    }
-    mutating func rangeLanded(now: Date) { landed = min(landed ?? .distantFuture, now.addingTimeInterval(SharedLooks.afterLanding)) }
+    func due(now: Date) -> Bool { now.timeIntervalSince(last) >= interval(now: now) }
+    func untilDue(now: Date) -> Double { interval(now: now) - now.timeIntervalSince(last) }
+    mutating func looked(now: Date) { last = now }
 }
