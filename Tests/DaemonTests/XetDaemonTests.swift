@@ -17,24 +17,9 @@ final class XetDaemonTests: DaemonTestCase {
     let path = "model.safetensors"
     var key: String { "\(repo)/\(path)" }
 
-    /// Deterministic bytes (a splitmix64 stream).
-    static func randomBytes(_ count: Int, seed: UInt64) -> Data {
-        var state = seed &+ 0x9E37_79B9_7F4A_7C15
-        var out = Data(capacity: count + 8)
-        while out.count < count {
-            state = state &+ 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            z ^= z >> 31
-            withUnsafeBytes(of: z) { out.append(contentsOf: $0) }
-        }
-        return out.prefix(count)
-    }
-
     /// A repo of one Xet-backed file of `size` random bytes and a small config (plain bytes).
     func makeRepo(size: Int = 3 << 20, seed: UInt64 = 1) throws {
-        try TestHub.writeRepo(root: root, repo: repo, files: [path: Self.randomBytes(size, seed: seed),
+        try TestHub.writeRepo(root: root, repo: repo, files: [path: seededBytes(size, seed: seed),
                                                              "config.json": Data("{\"a\": 1}".utf8)])
         hub.setXet(repo)
         XCTAssertNotNil(hub.xetHash(of: key))  // stored now, not while the 1 s stall guard waits for a listing
@@ -130,10 +115,10 @@ final class XetDaemonTests: DaemonTestCase {
 
     func testRevisionTwoAfterRevisionOneDaemonHostedFetchesAtMostTwoPercentOfItsBytes() throws {
         let size = 16 << 20
-        let first = Self.randomBytes(size, seed: 11)
+        let first = seededBytes(size, seed: 11)
         var second = first
-        second.insert(contentsOf: Self.randomBytes(1024, seed: 12), at: 5 << 20)
-        second.replaceSubrange((11 << 20)..<((11 << 20) + 16), with: Self.randomBytes(16, seed: 13))
+        second.insert(contentsOf: seededBytes(1024, seed: 12), at: 5 << 20)
+        second.replaceSubrange((11 << 20)..<((11 << 20) + 16), with: seededBytes(16, seed: 13))
         try TestHub.writeRepo(root: root, repo: repo, files: [path: first])
         hub.setXet(repo)
         XCTAssertNotNil(hub.xetHash(of: key))
@@ -179,11 +164,11 @@ final class XetDaemonTests: DaemonTestCase {
     func testAKilledWorkerMidFileIsResumedByTheNextClaimantWithoutFetchingRecordedTermsAgain() throws {
         // model.safetensors shares most chunks with base.safetensors, with new bytes every 512 KiB:
         // many terms, recorded one by one.
-        let base = Self.randomBytes(4 << 20, seed: 2)
+        let base = seededBytes(4 << 20, seed: 2)
         var model = Data()
         for k in 0..<8 {
             model += base[(k * (512 << 10))..<((k + 1) * (512 << 10))]
-            model += Self.randomBytes(4096, seed: UInt64(100 + k))
+            model += seededBytes(4096, seed: UInt64(100 + k))
         }
         try TestHub.writeRepo(root: root, repo: repo, files: ["base.safetensors": base, path: model])
         hub.setXet(repo)

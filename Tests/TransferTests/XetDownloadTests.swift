@@ -16,24 +16,9 @@ final class XetDownloadTests: HubTestCase {
     let path = "model.safetensors"
     var key: String { "\(repo)/\(path)" }
 
-    /// Deterministic bytes.
-    static func randomBytes(_ count: Int, seed: UInt64) -> Data {
-        var state = seed &+ 0x9E37_79B9_7F4A_7C15
-        var out = Data(capacity: count + 8)
-        while out.count < count {
-            state = state &+ 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            z ^= z >> 31
-            withUnsafeBytes(of: z) { out.append(contentsOf: $0) }
-        }
-        return out.prefix(count)
-    }
-
     /// A repo of one Xet-backed file of `size` random bytes and a small config.
     func makeRepo(size: Int = 3 << 20) throws {
-        try TestHub.writeRepo(root: root, repo: repo, files: [path: Self.randomBytes(size, seed: 1),
+        try TestHub.writeRepo(root: root, repo: repo, files: [path: seededBytes(size, seed: 1),
                                                              "config.json": Data("{\"a\": 1}".utf8)])
         hub.setXet(repo)
         XCTAssertNotNil(hub.xetHash(of: key))  // stored now, not while the 1 s stall guard waits for a listing
@@ -43,11 +28,11 @@ final class XetDownloadTests: HubTestCase {
     /// first), with a few new bytes between every 512 KiB of it: many terms from two xorbs, and
     /// fetch ranges of the base's xorb that do not touch.
     func makeManyTermRepo() throws {
-        let base = Self.randomBytes(4 << 20, seed: 2)
+        let base = seededBytes(4 << 20, seed: 2)
         var model = Data()
         for k in 0..<8 {
             model += base[(k * (512 << 10))..<((k + 1) * (512 << 10))]
-            model += Self.randomBytes(4096, seed: UInt64(100 + k))
+            model += seededBytes(4096, seed: UInt64(100 + k))
         }
         try TestHub.writeRepo(root: root, repo: repo, files: ["base.safetensors": base, path: model])
         hub.setXet(repo)

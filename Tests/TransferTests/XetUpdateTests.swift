@@ -20,10 +20,10 @@ final class XetUpdateTests: HubTestCase {
     /// Revision 1: random bytes. Revision 2: 1 KiB inserted at 5 MiB and 16 bytes overwritten
     /// at 11 MiB, as in issue 30's measurement.
     func revisions() -> (Data, Data) {
-        let first = XetDownloadTests.randomBytes(size, seed: 11)
+        let first = seededBytes(size, seed: 11)
         var second = first
-        second.insert(contentsOf: XetDownloadTests.randomBytes(1024, seed: 12), at: 5 << 20)
-        second.replaceSubrange((11 << 20)..<((11 << 20) + 16), with: XetDownloadTests.randomBytes(16, seed: 13))
+        second.insert(contentsOf: seededBytes(1024, seed: 12), at: 5 << 20)
+        second.replaceSubrange((11 << 20)..<((11 << 20) + 16), with: seededBytes(16, seed: 13))
         return (first, second)
     }
 
