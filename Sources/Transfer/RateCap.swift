@@ -140,10 +140,15 @@ public final class RateCap: Sendable {
         return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
     }
 
-    /// Sleeps until the monotonic clock reaches `deadline`; a signal (Ctrl-C) ends it early.
+    /// A wait shorter than this is left to a later chunk: the schedule keeps the debt, so the
+    /// rate is the same, but small reads (`readSize`) do not each cost a sleep and a wake-up.
+    static let shortestNap: UInt64 = 4_000_000
+
+    /// Sleeps until the monotonic clock reaches `deadline` when it is `shortestNap` away or
+    /// more; a signal (Ctrl-C) ends it early.
     static func sleep(until deadline: UInt64) {
         let now = RateCap.now()
-        guard deadline > now else { return }
+        guard deadline > now + shortestNap else { return }
         let wait = deadline - now
         var ts = timespec(tv_sec: Int(wait / 1_000_000_000), tv_nsec: Int(wait % 1_000_000_000))
         _ = nanosleep(&ts, nil)
