@@ -66,7 +66,9 @@ public enum HubError: Error, Sendable, CustomStringConvertible {
         case .http(let status, let url, let message, _):
             return "HTTP \(status) from \(url)" + (message.isEmpty ? "" : ": \(message)")
         case .transport(let error):
-            return "could not reach the Hub: \(error)"
+            // Only nothing answering is "could not reach": a reset, a cut body or a stall came
+            // after a server answered (the ladder retries both alike).
+            return isUnreachable ? "could not reach the Hub: \(error)" : "the connection broke off: \(error)"
         case .badResponse(let url, let reason):
             return "unusable answer from \(url): \(reason)"
         }

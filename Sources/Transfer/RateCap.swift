@@ -88,11 +88,15 @@ public final class RateCap: Sendable {
         }
     }
 
-    /// The receive buffer each connection should use under this cap: about 1/16 s of the
-    /// whole cap (so 16 connections each get a chunk about once a second, far inside the stall
-    /// guard), from 1 KiB (libcurl's least) to 256 KiB (the engine's usual size).
+    /// The receive buffer each connection should use under this cap: 1/1600 s of the whole
+    /// cap, from 1 KiB (libcurl's least) to 256 KiB (the engine's usual size). libcurl reads a
+    /// socket that has data waiting up to 100 times before it turns to the next connection, and
+    /// under a cap data is always waiting while each read waits its turn: so 100 reads are 1/16 s
+    /// of the cap. With reads of 1/16 s (before), one connection held a poll for up to 6 s and
+    /// the loop saw a small file's end, or started the next job, only once every range in flight
+    /// was whole (a 39-byte config.json was final last under --max-rate).
     public var readSize: Int {
-        Int(min(256 << 10, max(1 << 10, bytesPerSecond / 16)))
+        Int(min(256 << 10, max(1 << 10, bytesPerSecond / 1600)))
     }
 
     /// Charges `bytes` that just arrived and blocks the calling thread until the cap allows them.
@@ -136,10 +140,15 @@ public final class RateCap: Sendable {
         return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
     }
 
-    /// Sleeps until the monotonic clock reaches `deadline`; a signal (Ctrl-C) ends it early.
+    /// A wait shorter than this is left to a later chunk: the schedule keeps the debt, so the
+    /// rate is the same, but small reads (`readSize`) do not each cost a sleep and a wake-up.
+    static let shortestNap: UInt64 = 4_000_000
+
+    /// Sleeps until the monotonic clock reaches `deadline` when it is `shortestNap` away or
+    /// more; a signal (Ctrl-C) ends it early.
     static func sleep(until deadline: UInt64) {
         let now = RateCap.now()
-        guard deadline > now else { return }
+        guard deadline > now + shortestNap else { return }
         let wait = deadline - now
         var ts = timespec(tv_sec: Int(wait / 1_000_000_000), tv_nsec: Int(wait % 1_000_000_000))
         _ = nanosleep(&ts, nil)

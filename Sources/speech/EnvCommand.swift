@@ -85,7 +85,7 @@ enum EnvCommand {
         if admin.daemonServesBase { return "speech-fetchd serves this base" }
         if let other = admin.otherUsersDaemon {
             return "speech-fetchd running as \(other.user)\(other.pid.map { " (pid \($0))" } ?? "") serves this base; its spool is "
-                + "\(other.user)'s, so downloads as \(Messages.accountName(geteuid())) are refused there: run them as \(other.user) (sudo -u \(other.user) speech …)"
+                + "\(other.user)'s, so downloads as \(Messages.accountName(geteuid())) are refused there: run them as \(other.user) (\(Messages.runAs(other.user)) speech …)"
         }
         return "none serves this base (downloads run in the calling process)"
     }

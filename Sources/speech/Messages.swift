@@ -60,7 +60,16 @@ enum Messages {
         return String(cString: name)
     }
 
-    /// This very command line run as `user` (`sudo -u USER …`), a token given on it left out.
+    /// How this account runs a command as `user`: `sudo -u USER` where sudo is installed; root
+    /// without it (a Debian server set up with a root password has none) `runuser -u USER --`,
+    /// which util-linux puts on every system: a printed command must work where it is printed.
+    static func runAs(_ user: String) -> String {
+        let sudo = (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin").split(separator: ":")
+            .contains { access("\($0)/sudo", X_OK) == 0 }
+        return geteuid() == 0 && !sudo ? "runuser -u \(shellQuoted(user)) --" : "sudo -u \(shellQuoted(user))"
+    }
+
+    /// This very command line run as `user` (`runAs`), a token given on it left out.
     static func asUser(_ user: String, arguments: [String] = CommandLine.arguments) -> String {
         var words: [String] = []
         var hideNext = false
@@ -69,7 +78,7 @@ enum Messages {
             if word == "--token" { hideNext = true }
             words.append(word.hasPrefix("--token=") ? "--token=…" : shellQuoted(word))
         }
-        return (["sudo", "-u", shellQuoted(user)] + words).joined(separator: " ")
+        return ([runAs(user)] + words).joined(separator: " ")
     }
 
     /// A Hub refusal's advice when the token came from `--token`: that token is the one refused,

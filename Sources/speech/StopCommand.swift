@@ -47,7 +47,7 @@ enum StopCommand {
                                + "so that systemd knows (a SIGTERM from here would leave the unit's state wrong)")
         case .notPermitted(let pid, let user):
             speechProgram.fail("speech-fetchd (pid \(pid)) runs as \(user), whom this account may not signal; "
-                               + "stop it as that account: `sudo -u \(user) speech stop\(baseArgument)`")
+                               + "stop it as that account: `\(Messages.runAs(user)) speech stop\(baseArgument)`")
         }
     }
 }

@@ -330,6 +330,19 @@ final class CommandLineTests: DaemonTestCase {
         XCTAssertEqual(r.err.split(separator: "\n").filter { $0.contains("retrying") && $0.contains("HTTP 503") }.count, 2, r.err)
     }
 
+    func testAConnectionThatBreaksOffMidBodyKeepsTheLadderAndIsNotCalledUnreachable() throws {
+        // The CDN answered and sent 100 KB, then closed: the Hub was reached. The retry line
+        // says the connection broke off, not that the Hub could not be reached.
+        try makeRepo()
+        hub.setFault(.dropConnection(afterBytes: 100_000, times: 1), for: "\(repo)/weights/weight.bin")
+        let r = run(["download", repo, "--cache-base", cacheBase.path], extra: ["SPEECH_FETCH_RETRY_DELAYS": "0.05"])
+        XCTAssertEqual(r.status, 0, r.err)
+        let retries = r.err.split(separator: "\n").filter { $0.contains("retrying") }
+        XCTAssertEqual(retries.count, 1, r.err)
+        XCTAssertFalse(retries.contains { $0.contains("could not reach") }, r.err)
+        XCTAssertTrue(retries.contains { $0.contains("the connection broke off") }, r.err)
+    }
+
     func testResolveHonoursTheRetrySettingsAndWarnsOfABadEndpoint() throws {
         let warned = run(["resolve", "org/x"], extra: ["HF_ENDPOINT": "ftp://nowhere", "https_proxy": "http://127.0.0.1:1",
                                                       "SPEECH_FETCH_RETRY_ATTEMPTS": "1"])

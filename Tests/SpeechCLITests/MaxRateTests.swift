@@ -127,6 +127,48 @@ final class MaxRateTests: DaemonTestCase {
         XCTAssertLessThanOrEqual(silence.gap, 1.5, "progress froze while capped bytes arrived: \(lines.all.map(\.text))")
     }
 
+    func testJSONProgressOfADaemonServedDownloadUnderTheNodesCapMovesAtLeastEverySecond() throws {
+        // The same, handed to a speech-fetchd capped at 2M: its workers' bytes in flight (RAM)
+        // must reach the waiter's events between parts, which land only every two seconds.
+        let size = 6 << 20
+        try TestHub.generateRepo(root: root, repo: repo, files: ["model.safetensors": size])
+        let ranges = ["HF_DOWNLOAD_RANGE_CHUNK": "\(4 << 20)"]
+        try startDaemon(workers: 1, slots: 2, extra: ranges, arguments: ["--max-rate", "2M"])
+        let (p, lines) = try speechStamped(["download", repo, "--json", "--cache-base", cacheBase.path], extra: ranges)
+        XCTAssertTrue(waitForExit(p, timeout: 30), "the capped download ends")
+        XCTAssertEqual(p.terminationStatus, 0, lines.all.map(\.text).joined(separator: "\n"))
+        XCTAssertTrue(self.lines(lines, contain: "\"event\":\"daemon\""), "the daemon's workers fetched it: \(lines.all.map(\.text))")
+        try assertSameBytes(repo, "model.safetensors")
+        guard let silence = longestSilence(lines, total: size) else {
+            return XCTFail("progress never reached the total: \(lines.all.map(\.text))")
+        }
+        print("--json, daemon-served under speech-fetchd --max-rate 2M: \(silence.moves) progress events that moved, longest silence \(String(format: "%.2f", silence.gap)) s")
+        XCTAssertGreaterThanOrEqual(silence.moves, 4, "bytes counted as they arrived, not per part: \(lines.all.map(\.text))")
+        XCTAssertLessThanOrEqual(silence.gap, 1.5, "progress froze while capped bytes arrived: \(lines.all.map(\.text))")
+    }
+
+    func testASmallFileOfACappedCallIsFinalBeforeTheBigFileIsHalfDone() throws {
+        // Three ranges of 4 MiB and a 39-byte config.json at 4M, all four in flight at once
+        // (environment(): 4 connections): the loop must see the small file's end while the
+        // ranges are read, not once every one of them is whole.
+        let size = 12 << 20
+        try TestHub.generateRepo(root: root, repo: repo, files: ["model.safetensors": size])
+        try TestHub.writeRepo(root: root, repo: repo, files: ["config.json": Data("{\"model_type\": \"capped\"}\n".padding(toLength: 39, withPad: " ", startingAt: 0).utf8)])
+        let (p, lines) = try speechStamped(["download", repo, "--json", "--cache-base", cacheBase.path, "--max-rate", "4M"],
+                                           extra: ["HF_DOWNLOAD_RANGE_CHUNK": "\(4 << 20)"])
+        XCTAssertTrue(waitForExit(p, timeout: 30), "the capped download ends")
+        XCTAssertEqual(p.terminationStatus, 0, lines.all.map(\.text).joined(separator: "\n"))
+        try assertSameBytes(repo, "config.json")
+        let small = lines.all.compactMap { line -> Int? in
+            guard let event = try? JSONSerialization.jsonObject(with: Data(line.text.utf8)) as? [String: Any],
+                  event["event"] as? String == "file", event["completedFile"] as? String == "config.json" else { return nil }
+            return event["completedBytes"] as? Int
+        }.first
+        let counted = try XCTUnwrap(small, "no file event for config.json: \(lines.all.map(\.text))")
+        print("--max-rate 4M: config.json final with \(counted) of \(size + 39) bytes counted")
+        XCTAssertLessThan(counted, size / 2, "the small file is final before the big file is half done, not after all its ranges")
+    }
+
     func testCtrlCStopsACappedDownloadAtOnce() throws {
         // Two ranges of 8 MiB (a user's size) at 2M: a connection holds its range for seconds.
         try TestHub.generateRepo(root: root, repo: repo, files: ["model.safetensors": 16 << 20])

@@ -304,6 +304,32 @@ final class MetricsTests: DaemonTestCase {
         XCTAssertLessThan(Date().timeIntervalSince(started), 5, "the silent client was dropped after the 2 s read timeout")
     }
 
+    func testACopiedDaemonsBuildInfoNamesTheCommitItWasBuiltFrom() throws {
+        // Copied out of the checkout into a folder whose own `.git` names another commit: the
+        // page's build_info says what `--version` says, the commit recorded at build time (a
+        // look at run time found the other `.git`, or none: "unknown").
+        let (version, out, _) = try launch(fetchdBinary, ["--version"], environment: environment(), hint: "version")
+        XCTAssertTrue(waitForExit(version, timeout: 15))
+        let commit = try XCTUnwrap(contents(out).split(separator: "\n").first { $0.hasPrefix("commit ") }.map { String($0.dropFirst(7)) },
+                                   contents(out))
+        XCTAssertTrue(commit.range(of: "^[0-9a-f]{40}(\\+dirty)?$", options: .regularExpression) != nil, contents(out))
+        let elsewhere = temp.appendingPathComponent("copied")
+        try FileManager.default.createDirectory(at: elsewhere.appendingPathComponent(".git"), withIntermediateDirectories: true)
+        try Data((String(repeating: "0", count: 40) + "\n").utf8).write(to: elsewhere.appendingPathComponent(".git/HEAD"))
+        let copy = elsewhere.appendingPathComponent("speech-fetchd")
+        try FileManager.default.copyItem(at: fetchdBinary, to: copy)
+        let port = try freePort()
+        let (daemon, _, log) = try launch(copy, ["--cache-base", cacheBase.path, "--workers", "1", "--metrics", "127.0.0.1:\(port)"],
+                                          environment: environment(), hint: "copied-fetchd")
+        XCTAssertTrue(waitUntil(timeout: 15) { self.contents(log).contains("serving metrics at http://127.0.0.1:\(port)/metrics") },
+                      contents(log))
+        let page = body(exchange("GET /metrics HTTP/1.0\r\n\r\n", port: port))
+        let info = page.split(separator: "\n").first { $0.hasPrefix("speech_fetchd_build_info{") }.map(String.init) ?? page
+        XCTAssertTrue(info.contains("commit=\"\(commit)\""), "the copy's build_info names \(commit): \(info)")
+        XCTAssertEqual(kill(daemon.processIdentifier, SIGTERM), 0)
+        XCTAssertTrue(waitForExit(daemon, timeout: 15))
+    }
+
     /// A connected socket to 127.0.0.1:`port` (-1 when the connection failed).
     func connectTo(_ port: UInt16) -> Int32 {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)

@@ -130,6 +130,29 @@ final class OfflineTests: HubTestCase {
         }
     }
 
+    func testAnAwaitedCallWithNoHubThereAndNothingCachedFailsAtOnceNamingTheEndpointAndOfflineMode() async throws {
+        // A Swift caller's `try await` under the user's ladder (5 attempts, seconds apart): a
+        // refused connection and a name that never resolves (RFC 2606) fail without walking it.
+        for endpoint in [deadEndpoint(), "http://hub.invalid"] {
+            let started = Date()
+            do {
+                _ = try await downloader(["SPEECH_FETCH_RETRY_ATTEMPTS": "5", "SPEECH_FETCH_RETRY_DELAYS": "5"], endpoint: endpoint)
+                    .download(repo: repo, cacheBaseDir: cacheBase)
+                XCTFail("\(endpoint): the call succeeded with no Hub there")
+            } catch {
+                let took = Date().timeIntervalSince(started)
+                print("try await download with \(endpoint): threw after \(String(format: "%.2f", took)) s")
+                XCTAssertLessThan(took, 4, "\(endpoint): nothing there at first contact fails without the retry ladder: \(error)")
+                guard case DownloadError.hubUnreachable(_, _, .anyFile, _) = error else {
+                    XCTFail("\(endpoint): the Hub unreachable with nothing cached: \(error)"); continue
+                }
+                let said = "\(error)"
+                XCTAssertTrue(said.contains(endpoint) && said.contains("HF_HUB_OFFLINE"), "names the endpoint and offline mode: \(said)")
+            }
+        }
+        XCTAssertFalse(FileManager.default.fileExists(atPath: modelDir(repo).path), "nothing written for a call that reached no Hub")
+    }
+
     func testAnHTTPAnswerIsNotAnOutage() throws {
         try download(repo)
         // The same model directory, asked for under a repo id the Hub does not have: 404 must fail.

@@ -6,8 +6,9 @@ import Foundation
 import XCTest
 
 final class RateCapTests: XCTestCase {
-    func testReadSizeIsASixteenthOfTheCapWithinLibcurlsBounds() {
-        XCTAssertEqual(RateCap(bytesPerSecond: 2 << 20).readSize, 128 << 10)
+    func testReadSizeMakesLibcurlsHundredReadsASixteenthOfTheCapWithinLibcurlsBounds() {
+        XCTAssertEqual(RateCap(bytesPerSecond: 2 << 20).readSize, (2 << 20) / 1600)
+        XCTAssertEqual(RateCap(bytesPerSecond: 100 << 20).readSize, (100 << 20) / 1600)
         XCTAssertEqual(RateCap(bytesPerSecond: 1 << 30).readSize, 256 << 10)
         XCTAssertEqual(RateCap(bytesPerSecond: 4 << 10).readSize, 1 << 10)
         XCTAssertEqual(RateCap(bytesPerSecond: 1).bytesPerSecond, RateCap.minimum, "a cap below 1 KiB/s is raised to it")
