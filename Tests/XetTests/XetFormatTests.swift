@@ -41,6 +41,8 @@ final class XetFormatTests: XCTestCase {
         XCTAssertEqual(hash.bytes, bytes)
         XCTAssertNil(XetHash(hex: String(hash.hex.dropLast())))
         XCTAssertNil(XetHash(hex: String(hash.hex.dropLast()) + "g"))
+        XCTAssertEqual(XetHash(hex: hash.hex.uppercased()), hash)
+        XCTAssertNil(XetHash(hex: "+" + String(hash.hex.dropLast())))
     }
 
     func testChunkHashIsBlake3KeyedWithTheDataKey() {
