@@ -85,40 +85,6 @@ final class DaemonTests: DaemonTestCase {
                       "the supervisor replaced the dead worker")
     }
 
-    /// Zero refetch after SIGKILL: the next claimant of a killed worker's range adopts
-    /// the part file it left in tmp/ and asks only for the missing tail.
-    func testNextClaimantAdoptsAKilledWorkersPartAndFetchesOnlyTheTail() throws {
-        let size = 2 << 20
-        let bigRange = 1 << 20
-        try TestHub.generateRepo(root: root, repo: repo, files: [path: size])
-        hub.setFault(.rateLimit(bytesPerSecond: 256 << 10), for: file)  // 4 s per range
-        let extra = ["HF_DOWNLOAD_RANGE_CHUNK": "\(bigRange)"]
-        let daemon = try startDaemon(workers: 1, extra: extra)
-        let workers = Set(descendants(of: daemon.process.processIdentifier))
-
-        let client = try speech(["download", repo, "--cache-base", base], extra: extra, hint: "download")
-        guard let (victim, job) = firstClaim(by: workers), let index = PlannedFile.parseJob(job)?.index else {
-            return XCTFail("no worker claimed a job; daemon log:\n\(contents(daemon.log))")
-        }
-        // Kill once a quarter of its range is in its part file.
-        var held = 0
-        let partPrefix = "part-\(job)"
-        waitUntil(timeout: 20) {
-            for name in self.names("tmp") where name.hasPrefix(partPrefix) && name.contains("@\(victim)@") {
-                let attributes = try? FileManager.default.attributesOfItem(atPath: self.spoolPath("tmp/\(name)"))
-                held = (attributes?[.size] as? Int) ?? 0
-            }
-            return held >= bigRange / 4
-        }
-        XCTAssertEqual(kill(victim, SIGKILL), 0)
-        XCTAssertGreaterThanOrEqual(held, bigRange / 4, "the worker wrote part of its range before it was killed")
-        hub.clearFaults()
-
-        try assertRangeAskedAgainFromWhereItsPartEnded(client, "the download finished", index: index, rangeSize: bigRange,
-                                                       size: size, held: held, who: "the next claimant", gone: "killed worker \(victim)")
-        XCTAssertTrue(contents(daemon.log).contains("adopted"), "the part was adopted:\n\(contents(daemon.log))")
-    }
-
     /// The download `client` ran ends well with the file's bytes, and the range `index` (of
     /// `rangeSize`) was asked for twice: the second time from at least the `held` bytes its gone
     /// holder's part had, to the range's end.
@@ -273,14 +239,7 @@ final class DaemonTests: DaemonTestCase {
         guard let (worker, job) = firstClaim(by: workers), let index = PlannedFile.parseJob(job)?.index else {
             return XCTFail("no worker claimed a job; daemon log:\n\(contents(daemon.log))")
         }
-        var held = 0
-        waitUntil(timeout: 20) {
-            for name in self.names("tmp") where name.hasPrefix("part-\(job)") && name.contains("@\(worker)@") {
-                let attributes = try? FileManager.default.attributesOfItem(atPath: self.spoolPath("tmp/\(name)"))
-                held = (attributes?[.size] as? Int) ?? 0
-            }
-            return held >= bigRange / 4
-        }
+        let held = waitForProgressRecord(of: job, by: worker, holding: bigRange / 4).held
         for w in workers { adoptStranger(w) }
         kill(daemon.process.processIdentifier, SIGKILL)  // without killingWorkers, the worker sees its parent gone and stops
         if killingWorkers { for w in workers { kill(w, SIGKILL) } }

@@ -32,16 +32,7 @@ final class InPlaceRangeTests: DaemonTestCase {
         guard let (victim, job) = firstClaim(by: workers), let index = PlannedFile.parseJob(job)?.index else {
             return XCTFail("no worker claimed a job; daemon log:\n\(contents(daemon.log))")
         }
-        var held = 0
-        var record = ""
-        waitUntil(timeout: 20) {
-            for name in self.names("tmp") where name.hasPrefix("part-\(job)") && name.contains("@\(victim)@") {
-                record = name
-                let attributes = try? FileManager.default.attributesOfItem(atPath: self.spoolPath("tmp/\(name)"))
-                held = (attributes?[.size] as? Int) ?? 0
-            }
-            return held >= bigRange / 4
-        }
+        let (record, held) = waitForProgressRecord(of: job, by: victim, holding: bigRange / 4)
         XCTAssertEqual(kill(victim, SIGKILL), 0)
         XCTAssertGreaterThanOrEqual(held, bigRange / 4, "the worker wrote part of its range before it was killed")
         XCTAssertTrue(record.hasPrefix("part-\(job)~"), "the range is written in place; its part is a progress record: \(record)")
