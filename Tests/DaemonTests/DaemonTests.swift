@@ -262,7 +262,7 @@ final class DaemonTests: DaemonTestCase {
     func testOrphanPartIsSplicedByTheNextProcessThatLooks() throws {
         let size = 1 << 20  // 4 ranges
         try TestHub.generateRepo(root: root, repo: repo, files: [path: size])
-        let (spool, plan) = try planByHand()
+        let (spool, plan) = try planByHand(repo, path, rangeSize: rangeSize)
         let bytes = try source(repo, path)
 
         // A worker fetched range 1, published its part and died before splicing it.
@@ -288,7 +288,7 @@ final class DaemonTests: DaemonTestCase {
     func testOrphanPartIsAdoptedByANewEmbeddedDownload() throws {
         let size = 2 << 20  // 8 ranges
         try TestHub.generateRepo(root: root, repo: repo, files: [path: size])
-        let (spool, plan) = try planByHand()
+        let (spool, plan) = try planByHand(repo, path, rangeSize: rangeSize)
         let bytes = try source(repo, path)
         for index in [2, 5] { try orphanPart(plan, index, bytes, spool) }
 
@@ -303,24 +303,6 @@ final class DaemonTests: DaemonTestCase {
         XCTAssertEqual(names("plans"), [])
         XCTAssertEqual(names("jobs/ready"), [], "the embedded host retired the plan's jobs")
         XCTAssertEqual(names("done").count, 1, "the request is settled")
-    }
-
-    /// Resolves the repo, writes its request and plans it as a supervisor would (no daemon runs).
-    private func planByHand() throws -> (Spool, PlannedFile) {
-        let env = environment()
-        let settings = DownloadSettings.fromEnvironment(env)
-        let spool = try Spool(base: cacheBase, node: settings.node, lease: settings.lease)
-        let id = try RepoID(repo)
-        let snapshot = try downloader().client.snapshot(of: id, revision: "main")
-        let repoFile = try XCTUnwrap(snapshot.files.first { $0.path == path })
-        let directory = ModelDirectory(CacheLocation.modelDirectory(base: cacheBase, repo: id))
-        try spool.submit(SpoolRequest(repo: repo, revision: "main", commit: snapshot.commit, modelDir: directory.path,
-                                      files: [repoFile], node: settings.node))
-        Planner(spool: spool, rangeSize: Int64(rangeSize)).planRequests()
-        let key = PlannedFile.key(modelDir: directory.path, path: path, commit: snapshot.commit)
-        let plan = try XCTUnwrap(spool.plannedFile(key), "the planner planned the file")
-        XCTAssertEqual(names("jobs/ready").count, plan.rangeCount)
-        return (spool, plan)
     }
 
     /// What a worker leaves when it dies right after publishing: the job gone from ready, the
