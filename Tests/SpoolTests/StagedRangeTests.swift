@@ -20,6 +20,15 @@ final class StagedRangeTests: ScratchDirectoryTestCase {
         PlannedFile.patterned(size: Int(rangeSize) * ranges, rangeSize: rangeSize, in: scratch)
     }
 
+    /// node1's spool in the scratch folder and a planned file of `ranges` whole ranges, its
+    /// staging file and tagged sidecar made as the planner makes them; and the file's bytes.
+    private func stagedFile(ranges: Int) throws -> (Spool, PlannedFile, Data) {
+        let spool = try Spool(base: scratch, node: "node1", lease: 30)
+        let (plan, bytes) = plannedFile(ranges: ranges)
+        _ = try plan.openStaging()
+        return (spool, plan, bytes)
+    }
+
     private func claim(_ spool: Spool, _ plan: PlannedFile, _ index: Int) -> ClaimedJob {
         let name = plan.jobName(index)
         return ClaimedJob(name: name, path: spool.layout.path(.claimed, "\(name)@\(spool.owner.node)@\(spool.owner.pid)"),
@@ -49,9 +58,7 @@ final class StagedRangeTests: ScratchDirectoryTestCase {
     }
 
     func testARangeWrittenInPlaceIsFoldedInFromItsRecordAndTheFileFinalizes() throws {
-        let spool = try Spool(base: scratch, node: "node1", lease: 30)
-        let (plan, bytes) = plannedFile(ranges: 3)
-        _ = try plan.openStaging()  // the planner makes the staging file and its tagged sidecar
+        let (spool, plan, bytes) = try stagedFile(ranges: 3)
         XCTAssertNotNil(sidecar(plan)?.stagingTag, "a new sidecar tags its staging file")
         try writeInPlace(spool, plan, 1, bytes)
         let record = try XCTUnwrap(StagedRangeRecord.look(at: spool.partPath(plan, 1)).value ?? nil, "the part is a record")
@@ -73,9 +80,7 @@ final class StagedRangeTests: ScratchDirectoryTestCase {
     /// sidecar gone, a new one with a new tag), the record is dropped and its range fetched again,
     /// never marked done over bytes the new file does not hold.
     func testARecordForAStagingFileStartedOverIsIgnoredAndItsRangeFetchedAgain() throws {
-        let spool = try Spool(base: scratch, node: "node1", lease: 30)
-        let (plan, bytes) = plannedFile(ranges: 3)
-        _ = try plan.openStaging()
+        let (spool, plan, bytes) = try stagedFile(ranges: 3)
         let job = claim(spool, plan, 0)
         let staged = try XCTUnwrap(spool.openStagedRange(job))
         let r = plan.range(0)
@@ -108,9 +113,7 @@ final class StagedRangeTests: ScratchDirectoryTestCase {
     /// An endgame duplicate (or a revoked claimant still running) writes the same range into the
     /// same staging file: same bytes, and only the first record published counts.
     func testARangeWrittenTwiceInPlaceIsHarmlessAndOneRecordWins() throws {
-        let spool = try Spool(base: scratch, node: "node1", lease: 30)
-        let (plan, bytes) = plannedFile(ranges: 2)
-        _ = try plan.openStaging()
+        let (spool, plan, bytes) = try stagedFile(ranges: 2)
         let job = claim(spool, plan, 0)
         let first = try XCTUnwrap(spool.openStagedRange(job))
         let second = try XCTUnwrap(spool.openStagedRange(job))
@@ -141,9 +144,7 @@ final class StagedRangeTests: ScratchDirectoryTestCase {
     /// not recorded (garbage for now, as a writer mid-range leaves it) is never read, so the file
     /// still verifies once the range's real bytes are recorded.
     func testTheHashPassNeverReadsARangeThatIsNotRecorded() throws {
-        let spool = try Spool(base: scratch, node: "node1", lease: 30)
-        let (plan, bytes) = plannedFile(ranges: 3)
-        _ = try plan.openStaging()
+        let (spool, plan, bytes) = try stagedFile(ranges: 3)
         try writeInPlace(spool, plan, 1, bytes, content: Data(repeating: 0xEE, count: Int(rangeSize)), publish: false)
         try writeInPlace(spool, plan, 0, bytes)
         try writeInPlace(spool, plan, 2, bytes)
