@@ -4,6 +4,11 @@
   sha256_file(path)     a file's SHA-256 (OpenSSL through hashlib: faster than sha256sum)
   git_blob_id(body), git_blob_id_file(path, size)
                         the git blob id (SHA-1 of `blob <size>\\0` and the bytes)
+  speech_commands(speech)
+                        `speech`'s commands that have a help of their own, as word lists, read
+                        from its --help (the table is in the Swift source alone): its commands in
+                        the help's order, `cache` last, then `cache ls`, `cache verify`, ... from
+                        `speech cache --help`'s usage line
   HubFile, write_hub_repo(...)
                         the one writer of a Hub-shaped static tree (the API's revision and tree
                         JSON, the resolve URLs' files, nginx's map entries) that scripts/bench
@@ -12,6 +17,8 @@
 As a command, for the shell scripts:
   python3 scripts/lib/common.py free-ports N    N free ports, one a line
   python3 scripts/lib/common.py sha256 FILE     the file's SHA-256
+  python3 scripts/lib/common.py speech-commands SPEECH
+                                                speech_commands, one command a line ("cache ls")
 
 Scripts import it after `sys.path.insert(0, <scripts/lib>)`; scripts/lib/common.sh is the shell
 scripts' counterpart.
@@ -20,6 +27,7 @@ import hashlib
 import json
 import os
 import socket
+import subprocess
 import sys
 
 
@@ -58,6 +66,26 @@ def git_blob_id_file(path, size):
         for block in iter(lambda: f.read(8 << 20), b""):
             h.update(block)
     return h.hexdigest()
+
+
+def speech_commands(speech):
+    def help_lines(*words):
+        return subprocess.run([speech, *words, "--help"], capture_output=True, text=True, check=True).stdout.splitlines()
+
+    lines = help_lines()
+    listed = lines[lines.index("commands:") + 1:]
+    # A command's row starts two spaces in; a wrapped summary further in; the section ends at a
+    # line that does not start with a space.
+    names = []
+    for line in listed:
+        if not line.startswith(" "):
+            break
+        if line.startswith("  ") and not line.startswith("   "):
+            names.append(line.split()[0])
+    names = [n for n in names if n not in ("help", "cache")] + ["cache"]
+    usage = help_lines("cache")[0]  # usage: speech cache <ls | verify | ...> [...]
+    cache = [c.strip() for c in usage[usage.index("<") + 1:usage.index(">")].split("|")]
+    return [[n] for n in names] + [["cache", c] for c in cache]
 
 
 def lfs_pointer(sha256, size):
@@ -151,5 +179,7 @@ if __name__ == "__main__":
         print("\n".join(str(p) for p in free_ports(int(sys.argv[2]))))
     elif len(sys.argv) == 3 and sys.argv[1] == "sha256":
         print(sha256_file(sys.argv[2]))
+    elif len(sys.argv) == 3 and sys.argv[1] == "speech-commands":
+        print("\n".join(" ".join(words) for words in speech_commands(sys.argv[2])))
     else:
         sys.exit("usage: common.py free-ports N | sha256 FILE")
