@@ -63,13 +63,7 @@ final class XetDaemonTests: DaemonTestCase {
         XCTAssertTrue(waitUntil(timeout: 5) { self.names("").contains { $0.hasSuffix(".hf-caches") } }, "the daemon says what it serves")
         let result = try downloader().downloadBlocking(repo: repo, cacheBaseDir: cacheBase, huggingFaceCache: hf)
         XCTAssertTrue(result.handedOver, "handed over: the daemon writes into \(hf.path)")
-        let got = try Data(contentsOf: result.directory.appendingPathComponent(path))
-        XCTAssertEqual(got, try source(repo, path))
-        XCTAssertEqual(hub.reconstructions(for: key), 1)
-        XCTAssertEqual(hub.bridgeBytes(for: key), 0)
-        let blobs = hf.appendingPathComponent("models--org--XetDaemon/blobs")
-        XCTAssertTrue(try FileManager.default.contentsOfDirectory(atPath: blobs.path).contains(SHA256.hex(of: got)),
-                      "the file is a blob named by its SHA-256, as huggingface_hub keeps it")
+        try assertXetFileIsAHubCacheBlob(repo, path, in: result.directory, hubCache: hf)
     }
 
     func testHFHubDisableXetReachesTheDaemonThroughTheRequestAndTakesTheBridge() throws {
@@ -77,10 +71,7 @@ final class XetDaemonTests: DaemonTestCase {
         try startDaemon(workers: 2, slots: 2)
         let result = try download(repo, extra: ["HF_HUB_DISABLE_XET": "1"])
         XCTAssertTrue(result.handedOver)
-        try assertSameBytes(repo, path)
-        XCTAssertEqual(hub.reconstructions(for: key), 0)
-        XCTAssertEqual(hub.xorbBytes(for: key), 0)
-        XCTAssertEqual(hub.bridgeBytes(for: key), 3 << 20, "the caller's setting is the request's")
+        try assertBridgedOnly(repo, path, size: 3 << 20, "the caller's setting is the request's")
         let request = try XCTUnwrap(names("requests").first)
         let record = try JSONDecoder().decode(SpoolRequest.self, from: Data(contentsOf: URL(fileURLWithPath: spoolPath("requests/\(request)"))))
         XCTAssertEqual(record.xetBridge, true)

@@ -1,5 +1,6 @@
 // XetFixture - the Xet-backed repos, revisions and measurements the embedded and the daemon's Xet
 // tests share, so both pin the same bytes and the same bounds.
+import Digest
 import Foundation
 import ModelCache
 import TestHub
@@ -49,6 +50,31 @@ extension HubTestCase {
         XCTAssertGreaterThan(fetched, 0, "the new chunks come from the CAS", file: file, line: line)
         XCTAssertLessThanOrEqual(Double(fetched), 0.02 * Double(second.count), file: file, line: line)
         XCTAssertEqual(hub.bridgeBytes(for: key), 0, file: file, line: line)
+    }
+
+    /// `path` of `repo` came through the Xet path into the huggingface_hub cache `hubCache`: the
+    /// source's bytes in `directory` (the call's snapshot folder), one reconstruction, no bridge
+    /// byte, and a blob named by its SHA-256 (the folder's name spelled here, as huggingface_hub
+    /// spells it, not taken from the code under test).
+    func assertXetFileIsAHubCacheBlob(_ repo: String, _ path: String, in directory: URL, hubCache: URL,
+                                      file: StaticString = #filePath, line: UInt = #line) throws {
+        let got = try Data(contentsOf: directory.appendingPathComponent(path))
+        XCTAssertEqual(got, try source(repo, path), file: file, line: line)
+        XCTAssertEqual(hub.reconstructions(for: "\(repo)/\(path)"), 1, file: file, line: line)
+        XCTAssertEqual(hub.bridgeBytes(for: "\(repo)/\(path)"), 0, file: file, line: line)
+        let blobs = hubCache.appendingPathComponent("models--\(repo.replacingOccurrences(of: "/", with: "--"))/blobs")
+        XCTAssertTrue(try FileManager.default.contentsOfDirectory(atPath: blobs.path).contains(SHA256.hex(of: got)),
+                      "the file is a blob named by its SHA-256, as huggingface_hub keeps it", file: file, line: line)
+    }
+
+    /// `path` of `repo` (`size` bytes) came through the bridge alone (HF_HUB_DISABLE_XET), byte
+    /// for byte: no reconstruction, no xorb byte.
+    func assertBridgedOnly(_ repo: String, _ path: String, size: Int, _ message: String = "",
+                           file: StaticString = #filePath, line: UInt = #line) throws {
+        try assertSameBytes(repo, path, file: file, line: line)
+        XCTAssertEqual(hub.reconstructions(for: "\(repo)/\(path)"), 0, file: file, line: line)
+        XCTAssertEqual(hub.xorbBytes(for: "\(repo)/\(path)"), 0, file: file, line: line)
+        XCTAssertEqual(hub.bridgeBytes(for: "\(repo)/\(path)"), size, message, file: file, line: line)
     }
 
     /// Reads the sidecar of `path` in `repo`'s model directory every 20 ms until `seen` returns a

@@ -148,22 +148,13 @@ final class XetDownloadTests: HubTestCase {
         try makeRepo()
         let hubCache = temp.appendingPathComponent("hf-hub")
         let result = try downloader().downloadBlocking(repo: repo, cacheBaseDir: cacheBase, huggingFaceCache: hubCache)
-        let got = try Data(contentsOf: result.directory.appendingPathComponent(path))
-        XCTAssertEqual(got, try source(repo, path))
-        XCTAssertEqual(hub.reconstructions(for: key), 1)
-        XCTAssertEqual(hub.bridgeBytes(for: key), 0)
-        let blobs = hubCache.appendingPathComponent("models--org--XetModel/blobs")
-        XCTAssertTrue(try FileManager.default.contentsOfDirectory(atPath: blobs.path).contains(SHA256.hex(of: got)),
-                      "the file is a blob named by its SHA-256, as huggingface_hub keeps it")
+        try assertXetFileIsAHubCacheBlob(repo, path, in: result.directory, hubCache: hubCache)
     }
 
     func testHFHubDisableXetTakesTheBridge() throws {
         try makeRepo()
         try download(repo, extra: ["HF_HUB_DISABLE_XET": "1"])
-        try assertSameBytes(repo, path)
-        XCTAssertEqual(hub.reconstructions(for: key), 0)
-        XCTAssertEqual(hub.xorbBytes(for: key), 0)
-        XCTAssertEqual(hub.bridgeBytes(for: key), 3 << 20)
+        try assertBridgedOnly(repo, path, size: 3 << 20)
     }
 
     func testALargeFileReconstructionComesInPagesAndItsTermsFromSeveralRanges() throws {
