@@ -29,6 +29,13 @@ final class StagedRangeTests: ScratchDirectoryTestCase {
         return (spool, plan, bytes)
     }
 
+    /// The splicer finalizes `plan`: its final file holds `bytes`.
+    private func assertSplicedIntoPlace(_ spool: Spool, _ plan: PlannedFile, _ bytes: Data, _ message: String = "",
+                                        file: StaticString = #filePath, line: UInt = #line) throws {
+        XCTAssertEqual(Splicer(spool: spool).splice(plan), .finalized, message, file: file, line: line)
+        XCTAssertEqual(try Data(contentsOf: plan.directory.finalURL(plan.file.path)), bytes, file: file, line: line)
+    }
+
     private func claim(_ spool: Spool, _ plan: PlannedFile, _ index: Int) -> ClaimedJob {
         let name = plan.jobName(index)
         return ClaimedJob(name: name, path: spool.layout.path(.claimed, "\(name)@\(spool.owner.node)@\(spool.owner.pid)"),
@@ -72,8 +79,7 @@ final class StagedRangeTests: ScratchDirectoryTestCase {
         XCTAssertEqual(try plan.openStaging().doneRanges, [1])
         try writeInPlace(spool, plan, 0, bytes)
         try writeInPlace(spool, plan, 2, bytes)
-        XCTAssertEqual(Splicer(spool: spool).splice(plan), .finalized)
-        XCTAssertEqual(try Data(contentsOf: plan.directory.finalURL(plan.file.path)), bytes)
+        try assertSplicedIntoPlace(spool, plan, bytes)
     }
 
     /// A record names the staging file it was written into: once that file was started over (its
@@ -106,8 +112,7 @@ final class StagedRangeTests: ScratchDirectoryTestCase {
         // The range fetched again into the new staging file completes it.
         unlink(spool.layout.ready(plan.jobName(0)))
         for index in 0..<3 { try writeInPlace(spool, plan, index, bytes) }
-        XCTAssertEqual(Splicer(spool: spool).splice(plan), .finalized)
-        XCTAssertEqual(try Data(contentsOf: plan.directory.finalURL(plan.file.path)), bytes)
+        try assertSplicedIntoPlace(spool, plan, bytes)
     }
 
     /// An endgame duplicate (or a revoked claimant still running) writes the same range into the
@@ -136,8 +141,7 @@ final class StagedRangeTests: ScratchDirectoryTestCase {
         XCTAssertEqual(published, [true, false], "the first record wins; the second is discarded")
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: spool.layout.path(.tmp)).filter { $0.hasPrefix("part-") }, [])
         try writeInPlace(spool, plan, 1, bytes)
-        XCTAssertEqual(Splicer(spool: spool).splice(plan), .finalized)
-        XCTAssertEqual(try Data(contentsOf: plan.directory.finalURL(plan.file.path)), bytes)
+        try assertSplicedIntoPlace(spool, plan, bytes)
     }
 
     /// The hash advances only over the contiguous prefix of recorded ranges: a range written but
@@ -157,8 +161,7 @@ final class StagedRangeTests: ScratchDirectoryTestCase {
             unlink(spool.layout.path(.tmp, name))
         }
         try writeInPlace(spool, plan, 1, bytes)
-        XCTAssertEqual(Splicer(spool: spool).splice(plan), .finalized, "the digest matched: range 1's garbage was never hashed")
-        XCTAssertEqual(try Data(contentsOf: plan.directory.finalURL(plan.file.path)), bytes)
+        try assertSplicedIntoPlace(spool, plan, bytes, "the digest matched: range 1's garbage was never hashed")
     }
 
     /// A file under repair fetches its ranges again as parts to compare with the staged bytes: no

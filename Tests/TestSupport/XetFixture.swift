@@ -15,6 +15,19 @@ extension HubTestCase {
         XCTAssertNotNil(hub.xetHash(of: "\(repo)/\(path)"))  // stored now, not while the 1 s stall guard waits for a listing
     }
 
+    /// A `writeXetRepo` repo was downloaded: both files' bytes, `path` through one reconstruction
+    /// and its xorb ranges, nothing through the plain path (`message` says more on a failure).
+    func assertXetRepoCameThroughXet(_ repo: String, _ path: String, _ message: @autoclosure () -> String = "",
+                                     file: StaticString = #filePath, line: UInt = #line) throws {
+        let key = "\(repo)/\(path)"
+        try assertSameBytes(repo, path, file: file, line: line)
+        try assertSameBytes(repo, "config.json", file: file, line: line)
+        XCTAssertEqual(hub.reconstructions(for: key), 1, file: file, line: line)
+        XCTAssertGreaterThan(hub.xorbRangeRequests(for: key), 0, file: file, line: line)
+        XCTAssertGreaterThan(hub.xorbBytes(for: key), 0, file: file, line: line)
+        XCTAssertEqual(hub.bridgeBytes(for: key), 0, "nothing through the plain path\(message())", file: file, line: line)
+    }
+
     /// A repo whose `path` shares most of its chunks with `base.safetensors` (stored first), with
     /// a few new bytes between every 512 KiB of it: many terms from two xorbs, recorded one by
     /// one, and fetch ranges of the base's xorb that do not touch.

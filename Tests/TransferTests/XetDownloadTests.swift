@@ -50,12 +50,7 @@ final class XetDownloadTests: HubTestCase {
         let log = ProgressLog()
         let result = try download(repo, progress: { log.add($0) })
         XCTAssertEqual(Set(result.fetched), [path, "config.json"])
-        try assertSameBytes(repo, path)
-        try assertSameBytes(repo, "config.json")
-        XCTAssertEqual(hub.reconstructions(for: key), 1)
-        XCTAssertGreaterThan(hub.xorbRangeRequests(for: key), 0)
-        XCTAssertGreaterThan(hub.xorbBytes(for: key), 0)
-        XCTAssertEqual(hub.bridgeBytes(for: key), 0, "nothing through the plain path")
+        try assertXetRepoCameThroughXet(repo, path)
         // Progress is in bytes of the files, and ends at their sum.
         let last = try XCTUnwrap(log.all.last)
         XCTAssertEqual(last.completedBytes, Int64(3 << 20) + 8)
