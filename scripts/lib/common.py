@@ -24,6 +24,7 @@ Scripts import it after `sys.path.insert(0, <scripts/lib>)`; scripts/lib/common.
 scripts' counterpart.
 """
 import hashlib
+import itertools
 import json
 import os
 import socket
@@ -48,12 +49,15 @@ def free_port():
     return free_ports(1)[0]
 
 
-def sha256_file(path):
-    h = hashlib.sha256()
+def _hash_file(h, path):
     with open(path, "rb") as f:
         for block in iter(lambda: f.read(8 << 20), b""):
             h.update(block)
     return h.hexdigest()
+
+
+def sha256_file(path):
+    return _hash_file(hashlib.sha256(), path)
 
 
 def git_blob_id(body):
@@ -61,11 +65,7 @@ def git_blob_id(body):
 
 
 def git_blob_id_file(path, size):
-    h = hashlib.sha1(b"blob %d\0" % size)
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(8 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
+    return _hash_file(hashlib.sha1(b"blob %d\0" % size), path)
 
 
 def speech_commands(speech):
@@ -73,19 +73,12 @@ def speech_commands(speech):
         return subprocess.run([speech, *words, "--help"], capture_output=True, text=True, check=True).stdout.splitlines()
 
     lines = help_lines()
-    listed = lines[lines.index("commands:") + 1:]
-    # A command's row starts two spaces in; a wrapped summary further in; the section ends at a
-    # line that does not start with a space.
-    names = []
-    for line in listed:
-        if not line.startswith(" "):
-            break
-        if line.startswith("  ") and not line.startswith("   "):
-            names.append(line.split()[0])
-    names = [n for n in names if n not in ("help", "cache")] + ["cache"]
+    rows = itertools.takewhile(lambda line: line.startswith(" "), lines[lines.index("commands:") + 1:])
+    # A command's row starts two spaces in, a wrapped summary further in.
+    names = [row.split()[0] for row in rows if not row.startswith("   ")]
     usage = help_lines("cache")[0]  # usage: speech cache <ls | verify | ...> [...]
-    cache = [c.strip() for c in usage[usage.index("<") + 1:usage.index(">")].split("|")]
-    return [[n] for n in names] + [["cache", c] for c in cache]
+    return ([[n] for n in names if n not in ("help", "cache")] + [["cache"]]
+            + [["cache", c.strip()] for c in usage[usage.index("<") + 1:usage.index(">")].split("|")])
 
 
 def lfs_pointer(sha256, size):

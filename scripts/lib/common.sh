@@ -5,22 +5,15 @@
 #   stop_pid PID      TERM, up to 5 s for it to go, then KILL (nothing when it is gone already)
 #   stop_nginx PID    nginx's master (TERM: its fast shutdown, connections closed at once) and
 #                     its workers, waited for
-#   make_work NAME [KEEP_VARIABLE]
-#                     the script's work folder, ${TMPDIR:-/tmp}/NAME.XXXXXX, in $work; from now on
-#                     the script's end (EXIT; INT and TERM exit 130) stops what stop_at_exit
-#                     names, runs what at_exit added, and removes $work (kept, and said, when the
-#                     environment variable KEEP_VARIABLE is set)
-#   stop_at_exit VARIABLE...
-#                     at the script's end, every pid the variables (or arrays) hold then is
-#                     stopped (stop_pid) and reaped; a variable emptied meanwhile stops nothing
-#   at_exit COMMAND   at the script's end, COMMAND (eval'd then), after the pids, before $work goes
-#   start_nginx DIR URL
-#                     nginx (PATH's, else /usr/sbin/nginx) on DIR/nginx.conf, prefix DIR, logs in
-#                     DIR/logs, in the background, stopped at the script's end; waits up to 5 s for
-#                     URL to answer: sets nginx_pid, or dies with nginx's error log
-#   debug_bin_dir PRODUCT...
-#                     builds the products (debug; TESTHUB_SCRATCH_PATH as --scratch-path), prints
-#                     the folder that holds them; on a failed build prints its errors and fails
+#   make_work NAME [KEEP]  $work, a new ${TMPDIR:-/tmp}/NAME.XXXXXX; at the script's end (EXIT;
+#                     INT and TERM exit 130) the pids stop_at_exit names stop, at_exit's commands
+#                     run, and $work goes (kept, and said, when the variable named KEEP is set)
+#   stop_at_exit VARIABLE...  the pids these variables or arrays hold at the end: stop_pid, reaped
+#   at_exit COMMAND   one more step at the end (eval'd then), before $work goes
+#   start_nginx DIR URL  nginx on DIR/nginx.conf (prefix DIR, logs in DIR/logs), stopped at the
+#                     end; waits 5 s for URL to answer: sets nginx_pid, or dies with its error log
+#   debug_bin_dir PRODUCT...  builds them (debug; TESTHUB_SCRATCH_PATH as --scratch-path) and
+#                     prints their folder; a failed build's errors go to stderr
 #   start_testhub BINARY OUT ERR ARG...
 #                     BINARY (a speech-testhub) with ARG... in the background, stdout to OUT and
 #                     stderr to ERR; waits up to 30 s for its first line, the Hub's URL: sets
