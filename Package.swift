@@ -104,7 +104,7 @@ let package = Package(
         .testTarget(name: "SpeechFetchTests", dependencies: ["Daemon", "Digest", "HubClient", "HubTypes", "ModelCache", "SpeechFetch", "TestHub", "TestSupport"]),
         .testTarget(name: "TestHubTests", dependencies: ["Digest", "TestHub", "Xet"]),
         // Data/: the official BLAKE3 test vectors, read by path.
-        .testTarget(name: "XetTests", dependencies: ["Xet"], exclude: ["Data"]),
+        .testTarget(name: "XetTests", dependencies: ["TestHub", "Xet"], exclude: ["Data"]),
         .testTarget(name: "CommandLineKitTests", dependencies: ["CommandLineKit"]),
         .testTarget(name: "SpeechCLITests", dependencies: ["ModelCache", "SpeechFetch", "TestHub", "TestSupport"]),
     ],

@@ -181,14 +181,8 @@ private struct Reader {
         guard at + 4 <= bytes.count else { return nil }
         var value: UInt32 = 0
         for _ in 0..<4 {
-            let byte = bytes[at]
-            let digit: UInt8
-            switch byte {
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = byte - UInt8(ascii: "0")
-            case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = byte - UInt8(ascii: "a") + 10
-            case UInt8(ascii: "A")...UInt8(ascii: "F"): digit = byte - UInt8(ascii: "A") + 10
-            default: return nil
-            }
+            // The standard library's hex digits: 0-9, a-f, A-F (a lone byte reaches no other).
+            guard let digit = Character(Unicode.Scalar(bytes[at])).hexDigitValue else { return nil }
             value = value << 4 | UInt32(digit)
             at += 1
         }

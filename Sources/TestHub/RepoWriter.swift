@@ -37,7 +37,7 @@ enum RepoWriter {
             guard size >= 0 else { throw TestHubError.invalidPath(repo: repo, path: "\(path) (size \(size))") }
         }
         for (path, size) in files.sorted(by: { $0.key < $1.key }) {
-            let stream = SplitMixStream(seed: fnv1a64("\(repo)\u{0}\(path)") ^ (seed &* 0x9E37_79B9_7F4A_7C15))
+            let stream = SplitMixStream(seed: fnv1a64("\(repo)\u{0}\(path)") ^ (seed &* SplitMix64.gamma))
             try writeAtomically(root: root, repo: repo, path: path) { fd, target in
                 let wordsPerBlock = 1 << 17  // 1 MiB
                 let block = UnsafeMutableBufferPointer<UInt64>.allocate(capacity: wordsPerBlock)
@@ -102,20 +102,13 @@ enum RepoWriter {
     }
 }
 
-/// SplitMix64 as a function of the word index: word i is mix(seed + (i + 1) * gamma),
-/// written little-endian.
+/// `SplitMix64` read from any word on: word i of the stream is word i + 1 of the seed.
 struct SplitMixStream {
     let seed: UInt64
 
     func fill(_ block: UnsafeMutableBufferPointer<UInt64>, count: Int, from index: inout UInt64) {
-        var state = seed &+ index &* 0x9E37_79B9_7F4A_7C15
-        for i in 0 ..< count {
-            state = state &+ 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            block[i] = (z ^ (z >> 31)).littleEndian
-        }
+        var generator = SplitMix64(seed: seed &+ index &* SplitMix64.gamma)
+        generator.fill(UnsafeMutableBufferPointer(rebasing: block[0 ..< count]))
         index &+= UInt64(count)
     }
 }

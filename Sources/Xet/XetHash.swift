@@ -28,13 +28,8 @@ public struct XetHash: Hashable, Sendable, CustomStringConvertible {
         for group in 0..<4 {
             var w: UInt64 = 0
             for c in utf8[(16 * group)..<(16 * group + 16)] {
-                let digit: UInt8
-                switch c {
-                case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = c - UInt8(ascii: "0")
-                case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = c - UInt8(ascii: "a") + 10
-                case UInt8(ascii: "A")...UInt8(ascii: "F"): digit = c - UInt8(ascii: "A") + 10
-                default: return nil
-                }
+                // The standard library's hex digits: 0-9, a-f, A-F (a lone byte reaches no other).
+                guard let digit = Character(Unicode.Scalar(c)).hexDigitValue else { return nil }
                 w = w << 4 | UInt64(digit)
             }
             parsed.append(w)

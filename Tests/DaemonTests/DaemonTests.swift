@@ -85,40 +85,6 @@ final class DaemonTests: DaemonTestCase {
                       "the supervisor replaced the dead worker")
     }
 
-    /// Zero refetch after SIGKILL: the next claimant of a killed worker's range adopts
-    /// the part file it left in tmp/ and asks only for the missing tail.
-    func testNextClaimantAdoptsAKilledWorkersPartAndFetchesOnlyTheTail() throws {
-        let size = 2 << 20
-        let bigRange = 1 << 20
-        try TestHub.generateRepo(root: root, repo: repo, files: [path: size])
-        hub.setFault(.rateLimit(bytesPerSecond: 256 << 10), for: file)  // 4 s per range
-        let extra = ["HF_DOWNLOAD_RANGE_CHUNK": "\(bigRange)"]
-        let daemon = try startDaemon(workers: 1, extra: extra)
-        let workers = Set(descendants(of: daemon.process.processIdentifier))
-
-        let client = try speech(["download", repo, "--cache-base", base], extra: extra, hint: "download")
-        guard let (victim, job) = firstClaim(by: workers), let index = PlannedFile.parseJob(job)?.index else {
-            return XCTFail("no worker claimed a job; daemon log:\n\(contents(daemon.log))")
-        }
-        // Kill once a quarter of its range is in its part file.
-        var held = 0
-        let partPrefix = "part-\(job)"
-        waitUntil(timeout: 20) {
-            for name in self.names("tmp") where name.hasPrefix(partPrefix) && name.contains("@\(victim)@") {
-                let attributes = try? FileManager.default.attributesOfItem(atPath: self.spoolPath("tmp/\(name)"))
-                held = (attributes?[.size] as? Int) ?? 0
-            }
-            return held >= bigRange / 4
-        }
-        XCTAssertEqual(kill(victim, SIGKILL), 0)
-        XCTAssertGreaterThanOrEqual(held, bigRange / 4, "the worker wrote part of its range before it was killed")
-        hub.clearFaults()
-
-        try assertRangeAskedAgainFromWhereItsPartEnded(client, "the download finished", index: index, rangeSize: bigRange,
-                                                       size: size, held: held, who: "the next claimant", gone: "killed worker \(victim)")
-        XCTAssertTrue(contents(daemon.log).contains("adopted"), "the part was adopted:\n\(contents(daemon.log))")
-    }
-
     /// The download `client` ran ends well with the file's bytes, and the range `index` (of
     /// `rangeSize`) was asked for twice: the second time from at least the `held` bytes its gone
     /// holder's part had, to the range's end.
@@ -273,14 +239,7 @@ final class DaemonTests: DaemonTestCase {
         guard let (worker, job) = firstClaim(by: workers), let index = PlannedFile.parseJob(job)?.index else {
             return XCTFail("no worker claimed a job; daemon log:\n\(contents(daemon.log))")
         }
-        var held = 0
-        waitUntil(timeout: 20) {
-            for name in self.names("tmp") where name.hasPrefix("part-\(job)") && name.contains("@\(worker)@") {
-                let attributes = try? FileManager.default.attributesOfItem(atPath: self.spoolPath("tmp/\(name)"))
-                held = (attributes?[.size] as? Int) ?? 0
-            }
-            return held >= bigRange / 4
-        }
+        let held = waitForProgressRecord(of: job, by: worker, holding: bigRange / 4).held
         for w in workers { adoptStranger(w) }
         kill(daemon.process.processIdentifier, SIGKILL)  // without killingWorkers, the worker sees its parent gone and stops
         if killingWorkers { for w in workers { kill(w, SIGKILL) } }
@@ -303,7 +262,7 @@ final class DaemonTests: DaemonTestCase {
     func testOrphanPartIsSplicedByTheNextProcessThatLooks() throws {
         let size = 1 << 20  // 4 ranges
         try TestHub.generateRepo(root: root, repo: repo, files: [path: size])
-        let (spool, plan) = try planByHand()
+        let (spool, plan) = try planByHand(repo, path, rangeSize: rangeSize)
         let bytes = try source(repo, path)
 
         // A worker fetched range 1, published its part and died before splicing it.
@@ -329,7 +288,7 @@ final class DaemonTests: DaemonTestCase {
     func testOrphanPartIsAdoptedByANewEmbeddedDownload() throws {
         let size = 2 << 20  // 8 ranges
         try TestHub.generateRepo(root: root, repo: repo, files: [path: size])
-        let (spool, plan) = try planByHand()
+        let (spool, plan) = try planByHand(repo, path, rangeSize: rangeSize)
         let bytes = try source(repo, path)
         for index in [2, 5] { try orphanPart(plan, index, bytes, spool) }
 
@@ -344,24 +303,6 @@ final class DaemonTests: DaemonTestCase {
         XCTAssertEqual(names("plans"), [])
         XCTAssertEqual(names("jobs/ready"), [], "the embedded host retired the plan's jobs")
         XCTAssertEqual(names("done").count, 1, "the request is settled")
-    }
-
-    /// Resolves the repo, writes its request and plans it as a supervisor would (no daemon runs).
-    private func planByHand() throws -> (Spool, PlannedFile) {
-        let env = environment()
-        let settings = DownloadSettings.fromEnvironment(env)
-        let spool = try Spool(base: cacheBase, node: settings.node, lease: settings.lease)
-        let id = try RepoID(repo)
-        let snapshot = try downloader().client.snapshot(of: id, revision: "main")
-        let repoFile = try XCTUnwrap(snapshot.files.first { $0.path == path })
-        let directory = ModelDirectory(CacheLocation.modelDirectory(base: cacheBase, repo: id))
-        try spool.submit(SpoolRequest(repo: repo, revision: "main", commit: snapshot.commit, modelDir: directory.path,
-                                      files: [repoFile], node: settings.node))
-        Planner(spool: spool, rangeSize: Int64(rangeSize)).planRequests()
-        let key = PlannedFile.key(modelDir: directory.path, path: path, commit: snapshot.commit)
-        let plan = try XCTUnwrap(spool.plannedFile(key), "the planner planned the file")
-        XCTAssertEqual(names("jobs/ready").count, plan.rangeCount)
-        return (spool, plan)
     }
 
     /// What a worker leaves when it dies right after publishing: the job gone from ready, the

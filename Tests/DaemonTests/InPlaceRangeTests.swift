@@ -32,16 +32,7 @@ final class InPlaceRangeTests: DaemonTestCase {
         guard let (victim, job) = firstClaim(by: workers), let index = PlannedFile.parseJob(job)?.index else {
             return XCTFail("no worker claimed a job; daemon log:\n\(contents(daemon.log))")
         }
-        var held = 0
-        var record = ""
-        waitUntil(timeout: 20) {
-            for name in self.names("tmp") where name.hasPrefix("part-\(job)") && name.contains("@\(victim)@") {
-                record = name
-                let attributes = try? FileManager.default.attributesOfItem(atPath: self.spoolPath("tmp/\(name)"))
-                held = (attributes?[.size] as? Int) ?? 0
-            }
-            return held >= bigRange / 4
-        }
+        let (record, held) = waitForProgressRecord(of: job, by: victim, holding: bigRange / 4)
         XCTAssertEqual(kill(victim, SIGKILL), 0)
         XCTAssertGreaterThanOrEqual(held, bigRange / 4, "the worker wrote part of its range before it was killed")
         XCTAssertTrue(record.hasPrefix("part-\(job)~"), "the range is written in place; its part is a progress record: \(record)")
@@ -73,7 +64,7 @@ final class InPlaceRangeTests: DaemonTestCase {
         let size = 1 << 20  // 4 ranges of 256 KiB
         let rangeSize = 256 << 10
         try TestHub.generateRepo(root: root, repo: repo, files: [path: size])
-        let (spool, plan) = try planByHand(rangeSize: rangeSize)
+        let (spool, plan) = try planByHand(repo, path, rangeSize: rangeSize)
         let tag = try XCTUnwrap(sidecar(repo, path)?.stagingTag, "the planner's sidecar tags the staging file")
         // node9 wrote half of range 1 in place and set its record's length, then died: its bytes
         // were never synced, so they may be anything after its machine went down.
@@ -113,21 +104,5 @@ final class InPlaceRangeTests: DaemonTestCase {
         XCTAssertLessThanOrEqual(served, size + 6 * rangeSize, "ranges were fetched again only up to the bad one")
         let badRange = 5 * rangeSize ..< 6 * rangeSize
         XCTAssertGreaterThanOrEqual(hub.servedRanges(for: file).filter { $0.overlaps(badRange) }.count, 2)
-    }
-
-    /// Resolves the repo, writes its request and plans it as a supervisor would (no daemon runs).
-    private func planByHand(rangeSize: Int) throws -> (Spool, PlannedFile) {
-        let env = environment()
-        let settings = DownloadSettings.fromEnvironment(env)
-        let spool = try Spool(base: cacheBase, node: settings.node, lease: settings.lease)
-        let id = try RepoID(repo)
-        let snapshot = try downloader().client.snapshot(of: id, revision: "main")
-        let repoFile = try XCTUnwrap(snapshot.files.first { $0.path == path })
-        let directory = ModelDirectory(CacheLocation.modelDirectory(base: cacheBase, repo: id))
-        try spool.submit(SpoolRequest(repo: repo, revision: "main", commit: snapshot.commit, modelDir: directory.path,
-                                      files: [repoFile], node: settings.node))
-        Planner(spool: spool, rangeSize: Int64(rangeSize)).planRequests()
-        let key = PlannedFile.key(modelDir: directory.path, path: path, commit: snapshot.commit)
-        return (spool, try XCTUnwrap(spool.plannedFile(key), "the planner planned the file"))
     }
 }

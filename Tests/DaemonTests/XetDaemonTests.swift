@@ -18,12 +18,7 @@ final class XetDaemonTests: DaemonTestCase {
     var key: String { "\(repo)/\(path)" }
 
     /// A repo of one Xet-backed file of `size` random bytes and a small config (plain bytes).
-    func makeRepo(size: Int = 3 << 20, seed: UInt64 = 1) throws {
-        try TestHub.writeRepo(root: root, repo: repo, files: [path: seededBytes(size, seed: seed),
-                                                             "config.json": Data("{\"a\": 1}".utf8)])
-        hub.setXet(repo)
-        XCTAssertNotNil(hub.xetHash(of: key))  // stored now, not while the 1 s stall guard waits for a listing
-    }
+    func makeRepo(size: Int = 3 << 20, seed: UInt64 = 1) throws { try writeXetRepo(repo, path, size: size, seed: seed) }
 
     /// The spool's folders a settled request leaves empty.
     func assertSpoolSettled(file: StaticString = #filePath, line: UInt = #line) {
@@ -39,12 +34,7 @@ final class XetDaemonTests: DaemonTestCase {
         let daemon = try startDaemon(workers: 2, slots: 2)
         let result = try download(repo)
         XCTAssertTrue(result.handedOver, "a daemon serves the base: the call hands its request over")
-        try assertSameBytes(repo, path)
-        try assertSameBytes(repo, "config.json")
-        XCTAssertEqual(hub.reconstructions(for: key), 1)
-        XCTAssertGreaterThan(hub.xorbRangeRequests(for: key), 0)
-        XCTAssertGreaterThan(hub.xorbBytes(for: key), 0)
-        XCTAssertEqual(hub.bridgeBytes(for: key), 0, "nothing through the plain path; daemon log:\n\(contents(daemon.log))")
+        try assertXetRepoCameThroughXet(repo, path, "; daemon log:\n\(contents(daemon.log))")
         XCTAssertTrue(contents(daemon.log).contains("fetched natively from the Xet CAS"), contents(daemon.log))
         assertSpoolSettled()
         XCTAssertEqual(names("failed"), [])
@@ -68,13 +58,7 @@ final class XetDaemonTests: DaemonTestCase {
         XCTAssertTrue(waitUntil(timeout: 5) { self.names("").contains { $0.hasSuffix(".hf-caches") } }, "the daemon says what it serves")
         let result = try downloader().downloadBlocking(repo: repo, cacheBaseDir: cacheBase, huggingFaceCache: hf)
         XCTAssertTrue(result.handedOver, "handed over: the daemon writes into \(hf.path)")
-        let got = try Data(contentsOf: result.directory.appendingPathComponent(path))
-        XCTAssertEqual(got, try source(repo, path))
-        XCTAssertEqual(hub.reconstructions(for: key), 1)
-        XCTAssertEqual(hub.bridgeBytes(for: key), 0)
-        let blobs = hf.appendingPathComponent("models--org--XetDaemon/blobs")
-        XCTAssertTrue(try FileManager.default.contentsOfDirectory(atPath: blobs.path).contains(SHA256.hex(of: got)),
-                      "the file is a blob named by its SHA-256, as huggingface_hub keeps it")
+        try assertXetFileIsAHubCacheBlob(repo, path, in: result.directory, hubCache: hf)
     }
 
     func testHFHubDisableXetReachesTheDaemonThroughTheRequestAndTakesTheBridge() throws {
@@ -82,10 +66,7 @@ final class XetDaemonTests: DaemonTestCase {
         try startDaemon(workers: 2, slots: 2)
         let result = try download(repo, extra: ["HF_HUB_DISABLE_XET": "1"])
         XCTAssertTrue(result.handedOver)
-        try assertSameBytes(repo, path)
-        XCTAssertEqual(hub.reconstructions(for: key), 0)
-        XCTAssertEqual(hub.xorbBytes(for: key), 0)
-        XCTAssertEqual(hub.bridgeBytes(for: key), 3 << 20, "the caller's setting is the request's")
+        try assertBridgedOnly(repo, path, size: 3 << 20, "the caller's setting is the request's")
         let request = try XCTUnwrap(names("requests").first)
         let record = try JSONDecoder().decode(SpoolRequest.self, from: Data(contentsOf: URL(fileURLWithPath: spoolPath("requests/\(request)"))))
         XCTAssertEqual(record.xetBridge, true)
@@ -114,11 +95,7 @@ final class XetDaemonTests: DaemonTestCase {
     }
 
     func testRevisionTwoAfterRevisionOneDaemonHostedFetchesAtMostTwoPercentOfItsBytes() throws {
-        let size = 16 << 20
-        let first = seededBytes(size, seed: 11)
-        var second = first
-        second.insert(contentsOf: seededBytes(1024, seed: 12), at: 5 << 20)
-        second.replaceSubrange((11 << 20)..<((11 << 20) + 16), with: seededBytes(16, seed: 13))
+        let (first, second) = xetRevisions()
         try TestHub.writeRepo(root: root, repo: repo, files: [path: first])
         hub.setXet(repo)
         XCTAssertNotNil(hub.xetHash(of: key))
@@ -131,11 +108,7 @@ final class XetDaemonTests: DaemonTestCase {
         let result = try download(repo)
         XCTAssertTrue(result.handedOver)
         try assertSameBytes(repo, path)
-        let fetched = hub.xorbBytes(for: key)
-        print("xet daemon update: revision 2 (\(second.count) bytes) fetched \(fetched) xorb bytes")
-        XCTAssertGreaterThan(fetched, 0, "the new chunks come from the CAS")
-        XCTAssertLessThanOrEqual(Double(fetched), 0.02 * Double(second.count))
-        XCTAssertEqual(hub.bridgeBytes(for: key), 0)
+        assertRevisionTwoFetchedOnlyItsNewChunks(key, second: second, label: "xet daemon update")
     }
 
     func testAModelFolderSwappedForALinkOutMidFileGetsNothingWrittenOutside() throws {
@@ -162,18 +135,8 @@ final class XetDaemonTests: DaemonTestCase {
     }
 
     func testAKilledWorkerMidFileIsResumedByTheNextClaimantWithoutFetchingRecordedTermsAgain() throws {
-        // model.safetensors shares most chunks with base.safetensors, with new bytes every 512 KiB:
-        // many terms, recorded one by one.
-        let base = seededBytes(4 << 20, seed: 2)
-        var model = Data()
-        for k in 0..<8 {
-            model += base[(k * (512 << 10))..<((k + 1) * (512 << 10))]
-            model += seededBytes(4096, seed: UInt64(100 + k))
-        }
-        try TestHub.writeRepo(root: root, repo: repo, files: ["base.safetensors": base, path: model])
-        hub.setXet(repo)
-        XCTAssertNotNil(hub.xetHash(of: "\(repo)/base.safetensors"))  // stored first
-        XCTAssertNotNil(hub.xetHash(of: key))
+        // Many terms, recorded one by one.
+        try writeManyTermXetRepo(repo, path)
         // One connection at 512 KiB/s: about 8 s for the file, so the kill lands mid-file.
         hub.setFault(.rateLimit(bytesPerSecond: 512 << 10), for: key)
         let extra = ["HF_DOWNLOAD_RANGE_CONCURRENCY": "1"]
@@ -183,15 +146,7 @@ final class XetDaemonTests: DaemonTestCase {
         guard let (victim, _) = firstClaim(by: workers) else {
             return XCTFail("no worker claimed the Xet job; daemon log:\n\(contents(daemon.log))")
         }
-        let sidecar = StagingFile.sidecarURL(path, in: ModelDirectory(modelDir(repo)))
-        var recorded: [XetDoneTerm] = []
-        waitUntil(timeout: 30, interval: 0.02) {
-            if let data = FileManager.default.contents(atPath: sidecar.path),
-               let record = try? JSONDecoder().decode(Sidecar.self, from: data) {
-                recorded = record.xet?.terms ?? []
-            }
-            return recorded.count >= 5
-        }
+        let recorded = watchSidecar(repo, path) { record in (record.xet?.terms).flatMap { $0.count >= 5 ? $0 : nil } } ?? []
         XCTAssertEqual(kill(victim, SIGKILL), 0)
         let before = hub.xorbBytes(for: key)
         XCTAssertGreaterThanOrEqual(recorded.count, 5, "terms were recorded before the kill")
@@ -204,9 +159,7 @@ final class XetDaemonTests: DaemonTestCase {
         let resumed = hub.xorbBytes(for: key) - before
         XCTAssertTrue(contents(daemon.log).contains("revoked"), "the dead worker's claim was revoked:\n\(contents(daemon.log))")
         // The whole file's xorb bytes, from a fresh embedded download elsewhere.
-        hub.resetCounters()
-        _ = try downloader().downloadBlocking(repo: repo, include: [path], cacheDir: temp.appendingPathComponent("fresh"))
-        let whole = hub.xorbBytes(for: key)
+        let whole = try xorbBytesOfAFreshDownload(repo, path)
         let recordedBytes = recorded.reduce(0) { $0 + $1.byteEnd - $1.byteStart + 1 }
         print("xet daemon resume: \(before) xorb bytes before the kill, \(resumed) after, \(whole) for the whole file; "
               + "\(recorded.count) terms of \(recordedBytes) bytes recorded")

@@ -17,8 +17,8 @@ final class JSONValueTests: XCTestCase {
     }
 
     func testStringEscapesAgreeWithFoundation() throws {
-        let samples = [#""plain""#, #""a\"b\\c\/d""#, #""\b\f\n\r\t""#, #""\u00e9\u4e2d""#, #""\ud83d\ude00 ok""#,
-                       "\"d\u{00E9}j\u{00E0} vu \u{1F600}\"", #""""#]
+        let samples = [#""plain""#, #""a\"b\\c\/d""#, #""\b\f\n\r\t""#, #""\u00e9\u4e2d""#, #""\u00C9\u4E2D""#,
+                       #""\ud83d\ude00 ok""#, "\"d\u{00E9}j\u{00E0} vu \u{1F600}\"", #""""#]
         for sample in samples {
             let expected = try JSONSerialization.jsonObject(with: Data(sample.utf8), options: [.fragmentsAllowed]) as? String
             XCTAssertEqual(parse(sample)?.stringValue, expected, sample)
@@ -27,7 +27,8 @@ final class JSONValueTests: XCTestCase {
 
     func testRefusesWhatIsNotJSON() {
         let bad = ["", "{", "[1,]", "{\"a\" 1}", "{\"a\":1,}", "01", "1.", "-", "1e", "tru", "nul", "\"open",
-                   "\"bad \\x escape\"", "\"\\ud83d alone\"", "\"\\ude00\"", "\"tab\tinside\"", "[1] 2", "{a:1}",
+                   "\"bad \\x escape\"", "\"\\u00g9\"", "\"\\u+0e9\"", "\"\\u00\u{00E9}\"",
+                   "\"\\ud83d alone\"", "\"\\ude00\"", "\"tab\tinside\"", "[1] 2", "{a:1}",
                    String(repeating: "[", count: 100) + String(repeating: "]", count: 100)]
         for text in bad { XCTAssertNil(parse(text), text) }
     }

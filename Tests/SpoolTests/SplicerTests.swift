@@ -14,13 +14,7 @@ final class SplicerTests: ScratchDirectoryTestCase {
 
     /// A planned file of `ranges` ranges (the last one short) and its bytes.
     private func plannedFile(ranges: Int) -> (PlannedFile, Data) {
-        let size = Int(rangeSize) * (ranges - 1) + 1000
-        let bytes = Data((0..<size).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ $0 >> 9) })
-        let file = RepoFile(path: "model.safetensors", size: Int64(size), blobID: String(repeating: "a", count: 40),
-                            sha256: SHA256.hex(of: bytes))
-        let plan = PlannedFile(repo: "org/name", modelDir: scratch.appendingPathComponent("models/org/name").path,
-                               commit: String(repeating: "c", count: 40), file: file, rangeSize: rangeSize, node: "node1")
-        return (plan, bytes)
+        PlannedFile.patterned(size: Int(rangeSize) * (ranges - 1) + 1000, rangeSize: rangeSize, in: scratch)
     }
 
     /// Publishes range `index` of `bytes` as a worker does: a whole part under `parts/`.
@@ -31,10 +25,6 @@ final class SplicerTests: ScratchDirectoryTestCase {
         try part.write(to: URL(fileURLWithPath: spool.partPath(plan, index)))
     }
 
-    private func openStaging(_ plan: PlannedFile) throws -> StagingFile {
-        try StagingFile(file: plan.file, in: plan.directory, commit: plan.commit, rangeSize: plan.rangeSize)
-    }
-
     /// What happened in cluster-test B on GlusterFS: node3's splicer recorded range 20 and its next
     /// pass dropped the part; node1's splicer, which had read the sidecar before (its client still
     /// served the old one), recorded its own range over it. Range 20 was then neither done nor
@@ -43,9 +33,9 @@ final class SplicerTests: ScratchDirectoryTestCase {
     func testARecordOlderThanTheSidecarOnDiskKeepsTheRangesTheSidecarLists() throws {
         let spool = try Spool(base: scratch, node: "node1", lease: 30)
         let (plan, bytes) = plannedFile(ranges: 3)
-        _ = try openStaging(plan)  // the planner makes the staging file and its sidecar (no range done)
+        _ = try plan.openStaging()  // the planner makes the staging file and its sidecar (no range done)
         // The sidecar as a client that has not seen the next write yet reads it.
-        let late = try openStaging(plan)
+        let late = try plan.openStaging()
         XCTAssertEqual(late.doneRanges, [])
 
         // Another node splices ranges 0 and 1 and records them; its next pass drops their parts.
@@ -63,7 +53,7 @@ final class SplicerTests: ScratchDirectoryTestCase {
         late.markDone(2)
         try late.persist()
 
-        XCTAssertEqual(try openStaging(plan).doneRanges, [0, 1, 2], "the ranges recorded meanwhile are still listed")
+        XCTAssertEqual(try plan.openStaging().doneRanges, [0, 1, 2], "the ranges recorded meanwhile are still listed")
         XCTAssertEqual(splicer.splice(plan), .finalized)
         XCTAssertEqual(try Data(contentsOf: plan.directory.finalURL(plan.file.path)), bytes)
     }
@@ -72,9 +62,9 @@ final class SplicerTests: ScratchDirectoryTestCase {
     /// there is nothing on disk to keep.
     func testAFreshStagingFileDoesNotFoldInAnOldSidecar() throws {
         let (plan, _) = plannedFile(ranges: 3)
-        let staging = try openStaging(plan)
+        let staging = try plan.openStaging()
         XCTAssertFalse(staging.openedFromRecord)
-        XCTAssertTrue(try openStaging(plan).openedFromRecord)
+        XCTAssertTrue(try plan.openStaging().openedFromRecord)
     }
 
     /// On a network filesystem (`settle` > 0) a pass that records ranges writes the sidecar only
@@ -87,7 +77,7 @@ final class SplicerTests: ScratchDirectoryTestCase {
         let start = Date()
         XCTAssertEqual(Splicer(spool: spool).splice(plan), .progressed)
         XCTAssertGreaterThanOrEqual(Date().timeIntervalSince(start), 0.6)
-        XCTAssertEqual(try openStaging(plan).doneRanges, [0])
+        XCTAssertEqual(try plan.openStaging().doneRanges, [0])
     }
 
     /// A part whose size every look reads wrong is dropped and its range made ready again; one of
@@ -100,6 +90,6 @@ final class SplicerTests: ScratchDirectoryTestCase {
         XCTAssertEqual(Splicer(spool: spool).splice(plan), .progressed)
         XCTAssertEqual(spool.hasPart(plan, 0), false, "the wrong part is gone")
         XCTAssertEqual(spool.readyJobs(), [plan.jobName(0)], "its range is ready again")
-        XCTAssertEqual(try openStaging(plan).doneRanges, [1])
+        XCTAssertEqual(try plan.openStaging().doneRanges, [1])
     }
 }

@@ -8,35 +8,32 @@ import Foundation
 import HubTypes
 import ModelCache
 @testable import Spool
+@testable import TestSupport
 import XCTest
 
-final class StagedRangeTests: XCTestCase {
-    private var base: URL!
+final class StagedRangeTests: ScratchDirectoryTestCase {
     private let rangeSize: Int64 = 64 << 10
-
-    override func setUpWithError() throws {
-        base = FileManager.default.temporaryDirectory.appendingPathComponent("staged-range-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: base, withIntermediateDirectories: true)
-    }
-
-    override func tearDownWithError() throws {
-        try? FileManager.default.removeItem(at: base)
-    }
 
     /// A planned file of `ranges` whole ranges and its bytes (no short last range: each is long
     /// enough for a record).
     private func plannedFile(ranges: Int) -> (PlannedFile, Data) {
-        let size = Int(rangeSize) * ranges
-        let bytes = Data((0..<size).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ $0 >> 9) })
-        let file = RepoFile(path: "model.safetensors", size: Int64(size), blobID: String(repeating: "a", count: 40),
-                            sha256: SHA256.hex(of: bytes))
-        let plan = PlannedFile(repo: "org/name", modelDir: base.appendingPathComponent("models/org/name").path,
-                               commit: String(repeating: "c", count: 40), file: file, rangeSize: rangeSize, node: "node1")
-        return (plan, bytes)
+        PlannedFile.patterned(size: Int(rangeSize) * ranges, rangeSize: rangeSize, in: scratch)
     }
 
-    private func openStaging(_ plan: PlannedFile) throws -> StagingFile {
-        try StagingFile(file: plan.file, in: plan.directory, commit: plan.commit, rangeSize: plan.rangeSize)
+    /// node1's spool in the scratch folder and a planned file of `ranges` whole ranges, its
+    /// staging file and tagged sidecar made as the planner makes them; and the file's bytes.
+    private func stagedFile(ranges: Int) throws -> (Spool, PlannedFile, Data) {
+        let spool = try Spool(base: scratch, node: "node1", lease: 30)
+        let (plan, bytes) = plannedFile(ranges: ranges)
+        _ = try plan.openStaging()
+        return (spool, plan, bytes)
+    }
+
+    /// The splicer finalizes `plan`: its final file holds `bytes`.
+    private func assertSplicedIntoPlace(_ spool: Spool, _ plan: PlannedFile, _ bytes: Data, _ message: String = "",
+                                        file: StaticString = #filePath, line: UInt = #line) throws {
+        XCTAssertEqual(Splicer(spool: spool).splice(plan), .finalized, message, file: file, line: line)
+        XCTAssertEqual(try Data(contentsOf: plan.directory.finalURL(plan.file.path)), bytes, file: file, line: line)
     }
 
     private func claim(_ spool: Spool, _ plan: PlannedFile, _ index: Int) -> ClaimedJob {
@@ -68,9 +65,7 @@ final class StagedRangeTests: XCTestCase {
     }
 
     func testARangeWrittenInPlaceIsFoldedInFromItsRecordAndTheFileFinalizes() throws {
-        let spool = try Spool(base: base, node: "node1", lease: 30)
-        let (plan, bytes) = plannedFile(ranges: 3)
-        _ = try openStaging(plan)  // the planner makes the staging file and its tagged sidecar
+        let (spool, plan, bytes) = try stagedFile(ranges: 3)
         XCTAssertNotNil(sidecar(plan)?.stagingTag, "a new sidecar tags its staging file")
         try writeInPlace(spool, plan, 1, bytes)
         let record = try XCTUnwrap(StagedRangeRecord.look(at: spool.partPath(plan, 1)).value ?? nil, "the part is a record")
@@ -81,20 +76,17 @@ final class StagedRangeTests: XCTestCase {
         XCTAssertLessThan(Int64(st.st_blocks) * 512, rangeSize, "and holds none of its bytes")
 
         XCTAssertEqual(Splicer(spool: spool).splice(plan), .progressed)
-        XCTAssertEqual(try openStaging(plan).doneRanges, [1])
+        XCTAssertEqual(try plan.openStaging().doneRanges, [1])
         try writeInPlace(spool, plan, 0, bytes)
         try writeInPlace(spool, plan, 2, bytes)
-        XCTAssertEqual(Splicer(spool: spool).splice(plan), .finalized)
-        XCTAssertEqual(try Data(contentsOf: plan.directory.finalURL(plan.file.path)), bytes)
+        try assertSplicedIntoPlace(spool, plan, bytes)
     }
 
     /// A record names the staging file it was written into: once that file was started over (its
     /// sidecar gone, a new one with a new tag), the record is dropped and its range fetched again,
     /// never marked done over bytes the new file does not hold.
     func testARecordForAStagingFileStartedOverIsIgnoredAndItsRangeFetchedAgain() throws {
-        let spool = try Spool(base: base, node: "node1", lease: 30)
-        let (plan, bytes) = plannedFile(ranges: 3)
-        _ = try openStaging(plan)
+        let (spool, plan, bytes) = try stagedFile(ranges: 3)
         let job = claim(spool, plan, 0)
         let staged = try XCTUnwrap(spool.openStagedRange(job))
         let r = plan.range(0)
@@ -102,10 +94,10 @@ final class StagedRangeTests: XCTestCase {
         XCTAssertEqual(body.withUnsafeBytes { pwrite(staged.fd, $0.baseAddress, $0.count, 0) }, body.count)
         // The staging file is started over meanwhile (`speech cache clean`, a sidecar that no
         // longer matched): its sidecar and data go, a new file and sidecar are made.
-        let old = try openStaging(plan)
+        let old = try plan.openStaging()
         unlink(old.sidecarURL.path)
         unlink(old.dataURL.path)
-        let fresh = try openStaging(plan)
+        let fresh = try plan.openStaging()
         XCTAssertNotEqual(fresh.stagingTag, staged.record.tag)
         let progress = spool.partTempPath(job, staged: staged)
         let fd = open(progress, O_WRONLY | O_CREAT | O_EXCL, 0o600)
@@ -114,22 +106,19 @@ final class StagedRangeTests: XCTestCase {
         XCTAssertTrue(try spool.publishStagedRange(staged, progress: progress, for: job))
 
         XCTAssertEqual(Splicer(spool: spool).splice(plan), .nothing)
-        XCTAssertEqual(try openStaging(plan).doneRanges, [], "the stale record marks nothing done")
+        XCTAssertEqual(try plan.openStaging().doneRanges, [], "the stale record marks nothing done")
         XCTAssertEqual(spool.hasPart(plan, 0), false, "it is dropped")
         XCTAssertEqual(spool.readyJobs(), [plan.jobName(0)], "and its range is ready to be fetched again")
         // The range fetched again into the new staging file completes it.
         unlink(spool.layout.ready(plan.jobName(0)))
         for index in 0..<3 { try writeInPlace(spool, plan, index, bytes) }
-        XCTAssertEqual(Splicer(spool: spool).splice(plan), .finalized)
-        XCTAssertEqual(try Data(contentsOf: plan.directory.finalURL(plan.file.path)), bytes)
+        try assertSplicedIntoPlace(spool, plan, bytes)
     }
 
     /// An endgame duplicate (or a revoked claimant still running) writes the same range into the
     /// same staging file: same bytes, and only the first record published counts.
     func testARangeWrittenTwiceInPlaceIsHarmlessAndOneRecordWins() throws {
-        let spool = try Spool(base: base, node: "node1", lease: 30)
-        let (plan, bytes) = plannedFile(ranges: 2)
-        _ = try openStaging(plan)
+        let (spool, plan, bytes) = try stagedFile(ranges: 2)
         let job = claim(spool, plan, 0)
         let first = try XCTUnwrap(spool.openStagedRange(job))
         let second = try XCTUnwrap(spool.openStagedRange(job))
@@ -152,17 +141,14 @@ final class StagedRangeTests: XCTestCase {
         XCTAssertEqual(published, [true, false], "the first record wins; the second is discarded")
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: spool.layout.path(.tmp)).filter { $0.hasPrefix("part-") }, [])
         try writeInPlace(spool, plan, 1, bytes)
-        XCTAssertEqual(Splicer(spool: spool).splice(plan), .finalized)
-        XCTAssertEqual(try Data(contentsOf: plan.directory.finalURL(plan.file.path)), bytes)
+        try assertSplicedIntoPlace(spool, plan, bytes)
     }
 
     /// The hash advances only over the contiguous prefix of recorded ranges: a range written but
     /// not recorded (garbage for now, as a writer mid-range leaves it) is never read, so the file
     /// still verifies once the range's real bytes are recorded.
     func testTheHashPassNeverReadsARangeThatIsNotRecorded() throws {
-        let spool = try Spool(base: base, node: "node1", lease: 30)
-        let (plan, bytes) = plannedFile(ranges: 3)
-        _ = try openStaging(plan)
+        let (spool, plan, bytes) = try stagedFile(ranges: 3)
         try writeInPlace(spool, plan, 1, bytes, content: Data(repeating: 0xEE, count: Int(rangeSize)), publish: false)
         try writeInPlace(spool, plan, 0, bytes)
         try writeInPlace(spool, plan, 2, bytes)
@@ -175,18 +161,17 @@ final class StagedRangeTests: XCTestCase {
             unlink(spool.layout.path(.tmp, name))
         }
         try writeInPlace(spool, plan, 1, bytes)
-        XCTAssertEqual(Splicer(spool: spool).splice(plan), .finalized, "the digest matched: range 1's garbage was never hashed")
-        XCTAssertEqual(try Data(contentsOf: plan.directory.finalURL(plan.file.path)), bytes)
+        try assertSplicedIntoPlace(spool, plan, bytes, "the digest matched: range 1's garbage was never hashed")
     }
 
     /// A file under repair fetches its ranges again as parts to compare with the staged bytes: no
     /// range of it is written in place. Neither is a file of one range (it has no sidecar).
     func testRangesOfAFileUnderRepairOrOfOneRangeComeAsParts() throws {
-        let spool = try Spool(base: base, node: "node1", lease: 30)
+        let spool = try Spool(base: scratch, node: "node1", lease: 30)
         let (one, _) = plannedFile(ranges: 1)
         XCTAssertNil(spool.openStagedRange(claim(spool, one, 0)))
         let (plan, bytes) = plannedFile(ranges: 2)
-        _ = try openStaging(plan)
+        _ = try plan.openStaging()
         for index in 0..<2 { try writeInPlace(spool, plan, index, bytes, content: Data(repeating: 1, count: Int(rangeSize))) }
         XCTAssertEqual(Splicer(spool: spool).splice(plan), .progressed, "the file did not verify: under repair")
         XCTAssertNotNil(sidecar(plan)?.repair)

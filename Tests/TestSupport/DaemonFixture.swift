@@ -118,6 +118,21 @@ class DaemonTestCase: HubTestCase {
         return found
     }
 
+    /// Waits (20 s at most) until `worker`'s progress record of `job` in the spool's tmp/ holds
+    /// `bytes`; returns the record's name and the bytes it held when last looked at ("" and 0
+    /// when there was none).
+    func waitForProgressRecord(of job: String, by worker: pid_t, holding bytes: Int) -> (name: String, held: Int) {
+        var found = (name: "", held: 0)
+        waitUntil(timeout: 20) {
+            for name in self.names("tmp") where name.hasPrefix("part-\(job)") && name.contains("@\(worker)@") {
+                let attributes = try? FileManager.default.attributesOfItem(atPath: self.spoolPath("tmp/\(name)"))
+                found = (name, (attributes?[.size] as? Int) ?? 0)
+            }
+            return found.held >= bytes
+        }
+        return found
+    }
+
     /// The pid the supervisor of this node wrote into `spool/supervisors/<node>`.
     func supervisorPid() -> pid_t? {
         for name in names("supervisors") {

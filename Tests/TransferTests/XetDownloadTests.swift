@@ -17,27 +17,28 @@ final class XetDownloadTests: HubTestCase {
     var key: String { "\(repo)/\(path)" }
 
     /// A repo of one Xet-backed file of `size` random bytes and a small config.
-    func makeRepo(size: Int = 3 << 20) throws {
-        try TestHub.writeRepo(root: root, repo: repo, files: [path: seededBytes(size, seed: 1),
-                                                             "config.json": Data("{\"a\": 1}".utf8)])
-        hub.setXet(repo)
-        XCTAssertNotNil(hub.xetHash(of: key))  // stored now, not while the 1 s stall guard waits for a listing
-    }
+    func makeRepo(size: Int = 3 << 20) throws { try writeXetRepo(repo, path, size: size) }
 
-    /// A repo whose `model.safetensors` shares most of its chunks with `base.safetensors` (stored
-    /// first), with a few new bytes between every 512 KiB of it: many terms from two xorbs, and
-    /// fetch ranges of the base's xorb that do not touch.
-    func makeManyTermRepo() throws {
-        let base = seededBytes(4 << 20, seed: 2)
-        var model = Data()
-        for k in 0..<8 {
-            model += base[(k * (512 << 10))..<((k + 1) * (512 << 10))]
-            model += seededBytes(4096, seed: UInt64(100 + k))
-        }
-        try TestHub.writeRepo(root: root, repo: repo, files: ["base.safetensors": base, path: model])
-        hub.setXet(repo)
-        XCTAssertNotNil(hub.xetHash(of: "\(repo)/base.safetensors"))  // stored first
-        XCTAssertNotNil(hub.xetHash(of: key))
+    /// Many terms from two xorbs (`writeManyTermXetRepo`).
+    func makeManyTermRepo() throws { try writeManyTermXetRepo(repo, path) }
+
+    /// Runs `speech download` of the file over one connection at `maxRate`, reads its sidecar
+    /// until `seen` returns a value (30 s at most), then SIGKILLs it mid-file.
+    func killDownloadMidFile<Seen>(maxRate: String, when seen: (Sidecar) -> Seen?) throws -> Seen? {
+        let child = Process()
+        child.executableURL = speechBinary
+        child.arguments = ["download", repo, path, "--cache-base", cacheBase.path]
+        child.environment = environment(extra: ["SPEECH_FETCH_MAX_RATE": maxRate, "HF_DOWNLOAD_RANGE_CONCURRENCY": "1"])
+        child.standardOutput = FileHandle.nullDevice
+        child.standardError = FileHandle.nullDevice
+        try child.run()
+        defer { if child.isRunning { kill(child.processIdentifier, SIGKILL); child.waitUntilExit() } }
+        let value = watchSidecar(repo, path, until: seen)
+        kill(child.processIdentifier, SIGKILL)
+        child.waitUntilExit()
+        XCTAssertEqual(child.terminationReason, .uncaughtSignal, "killed, not finished")
+        XCTAssertFalse(finalFileExists(path))
+        return value
     }
 
     func finalFileExists(_ name: String) -> Bool {
@@ -49,12 +50,7 @@ final class XetDownloadTests: HubTestCase {
         let log = ProgressLog()
         let result = try download(repo, progress: { log.add($0) })
         XCTAssertEqual(Set(result.fetched), [path, "config.json"])
-        try assertSameBytes(repo, path)
-        try assertSameBytes(repo, "config.json")
-        XCTAssertEqual(hub.reconstructions(for: key), 1)
-        XCTAssertGreaterThan(hub.xorbRangeRequests(for: key), 0)
-        XCTAssertGreaterThan(hub.xorbBytes(for: key), 0)
-        XCTAssertEqual(hub.bridgeBytes(for: key), 0, "nothing through the plain path")
+        try assertXetRepoCameThroughXet(repo, path)
         // Progress is in bytes of the files, and ends at their sum.
         let last = try XCTUnwrap(log.all.last)
         XCTAssertEqual(last.completedBytes, Int64(3 << 20) + 8)
@@ -147,22 +143,13 @@ final class XetDownloadTests: HubTestCase {
         try makeRepo()
         let hubCache = temp.appendingPathComponent("hf-hub")
         let result = try downloader().downloadBlocking(repo: repo, cacheBaseDir: cacheBase, huggingFaceCache: hubCache)
-        let got = try Data(contentsOf: result.directory.appendingPathComponent(path))
-        XCTAssertEqual(got, try source(repo, path))
-        XCTAssertEqual(hub.reconstructions(for: key), 1)
-        XCTAssertEqual(hub.bridgeBytes(for: key), 0)
-        let blobs = hubCache.appendingPathComponent("models--org--XetModel/blobs")
-        XCTAssertTrue(try FileManager.default.contentsOfDirectory(atPath: blobs.path).contains(SHA256.hex(of: got)),
-                      "the file is a blob named by its SHA-256, as huggingface_hub keeps it")
+        try assertXetFileIsAHubCacheBlob(repo, path, in: result.directory, hubCache: hubCache)
     }
 
     func testHFHubDisableXetTakesTheBridge() throws {
         try makeRepo()
         try download(repo, extra: ["HF_HUB_DISABLE_XET": "1"])
-        try assertSameBytes(repo, path)
-        XCTAssertEqual(hub.reconstructions(for: key), 0)
-        XCTAssertEqual(hub.xorbBytes(for: key), 0)
-        XCTAssertEqual(hub.bridgeBytes(for: key), 3 << 20)
+        try assertBridgedOnly(repo, path, size: 3 << 20)
     }
 
     func testALargeFileReconstructionComesInPagesAndItsTermsFromSeveralRanges() throws {
@@ -177,42 +164,16 @@ final class XetDownloadTests: HubTestCase {
 
     func testAKilledDownloadResumesWithoutFetchingFinishedTermsAgain() throws {
         try makeManyTermRepo()
-        let child = Process()
-        child.executableURL = speechBinary
-        child.arguments = ["download", repo, path, "--cache-base", cacheBase.path]
         // One connection at 512 KiB/s: about 8 s for the file, so the kill lands mid-file.
-        child.environment = environment(extra: ["SPEECH_FETCH_MAX_RATE": "512K", "HF_DOWNLOAD_RANGE_CONCURRENCY": "1"])
-        child.standardOutput = FileHandle.nullDevice
-        child.standardError = FileHandle.nullDevice
-        try child.run()
-        defer { if child.isRunning { kill(child.processIdentifier, SIGKILL); child.waitUntilExit() } }
-
-        let sidecar = StagingFile.sidecarURL(path, in: ModelDirectory(modelDir(repo)))
-        let deadline = Date().addingTimeInterval(30)
-        var recorded: [XetDoneTerm] = []
-        while Date() < deadline {
-            if let data = FileManager.default.contents(atPath: sidecar.path),
-               let record = try? JSONDecoder().decode(Sidecar.self, from: data) {
-                recorded = record.xet?.terms ?? []
-                if recorded.count >= 5 { break }
-            }
-            usleep(20_000)
-        }
-        kill(child.processIdentifier, SIGKILL)
-        child.waitUntilExit()
-        XCTAssertEqual(child.terminationReason, .uncaughtSignal)
-        XCTAssertGreaterThanOrEqual(recorded.count, 5, "terms were recorded before the kill")
-        XCTAssertFalse(finalFileExists(path))
+        let recorded = try XCTUnwrap(killDownloadMidFile(maxRate: "512K") { record in
+            (record.xet?.terms).flatMap { $0.count >= 5 ? $0 : nil }
+        }, "terms were recorded before the kill")
 
         let before = hub.xorbBytes(for: key)
         try download(repo, include: [path])
         try assertSameBytes(repo, path)
         let resumed = hub.xorbBytes(for: key) - before
-        // A fresh download of the file, for the whole file's xorb bytes.
-        let fresh = cacheBase.appendingPathComponent("fresh")
-        hub.resetCounters()
-        _ = try downloader().downloadBlocking(repo: repo, include: [path], cacheDir: fresh)
-        let whole = hub.xorbBytes(for: key)
+        let whole = try xorbBytesOfAFreshDownload(repo, path)
         let recordedBytes = recorded.reduce(0) { $0 + $1.byteEnd - $1.byteStart + 1 }
         print("xet resume: \(before) xorb bytes before the kill, \(resumed) after, \(whole) for the whole file; "
               + "\(recorded.count) terms of \(recordedBytes) bytes recorded")
@@ -223,41 +184,16 @@ final class XetDownloadTests: HubTestCase {
 
     func testAKilledDownloadResumesInsideALongTerm() throws {
         try makeRepo(size: 8 << 20)  // random bytes: one term of one xorb
-        let child = Process()
-        child.executableURL = speechBinary
-        child.arguments = ["download", repo, path, "--cache-base", cacheBase.path]
-        child.environment = environment(extra: ["SPEECH_FETCH_MAX_RATE": "1M", "HF_DOWNLOAD_RANGE_CONCURRENCY": "1"])
-        child.standardOutput = FileHandle.nullDevice
-        child.standardError = FileHandle.nullDevice
-        try child.run()
-        defer { if child.isRunning { kill(child.processIdentifier, SIGKILL); child.waitUntilExit() } }
-
-        let sidecar = StagingFile.sidecarURL(path, in: ModelDirectory(modelDir(repo)))
-        let deadline = Date().addingTimeInterval(30)
-        var head: XetDoneTerm?
-        while Date() < deadline {
-            if let data = FileManager.default.contents(atPath: sidecar.path),
-               let record = try? JSONDecoder().decode(Sidecar.self, from: data),
-               let first = record.xet?.heads?.first, first.lengths.reduce(0, +) >= 2 << 20 {
-                head = first
-                break
-            }
-            usleep(20_000)
-        }
-        kill(child.processIdentifier, SIGKILL)
-        child.waitUntilExit()
-        let recorded = try XCTUnwrap(head, "the term's head was recorded before the kill")
-        XCTAssertFalse(finalFileExists(path))
+        let recorded = try XCTUnwrap(killDownloadMidFile(maxRate: "1M") { record in
+            record.xet?.heads?.first.flatMap { $0.lengths.reduce(0, +) >= 2 << 20 ? $0 : nil }
+        }, "the term's head was recorded before the kill")
 
         let before = hub.xorbBytes(for: key)
         try download(repo, include: [path])
         try assertSameBytes(repo, path)
         let resumed = hub.xorbBytes(for: key) - before
         let stored = recorded.byteEnd - recorded.byteStart + 1
-        // The xorb bytes of the whole file, from a fresh download elsewhere.
-        hub.resetCounters()
-        _ = try downloader().downloadBlocking(repo: repo, include: [path], cacheDir: cacheBase.appendingPathComponent("fresh"))
-        let whole = hub.xorbBytes(for: key)
+        let whole = try xorbBytesOfAFreshDownload(repo, path)
         print("xet resume inside a term: \(before) xorb bytes before the kill, \(resumed) after, \(whole) for the whole file; "
               + "the recorded head held \(stored)")
         // (What the test Hub counts before the kill includes what sat unread in the socket

@@ -1,4 +1,5 @@
 import Foundation
+import TestHub
 import XCTest
 @testable import Xet
 
@@ -69,7 +70,7 @@ final class Blake3Tests: XCTestCase {
             for d in -2...2 { lengths.insert(base + d) }
         }
         lengths.formUnion([100_000, 1_048_576 + 1, 3 * 1_048_576 + 4097])
-        var generator = SplitMix(seed: 20261203)
+        var generator = SplitMix64(seed: 20261203)
         let key = (0..<32).map { _ in UInt8.random(in: 0...255, using: &generator) }
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("blake3-\(getpid())")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
@@ -114,17 +115,4 @@ final class Blake3Tests: XCTestCase {
 
 func hex(_ bytes: [UInt8]) -> String {
     bytes.map { String(format: "%02x", $0) }.joined()
-}
-
-/// A seeded generator, so a failing input can be made again.
-struct SplitMix: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
 }

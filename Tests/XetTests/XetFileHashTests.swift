@@ -1,3 +1,4 @@
+import TestHub
 import XCTest
 @testable import Xet
 
@@ -7,14 +8,8 @@ import XCTest
 final class XetFileHashTests: XCTestCase {
     /// xet-core's test data generator: SplitMix64 words, little-endian, cut to length.
     static func splitMixBytes(_ count: Int, seed: UInt64) -> [UInt8] {
-        var generator = SplitMix(seed: seed)
-        var out: [UInt8] = []
-        out.reserveCapacity(count + 8)
-        while out.count < count {
-            let word = generator.next()
-            for b in 0..<8 { out.append(UInt8(truncatingIfNeeded: word >> (8 * UInt64(b)))) }
-        }
-        return Array(out.prefix(count))
+        var generator = SplitMix64(seed: seed)
+        return generator.bytes(count)
     }
 
     static func fileHash(_ bytes: [UInt8]) -> String {

@@ -1,4 +1,5 @@
 import Foundation
+import TestHub
 import XCTest
 @testable import Xet
 
@@ -41,6 +42,8 @@ final class XetFormatTests: XCTestCase {
         XCTAssertEqual(hash.bytes, bytes)
         XCTAssertNil(XetHash(hex: String(hash.hex.dropLast())))
         XCTAssertNil(XetHash(hex: String(hash.hex.dropLast()) + "g"))
+        XCTAssertEqual(XetHash(hex: hash.hex.uppercased()), hash)
+        XCTAssertNil(XetHash(hex: "+" + String(hash.hex.dropLast())))
     }
 
     func testChunkHashIsBlake3KeyedWithTheDataKey() {
@@ -50,7 +53,7 @@ final class XetFormatTests: XCTestCase {
     }
 
     func testChunkerCutsWithinItsBoundsTheSameInAnyPieces() {
-        var generator = SplitMix(seed: 7)
+        var generator = SplitMix64(seed: 7)
         let data = (0..<(3 * 1024 * 1024 + 12345)).map { _ in UInt8.random(in: 0...255, using: &generator) }
         let whole = data.withUnsafeBytes { ContentChunker.chunkLengths(of: $0) }
         XCTAssertEqual(whole.reduce(0, +), data.count)
@@ -108,7 +111,7 @@ final class XetFormatTests: XCTestCase {
     }
 
     func testEverySchemeRoundTripsAndRefusesDamage() throws {
-        var generator = SplitMix(seed: 11)
+        var generator = SplitMix64(seed: 11)
         let random = (0..<70_001).map { _ in UInt8.random(in: 0...255, using: &generator) }
         let zeros = [UInt8](repeating: 0, count: 65_537)
         // Floats whose exponents repeat: what byte grouping is for.
@@ -135,7 +138,7 @@ final class XetFormatTests: XCTestCase {
     }
 
     func testXorbRangeDecoderYieldsEveryChunkWithItsHashFromAnyPieces() throws {
-        var generator = SplitMix(seed: 5)
+        var generator = SplitMix64(seed: 5)
         var data = (0..<600_000).map { _ in UInt8.random(in: 0...255, using: &generator) }
         data += [UInt8](repeating: 0, count: 300_000)
         let lengths = data.withUnsafeBytes { ContentChunker.chunkLengths(of: $0) }

@@ -64,30 +64,44 @@ def rollup(pid):
     return pss, rss
 
 
-def cpu_seconds(pids):
+def _cpu_ticks(pids, fields):
+    """The sum of /proc/PID/stat's `fields` (0 = its third field, the state) over `pids`, in
+    seconds; a process gone meanwhile counts nothing."""
     total = 0
     for pid in pids:
         try:
             with open(f"/proc/{pid}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-            total += int(fields[11]) + int(fields[12])  # utime, stime (fields 14, 15)
+                values = f.read().rsplit(")", 1)[1].split()
+            total += sum(int(values[i]) for i in fields)
         except (OSError, IndexError, ValueError):
             pass
     return total / CLK_TCK
+
+
+def strace_summary(path):
+    """{syscall: (calls, errors)} from an `strace -c -o path` summary, its total row left out;
+    empty when the file is missing."""
+    counts = {}
+    try:
+        with open(path) as f:
+            for line in f:
+                # % time, seconds, usecs/call, calls, errors (blank when none), syscall
+                parts = line.split()
+                if len(parts) >= 5 and parts[3].isdigit() and parts[-1] != "total" and not parts[-1].startswith("-"):
+                    counts[parts[-1]] = (int(parts[3]), int(parts[4]) if len(parts) == 6 and parts[4].isdigit() else 0)
+    except OSError:
+        pass
+    return counts
+
+
+def cpu_seconds(pids):
+    return _cpu_ticks(pids, (11, 12))  # utime, stime (fields 14, 15)
 
 
 def tree_cpu(root):
     """utime+stime+cutime+cstime summed over root's live process tree, in seconds: exited
     children the tree waited for stay counted in their parent's cutime/cstime."""
-    total = 0
-    for pid in tree_pids(root):
-        try:
-            with open(f"/proc/{pid}/stat") as f:
-                v = f.read().rsplit(")", 1)[1].split()
-            total += int(v[11]) + int(v[12]) + int(v[13]) + int(v[14])
-        except (OSError, IndexError, ValueError):
-            pass
-    return total / CLK_TCK
+    return _cpu_ticks(tree_pids(root), (11, 12, 13, 14))
 
 
 def proc_cpu_ns(pid):

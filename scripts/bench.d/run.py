@@ -119,19 +119,12 @@ def main():
         stamp["note"] = f"quick run: a {a.size / MIB:.0f} MiB file"
     scenarios = [dict(sc, runs=a.runs, **stamp) for sc in scenarios]
     more_results = {}
-    if wanted & {"3", "4", "5", "6", "7", "8"}:
-        if "3" in wanted:
-            more_results["3"] = dict(scenario3.run(a, base_env, logs, settle, idle_wait), **stamp)
-        if "4" in wanted:
-            more_results["4"] = dict(scenario4.run(a, base_env, logs, settle, idle_wait), **stamp)
-        if "5" in wanted:
-            more_results["5"] = dict(scenario5.run(a, base_env, logs), **stamp)
-        if "6" in wanted:
-            more_results["6"] = dict(scenario6.run(a, base_env, logs), **stamp)
-        if "7" in wanted:
-            more_results["7"] = dict(scenario7.run(a, base_env, logs, settle, idle_wait), **stamp)
-        if "8" in wanted:
-            more_results["8"] = dict(scenario8.run(a, base_env, logs, settle, idle_wait), **stamp)
+    # Scenarios 5 and 6 take no settle pause and no wait for a quiet machine.
+    for key, scenario, paced in [("3", scenario3, True), ("4", scenario4, True), ("5", scenario5, False),
+                                 ("6", scenario6, False), ("7", scenario7, True), ("8", scenario8, True)]:
+        if key in wanted:
+            ran = scenario.run(a, base_env, logs, settle, idle_wait) if paced else scenario.run(a, base_env, logs)
+            more_results[key] = dict(ran, **stamp)
     out_json = os.path.join(a.out_dir, "benchmarks.json")
     previous = None
     if os.path.exists(out_json):

@@ -33,7 +33,7 @@ import urllib.request
 
 from common import free_port, sha256_file
 from measure import (MIB, Daemon, fresh_target, keep, log_tail_on_failure, med, rng, self_cpu, spawn, system_cpu,
-                     tree_cpu, tree_pids, wait_idle)
+                     strace_summary, tree_cpu, tree_pids, wait_idle)
 
 FAR_ABOVE = "100G"  # 100 GiB/s: the cap never waits on loopback (about 1 GiB/s here)
 TARGET = 0.99       # at most 1 % of throughput
@@ -186,20 +186,6 @@ def scrape_cost(a, env, logs):
         shutil.rmtree(target, ignore_errors=True)
 
 
-def strace_counts(path):
-    """(calls, errors) per system call from an `strace -c` summary."""
-    counts = {}
-    try:
-        with open(path) as f:
-            for line in f:
-                parts = line.split()
-                if len(parts) >= 5 and parts[3].isdigit() and not parts[-1].startswith("-"):
-                    counts[parts[-1]] = (int(parts[3]), int(parts[4]) if len(parts) == 6 and parts[4].isdigit() else 0)
-    except OSError:
-        pass
-    return counts
-
-
 def traced_download(a, env, logs, name, daemon_args=None, args=()):
     """One download under `strace -f -c -e trace=flock,recvfrom` (of the daemon and its workers,
     or of the embedded client): its flock calls, and its socket reads that returned data."""
@@ -225,7 +211,7 @@ def traced_download(a, env, logs, name, daemon_args=None, args=()):
         for p in fetchd:
             os.kill(p, signal.SIGTERM)
         os.waitpid(tracer, 0)
-    counts = strace_counts(summary)
+    counts = strace_summary(summary)
     shutil.rmtree(target, ignore_errors=True)
     calls, errors = counts.get("recvfrom", (0, 0))
     return {"exit": os.waitstatus_to_exitcode(status), "flock": counts.get("flock", (0, 0))[0], "reads": calls - errors}

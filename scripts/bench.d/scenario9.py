@@ -5,6 +5,7 @@ untimed round of each mode under `strace -f -c` counts the durability calls (fsy
 rename, link, openat) of the caller and of the daemon with its workers. run() returns the entry of
 benchmarks.json's "more"; render() and verdict() are page.py's.
 """
+import contextlib
 import glob
 import os
 import re
@@ -12,7 +13,7 @@ import shutil
 import signal
 import time
 
-from measure import Daemon, rng, spawn, tree_cpu, tree_pids, wait_idle
+from measure import Daemon, rng, spawn, strace_summary, tree_cpu, tree_pids, wait_idle
 
 TRACED = "fsync,fdatasync,rename,renameat,renameat2,link,linkat,openat"
 # The calls the page shows, in this order (rename and link stand for their *at variants too).
@@ -34,15 +35,9 @@ def count_files(model_dir):
 def strace_counts(path):
     """{syscall: calls} from an `strace -c -o path` summary; rename and link fold in their *at forms."""
     out = {}
-    try:
-        with open(path) as f:
-            for line in f:
-                m = re.match(r"\s*[\d.]+\s+[\d.]+\s+\d+\s+(\d+)\s+(?:\d+\s+)?(\w+)\s*$", line)
-                if m and m.group(2) != "total":
-                    name = re.sub(r"^(rename|link)(at2?)$", r"\1", m.group(2))
-                    out[name] = out.get(name, 0) + int(m.group(1))
-    except OSError:
-        pass
+    for name, (calls, _) in strace_summary(path).items():
+        name = re.sub(r"^(rename|link)(at2?)$", r"\1", name)
+        out[name] = out.get(name, 0) + calls
     return out
 
 
@@ -52,10 +47,8 @@ def stop_traced_daemon(strace_pid, base):
     interrupted (it detaches and writes the summary so far), then the rest is killed."""
     children = [p for p in tree_pids(strace_pid) if p != strace_pid]
     supervisor = min(children) if children else strace_pid
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.kill(supervisor, signal.SIGTERM)
-    except ProcessLookupError:
-        pass
     for sig, wait in ((None, 90), (signal.SIGINT, 15)):
         if sig:
             os.kill(strace_pid, sig)
@@ -63,10 +56,8 @@ def stop_traced_daemon(strace_pid, base):
         while time.monotonic() < deadline:
             if os.waitpid(strace_pid, os.WNOHANG)[0]:
                 for pid in children:
-                    try:
+                    with contextlib.suppress(ProcessLookupError):
                         os.kill(pid, signal.SIGKILL)
-                    except ProcessLookupError:
-                        pass
                 return sig is None
             time.sleep(0.05)
     os.killpg(strace_pid, signal.SIGKILL)

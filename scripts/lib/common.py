@@ -4,6 +4,11 @@
   sha256_file(path)     a file's SHA-256 (OpenSSL through hashlib: faster than sha256sum)
   git_blob_id(body), git_blob_id_file(path, size)
                         the git blob id (SHA-1 of `blob <size>\\0` and the bytes)
+  speech_commands(speech)
+                        `speech`'s commands that have a help of their own, as word lists, read
+                        from its --help (the table is in the Swift source alone): its commands in
+                        the help's order, `cache` last, then `cache ls`, `cache verify`, ... from
+                        `speech cache --help`'s usage line
   HubFile, write_hub_repo(...)
                         the one writer of a Hub-shaped static tree (the API's revision and tree
                         JSON, the resolve URLs' files, nginx's map entries) that scripts/bench
@@ -12,14 +17,18 @@
 As a command, for the shell scripts:
   python3 scripts/lib/common.py free-ports N    N free ports, one a line
   python3 scripts/lib/common.py sha256 FILE     the file's SHA-256
+  python3 scripts/lib/common.py speech-commands SPEECH
+                                                speech_commands, one command a line ("cache ls")
 
 Scripts import it after `sys.path.insert(0, <scripts/lib>)`; scripts/lib/common.sh is the shell
 scripts' counterpart.
 """
 import hashlib
+import itertools
 import json
 import os
 import socket
+import subprocess
 import sys
 
 
@@ -40,12 +49,15 @@ def free_port():
     return free_ports(1)[0]
 
 
-def sha256_file(path):
-    h = hashlib.sha256()
+def _hash_file(h, path):
     with open(path, "rb") as f:
         for block in iter(lambda: f.read(8 << 20), b""):
             h.update(block)
     return h.hexdigest()
+
+
+def sha256_file(path):
+    return _hash_file(hashlib.sha256(), path)
 
 
 def git_blob_id(body):
@@ -53,11 +65,20 @@ def git_blob_id(body):
 
 
 def git_blob_id_file(path, size):
-    h = hashlib.sha1(b"blob %d\0" % size)
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(8 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
+    return _hash_file(hashlib.sha1(b"blob %d\0" % size), path)
+
+
+def speech_commands(speech):
+    def help_lines(*words):
+        return subprocess.run([speech, *words, "--help"], capture_output=True, text=True, check=True).stdout.splitlines()
+
+    lines = help_lines()
+    rows = itertools.takewhile(lambda line: line.startswith(" "), lines[lines.index("commands:") + 1:])
+    # A command's row starts two spaces in, a wrapped summary further in.
+    names = [row.split()[0] for row in rows if not row.startswith("   ")]
+    usage = help_lines("cache")[0]  # usage: speech cache <ls | verify | ...> [...]
+    return ([[n] for n in names if n not in ("help", "cache")] + [["cache"]]
+            + [["cache", c.strip()] for c in usage[usage.index("<") + 1:usage.index(">")].split("|")])
 
 
 def lfs_pointer(sha256, size):
@@ -151,5 +172,7 @@ if __name__ == "__main__":
         print("\n".join(str(p) for p in free_ports(int(sys.argv[2]))))
     elif len(sys.argv) == 3 and sys.argv[1] == "sha256":
         print(sha256_file(sys.argv[2]))
+    elif len(sys.argv) == 3 and sys.argv[1] == "speech-commands":
+        print("\n".join(" ".join(words) for words in speech_commands(sys.argv[2])))
     else:
         sys.exit("usage: common.py free-ports N | sha256 FILE")

@@ -5,6 +5,15 @@
 #   stop_pid PID      TERM, up to 5 s for it to go, then KILL (nothing when it is gone already)
 #   stop_nginx PID    nginx's master (TERM: its fast shutdown, connections closed at once) and
 #                     its workers, waited for
+#   make_work NAME [KEEP]  $work, a new ${TMPDIR:-/tmp}/NAME.XXXXXX; at the script's end (EXIT;
+#                     INT and TERM exit 130) the pids stop_at_exit names stop, at_exit's commands
+#                     run, and $work goes (kept, and said, when the variable named KEEP is set)
+#   stop_at_exit VARIABLE...  the pids these variables or arrays hold at the end: stop_pid, reaped
+#   at_exit COMMAND   one more step at the end (eval'd then), before $work goes
+#   start_nginx DIR URL  nginx on DIR/nginx.conf (prefix DIR, logs in DIR/logs), stopped at the
+#                     end; waits 5 s for URL to answer: sets nginx_pid, or dies with its error log
+#   debug_bin_dir PRODUCT...  builds them (debug; TESTHUB_SCRATCH_PATH as --scratch-path) and
+#                     prints their folder; a failed build's errors go to stderr
 #   start_testhub BINARY OUT ERR ARG...
 #                     BINARY (a speech-testhub) with ARG... in the background, stdout to OUT and
 #                     stderr to ERR; waits up to 30 s for its first line, the Hub's URL: sets
@@ -47,6 +56,61 @@ stop_nginx() {  # PID
     stop_pid "$pid"
     for w in $workers; do stop_pid "$w"; done
     wait "$pid" 2>/dev/null || true
+}
+
+common_exit_variables=()
+common_exit_steps=()
+common_keep_variable=""
+
+make_work() {  # NAME [KEEP_VARIABLE]
+    work=$(mktemp -d "${TMPDIR:-/tmp}/$1.XXXXXX")
+    common_keep_variable=${2:-}
+    trap common_exit EXIT
+    trap 'exit 130' INT TERM
+}
+
+stop_at_exit() { common_exit_variables+=("$@"); }  # VARIABLE...
+
+at_exit() { common_exit_steps+=("$1"); }  # COMMAND
+
+common_exit() {
+    # Local names of their own: a caller's variable named like one would be shadowed.
+    local common_variable common_pid common_step common_pids
+    for common_variable in "${common_exit_variables[@]}"; do
+        eval "common_pids=(\"\${${common_variable}[@]}\")"
+        for common_pid in "${common_pids[@]}"; do
+            [[ -n "$common_pid" ]] || continue
+            stop_pid "$common_pid"
+            wait "$common_pid" 2>/dev/null || true
+        done
+    done
+    for common_step in "${common_exit_steps[@]}"; do eval "$common_step"; done
+    [[ -n "${work:-}" ]] || return 0
+    if [[ -n "$common_keep_variable" && -n "${!common_keep_variable:-}" ]]; then say "kept $work"; else rm -rf "$work"; fi
+}
+
+start_nginx() {  # DIR URL
+    local dir=$1 url=$2 binary
+    binary=$(command -v nginx 2>/dev/null || echo /usr/sbin/nginx)
+    "$binary" -t -q -p "$dir" -c "$dir/nginx.conf" -e "$dir/logs/error.log"
+    "$binary" -p "$dir" -c "$dir/nginx.conf" -e "$dir/logs/error.log" -g 'daemon off;' > "$dir/logs/stdout.log" 2>&1 &
+    nginx_pid=$!
+    at_exit '[[ -z "${nginx_pid:-}" ]] || stop_nginx "$nginx_pid"'
+    for _ in $(seq 1 100); do
+        curl -sf -o /dev/null "$url" && break
+        sleep 0.05
+    done
+    kill -0 "$nginx_pid" 2>/dev/null || { cat "$dir/logs/error.log" >&2; die "nginx did not start"; }
+}
+
+debug_bin_dir() {  # PRODUCT...
+    local args=() product log
+    if [[ -n "${TESTHUB_SCRATCH_PATH:-}" ]]; then args+=(--scratch-path "$TESTHUB_SCRATCH_PATH"); fi
+    for product in "$@"; do
+        log=$(cd "$common_repo_dir" && swift build "${args[@]}" --product "$product" 2>&1) \
+            || { printf '%s\n' "$log" | grep -E "error: " >&2 || printf '%s\n' "$log" >&2; return 1; }
+    done
+    (cd "$common_repo_dir" && swift build "${args[@]}" --show-bin-path)
 }
 
 start_testhub() {  # BINARY OUT ERR ARG...

@@ -8,6 +8,8 @@
 #                             (--no-install-recommends) may stand among the packages
 #   packages_runtime          "package soname" of each runtime row: the libraries the binaries
 #                             open at first use
+#   apt_install PKG...        says so on stderr and installs them (--no-install-recommends);
+#                             nothing when none is named: the harnesses' "install what is missing"
 
 packages_file="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/packages"
 
@@ -52,4 +54,10 @@ packages_runtime() {
     while read -r package kind check module; do
         if [ "$kind" = runtime ]; then echo "$package ${check#soname:}"; fi
     done < <(packages_rows)
+}
+
+apt_install() {  # PACKAGE...
+    (($#)) || return 0
+    echo "installing $* (apt-get)" >&2
+    packages_install --no-install-recommends "$@"
 }
