@@ -275,6 +275,11 @@ public final class Worker: @unchecked Sendable {
                     } else if !won {
                         log("endgame: \(plan.file.path) part \(claim.index) lost to a duplicate: \(bytes) bytes fetched twice")
                     }
+                } catch let error as CacheError where DiskSpace.isFull(error) {
+                    // No room for the part's record (the spool shares the full disk): the same as
+                    // no room for the range's bytes. Given back, it would be fetched again for ever.
+                    self.failForFullDisk(error, claim: claim, temp: temp)
+                    readyView?.claimEnded()
                 } catch {
                     log("\(plan.file.path) part \(claim.index): \(error); the range will be fetched again")
                     spool.discardPart(temp)
@@ -295,16 +300,7 @@ public final class Worker: @unchecked Sendable {
                 spool.unclaim(claim)
             }
         } catch let error as CacheError where DiskSpace.isFull(error) {
-            // A full disk is not a pause: the request fails saying what is needed and what is
-            // free (as the embedded engine does), the staged bytes stay, and asking again (the
-            // same command, once there is room) clears the failure and resumes from the sidecar.
-            spool.discardPart(temp)
-            let full = DiskSpace.explain(error, directory: plan.directory, needed: stillNeeded(plan), staged: [plan.file.path])
-            log("\(plan.repo)/\(plan.file.path) bytes \(range.start)-\(range.end): \(full)")
-            spool.recordFailure(plan.key, FailureRecord(.diskFull, "\(full)"))
-            spool.dropClaim(claim)
-            spool.dropPlan(plan)
-            Splicer(spool: spool).settleRequests()
+            failForFullDisk(error, claim: claim, temp: temp)
         } catch let error as CacheError {
             // A local problem (I/O): the range is not at fault. Give it back and pause.
             spool.discardPart(temp)
@@ -323,6 +319,22 @@ public final class Worker: @unchecked Sendable {
 }
 
 extension Worker {
+    /// A full disk is not a pause: the request fails saying what is needed and what is free (as
+    /// the embedded engine does), the staged bytes stay, and asking again (the same command, once
+    /// there is room) clears the failure and resumes from the sidecar. Whether the range's bytes
+    /// or its part's record found no room.
+    func failForFullDisk(_ error: CacheError, claim: ClaimedJob, temp: String) {
+        let plan = claim.plan
+        let range = plan.range(claim.index)
+        spool.discardPart(temp)
+        let full = DiskSpace.explain(error, directory: plan.directory, needed: stillNeeded(plan), staged: [plan.file.path])
+        log("\(plan.repo)/\(plan.file.path) bytes \(range.start)-\(range.end): \(full)")
+        spool.recordFailure(plan.key, FailureRecord(.diskFull, "\(full)"))
+        spool.dropClaim(claim)
+        spool.dropPlan(plan)
+        Splicer(spool: spool).settleRequests()
+    }
+
     /// Bytes of a file's ranges its sidecar does not list as done (the whole file without one).
     func stillNeeded(_ plan: PlannedFile) -> Int64 {
         guard case .found(let found) = Sidecar.look(plan.file.path, in: plan.directory), let record = found,
