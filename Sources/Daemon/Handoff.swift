@@ -128,8 +128,6 @@ public struct Handoff: Sendable {
         // when the word moves, not on every tick: a node that only waits pays per request, not
         // per range or per second (docs/protocol.md, "Hosts").
         var shared = SharedLooks()
-        var wasFetching = false
-        let fileKeys = Set(request.files.map { PlannedFile.key(modelDir: request.modelDir, path: $0.path, commit: request.commit) })
         var sharedProgress: RequestProgress.Shared?
         // Another node's marker wakes this waiter within a quarter poll interval, not a whole one,
         // where no supervisor of this node does it (SettledLook, made when first needed).
@@ -161,16 +159,13 @@ public struct Handoff: Sendable {
                 look = SettledLook(spool: spool, id: request.id, every: lookInterval)
             }
             let now = Date()
-            // This node's ranges of the request in flight (RAM). While it fetches some, its parts
-            // land every few seconds and leave the RAM record when published: the shared layer is
-            // read at every tick then (and once more when the last one ends), so the bytes shown
-            // keep growing; only a node that fetches nothing of it waits at the lengthening pace.
+            // This node's ranges of the request in flight, and those it published in the last
+            // `LiveProgress.landedSeconds`, whole (RAM): the bytes shown grow as this node's
+            // workers fetch, with no look at the shared layer as each range lands (in a herd every
+            // node fetches its share, and a look at every tick while it did was the markers, the
+            // final file and the sidecar, per node and half second).
             let liveNow = live?.read() ?? [:]
-            let fetchingHere = liveNow.keys.contains { job in
-                PlannedFile.parseJob(job).map { fileKeys.contains($0.0) } ?? false
-            }
-            let sharedDue = !ownWakes || fetchingHere || wasFetching || shared.due(now: now)
-            wasFetching = fetchingHere
+            let sharedDue = !ownWakes || shared.due(now: now)
             if sharedDue { shared.looked(now: now) }
             // The full pass (orphans, the supervisors' liveness) once per poll; a progress tick
             // or a marker's wake-up in between looks at the markers only.

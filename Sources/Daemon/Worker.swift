@@ -263,19 +263,23 @@ public final class Worker: @unchecked Sendable {
             let log = self.log
             handedToPublisher = true
             publisher.async {
-                defer { entry?.remove() }
                 do {
                     let won = try staged.map { try spool.publishStagedRange($0, progress: temp, for: claim) }
                         ?? spool.syncAndPublishPart(temp, for: claim)
                     readyView?.claimEnded()
                     self.wakeup.broadcast(shareOnly: true)
                     let bytes = range.end - range.start + 1
+                    // The range is published (by this worker or the one it raced): this node's
+                    // waiters count it whole from RAM until their next shared look has (LiveProgress).
+                    entry?.landed(length: bytes)
+                    self.publisher.asyncAfter(deadline: .now() + LiveProgress.landedSeconds) { entry?.remove() }
                     if claim.duplicateOf != nil {
                         log("endgame: \(plan.file.path) part \(claim.index) \(won ? "won" : "lost"): \(bytes) bytes fetched twice")
                     } else if !won {
                         log("endgame: \(plan.file.path) part \(claim.index) lost to a duplicate: \(bytes) bytes fetched twice")
                     }
                 } catch {
+                    entry?.remove()
                     log("\(plan.file.path) part \(claim.index): \(error); the range will be fetched again")
                     spool.discardPart(temp)
                     spool.unclaim(claim)
