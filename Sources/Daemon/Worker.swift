@@ -239,7 +239,9 @@ public final class Worker: @unchecked Sendable {
             let repo = try RepoID(plan.repo)
             let fetcher = try fetcher.fetcher(for: plan.endpoint)
             // A part a killed claimant of this range left behind is adopted: only its tail is fetched.
-            let adopted = spool.adoptPart(claim, as: temp, rangeLength: range.end - range.start + 1, stagingTag: staged?.record.tag)
+            // Only a job that came back after a claim can have one (`ClaimedJob.givenBack`).
+            let adopted = claim.givenBack
+                ? spool.adoptPart(claim, as: temp, rangeLength: range.end - range.start + 1, stagingTag: staged?.record.tag) : 0
             if adopted > 0 { log("\(plan.file.path) part \(claim.index): adopted \(adopted) bytes a gone worker left") }
             // The lease is refreshed while the fetch runs (as bytes arrive, and at least once a
             // second while none do: a server's pause is a live fetch); a claim that was revoked

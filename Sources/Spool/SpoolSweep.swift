@@ -35,6 +35,7 @@ extension Spool {
             case true?:
                 unlink(path)
             case false?:
+                Spool.markGivenBack(path)  // its claimant may have left a part in tmp/ to adopt
                 if rename(path, layout.ready(job)) == 0 { revoked.append(job) }
             case nil:
                 continue
