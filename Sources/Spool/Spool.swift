@@ -73,6 +73,8 @@ public final class Spool: @unchecked Sendable {
     /// The pid this node's supervisor record named at the last look (`anySupervisorServes`).
     var localSupervisor: (pid: Int32, started: UInt64?)?
     var lastRetireLook = Date.distantPast
+    /// When `sweepTemp` last judged other nodes' temp files (`foreignSweepInterval`).
+    var lastForeignSweep = Date.distantPast
     /// When each other node was last seen serving (`supervisorServes`).
     var servingSeen: [String: Date] = [:]
     /// Requests parsed once: a request's record never changes under its id (the id is a digest
