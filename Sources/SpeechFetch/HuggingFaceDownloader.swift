@@ -239,7 +239,11 @@ public final class HuggingFaceDownloader: Sendable {
                        notice: @escaping @Sendable (DownloadNotice) -> Void) throws -> DownloadResult {
         let previous = directory.hubCommit == nil ? directory.readManifest() : nil  // a snapshot's pointers name their content
         let selected = try FilePlan.select(snapshot.files, selection, repo: repo.description)
-        try directory.writeManifest(mergedManifest(snapshot, previous: previous, directory: directory))
+        // The manifest as it stands after this call's write: one already on disk as it would be
+        // written is left alone (every node of a job asking at once wrote it, each a create, a
+        // sync and a rename at the file server), and so is the same one again after a hand-over.
+        let manifest = mergedManifest(snapshot, previous: previous, directory: directory)
+        if manifest != previous { try directory.writeManifest(manifest) }
         try directory.writeTreeListing(snapshot)
         let engine = TransferEngine(client: client, settings: settings, xetChunkIndex: XetChunkIndex(base: spoolBase))
         var fetched: [String] = []
@@ -310,7 +314,7 @@ public final class HuggingFaceDownloader: Sendable {
                 notice(.handedToDaemon(spool: handoff.spool.root))
                 do {
                     try handoff.waitFor(request, timeout: requestTimeout, takesOver: true, progress: progress, isCancelled: isCancelled)
-                    try directory.writeManifest(snapshot)
+                    if manifest != snapshot { try directory.writeManifest(snapshot) }
                     try directory.recordRevision(snapshot.revision)
                     directory.sweepDeadLocks(localNode: settings.node, lease: settings.lease)
                     return DownloadResult(directory: directory.filesURL, files: needed.map(\.path), commit: snapshot.commit,
