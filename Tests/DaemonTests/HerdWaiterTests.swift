@@ -3,7 +3,7 @@
 // request on those looks: a record set aside in corrupt/ after the first seconds is asked again.
 // While its node's workers fetch ranges of the request it reads the shared layer on that interval
 // too, not at every tick, and counts a range of its node that landed whole from RAM.
-import Daemon
+@testable import Daemon
 import Foundation
 import HubTypes
 import ModelCache
@@ -123,5 +123,40 @@ final class HerdWaiterTests: DaemonTestCase {
         range.remove()
         handoff.spool.markDone(request.id)
         XCTAssertEqual(ended.wait(timeout: .now() + 20), .success, "the waiter ended on the done marker")
+    }
+
+    /// A call handed to the daemon that was given no progress callback (`speech download -q`)
+    /// reads no sidecar while it waits: only its request's markers.
+    func testAHandedOverCallGivenNoProgressReadsNoSidecarWhileItWaits() throws {
+        try TestHub.generateRepo(root: root, repo: repo, files: ["model.safetensors": 1 << 20])
+        let env = environment()
+        let settings = DownloadSettings.fromEnvironment(env)
+        let spool = try XCTUnwrap(Handoff(base: cacheBase, settings: settings, environment: env)).spool
+        // This process stands for the node's supervisor: its record, and what it says it fetches.
+        spool.heartbeat()
+        RequestTargets.daemon(base: cacheBase, environment: env).publish(in: spool)
+        EndpointPolicy.daemon(environment: env).publish(in: spool)
+        let directory = ModelDirectory(CacheLocation.modelDirectory(base: cacheBase, repo: try RepoID(repo)))
+        let sidecar = StagingFile.sidecarURL("model.safetensors", in: directory)
+        try FileManager.default.createDirectory(at: sidecar.deletingLastPathComponent(), withIntermediateDirectories: true)
+        XCTAssertTrue(FileManager.default.createFile(atPath: sidecar.path, contents: Data("{}".utf8)))
+        let opens = try FolderOpenCounter(sidecar.deletingLastPathComponent().path)
+        let ended = DispatchSemaphore(value: 0)
+        let downloader = self.downloader()
+        let (base, repo) = (cacheBase, self.repo)
+        Thread.detachNewThread {
+            _ = try? downloader.downloadBlocking(repo: repo, cacheBaseDir: base)
+            ended.signal()
+        }
+        waitUntil(timeout: 20) { (try? FileManager.default.contentsOfDirectory(atPath: spool.layout.path(.requests)).isEmpty) == false }
+        var reads = 0
+        for _ in 0..<10 {
+            usleep(400_000)
+            reads += opens.take(entry: sidecar.lastPathComponent)
+        }
+        guard let id = spool.requests().first?.id else { return XCTFail("the call handed its request over") }
+        spool.markDone(id)
+        XCTAssertEqual(ended.wait(timeout: .now() + 20), .success, "the call ended on the done marker")
+        XCTAssertEqual(reads, 0, "4 s of a wait given no progress: no sidecar read")
     }
 }
