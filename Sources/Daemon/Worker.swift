@@ -20,6 +20,11 @@ public final class Worker: @unchecked Sendable {
     let ownRequestsOnly: Bool
     /// Syncs and publishes finished parts while the worker fetches its next range.
     private let publisher = DispatchQueue(label: "speech-fetch.worker.publish")
+    /// The RAM records of ranges this process published, kept whole for this node's waiters
+    /// (`LiveProgress.landedSeconds`); the rest are removed when the process exits, so a drained
+    /// node leaves none behind.
+    private let landedLock = NSLock()
+    private var landedRecords: [LiveProgress.Entry] = []
     /// Set (to 1) by the supervisor in the environment of the one worker process of a node that
     /// looks for endgame races on a timer while another node holds claims; the others look only
     /// when woken.
@@ -130,6 +135,7 @@ public final class Worker: @unchecked Sendable {
         }
         finished.wait()
         publisher.sync {}  // parts in hand are published before the worker exits
+        for record in landedLock.withLock({ landedRecords }) { record.remove() }
     }
 
     /// One slot: claims the lowest ready range it may take, fetches it, and goes back for the
@@ -273,8 +279,14 @@ public final class Worker: @unchecked Sendable {
                     let bytes = range.end - range.start + 1
                     // The range is published (by this worker or the one it raced): this node's
                     // waiters count it whole from RAM until their next shared look has (LiveProgress).
-                    entry?.landed(length: bytes)
-                    self.publisher.asyncAfter(deadline: .now() + LiveProgress.landedSeconds) { entry?.remove() }
+                    if let entry {
+                        entry.landed(length: bytes)
+                        self.landedLock.withLock { self.landedRecords.append(entry) }
+                        self.publisher.asyncAfter(deadline: .now() + LiveProgress.landedSeconds) {
+                            entry.remove()
+                            self.landedLock.withLock { self.landedRecords.removeAll { $0 === entry } }
+                        }
+                    }
                     if claim.duplicateOf != nil {
                         log("endgame: \(plan.file.path) part \(claim.index) \(won ? "won" : "lost"): \(bytes) bytes fetched twice")
                     } else if !won {
