@@ -127,7 +127,9 @@ public struct Handoff: Sendable {
         // final files, the request's record) is read on `SharedLooks`' lengthening interval and
         // when the word moves, not on every tick: a node that only waits pays per request, not
         // per range or per second (docs/protocol.md, "Hosts").
-        var shared = SharedLooks()
+        // A waiter that shows no progress looks only for its markers and its request's record,
+        // which its node's supervisor wakes it for: its safety looks start at 3 s, not 1 s.
+        var shared = SharedLooks(least: progress == nil ? SharedLooks.leastWithoutProgress : 1)
         var sharedProgress: RequestProgress.Shared?
         // Another node's marker wakes this waiter within a quarter poll interval, not a whole one,
         // where no supervisor of this node does it (SettledLook, made when first needed).
@@ -376,12 +378,18 @@ public struct Handoff: Sendable {
 /// final files) without being woken: every second at first, then at a third of the time waited
 /// so far, at most every 15 s. A wait of T seconds makes about 3 + 3 ln(T / 3) such looks up to
 /// 45 s (a 10 s wait 7, 45 s 11), then one each 15 s; a wake-up (a marker, another node's
-/// change) is looked at whenever it comes.
+/// change) is looked at whenever it comes. A waiter that shows no progress starts at every 3 s
+/// (`leastWithoutProgress`: a 10 s wait about 4 looks).
 struct SharedLooks {
     private let start = Date()
     private var last = Date.distantPast
+    /// The shortest interval between looks.
+    let least: Double
+    static let leastWithoutProgress = 3.0
 
-    func interval(now: Date) -> Double { min(15, max(1, now.timeIntervalSince(start) / 3)) }
+    init(least: Double = 1) { self.least = least }
+
+    func interval(now: Date) -> Double { min(15, max(least, now.timeIntervalSince(start) / 3)) }
     func due(now: Date) -> Bool { now.timeIntervalSince(last) >= interval(now: now) }
     func untilDue(now: Date) -> Double { interval(now: now) - now.timeIntervalSince(last) }
     mutating func looked(now: Date) { last = now }

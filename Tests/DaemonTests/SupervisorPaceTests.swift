@@ -25,3 +25,21 @@ final class SupervisorPaceTests: XCTestCase {
                       "a dead worker's claims go back to ready at once")
     }
 }
+
+/// How often a waiter whose node's supervisor wakes it looks at the shared filesystem unwoken.
+final class SharedLooksTests: XCTestCase {
+    func testAWaiterWithoutProgressLooksEveryThreeSecondsAtFirstAndOneWithProgressEverySecond() {
+        let start = Date()
+        func looks(_ shared: SharedLooks, over seconds: Double) -> Int {
+            var shared = shared
+            var count = 0
+            for tenth in 0...Int(seconds * 10) where shared.due(now: start.addingTimeInterval(Double(tenth) / 10 + 0.05)) {
+                shared.looked(now: start.addingTimeInterval(Double(tenth) / 10 + 0.05))
+                count += 1
+            }
+            return count
+        }
+        XCTAssertEqual(looks(SharedLooks(least: SharedLooks.leastWithoutProgress), over: 10), 4, "0, 3, 6, 9.1 s")
+        XCTAssertEqual(looks(SharedLooks(), over: 10), 6, "0, 1, 2, 3, 4.6, 7 s: every second while a third of the wait is shorter")
+    }
+}
