@@ -6,6 +6,12 @@ import Foundation
 import SharedFiles
 
 enum MachineFiles {
+    /// Where the machine's processes share the record `name`: `.<name>` in `live`'s folder on
+    /// /dev/shm (its locks and counters are `.<name>-<role>`).
+    static func path(_ name: String, beside live: LiveProgress) -> String {
+        live.directory + "/." + name
+    }
+
     /// Replaces `path` with `text` in one rename: a reader sees the old file or the new one. The
     /// temp file is `<path>.<pid>.<thread>`; one a killed writer left is swept with its folder.
     static func replace(_ path: String, with text: String) {

@@ -13,16 +13,14 @@ import SharedFiles
 public struct NodeNamesView: Sendable {
     let recordPath: String
     let listerPath: String
-    let directory: String
     let live: LiveProgress
 
     /// The view of `spool`'s node names on this machine, or nil without a writable /dev/shm.
     public init?(spool: Spool) {
         guard let live = LiveProgress(spool: spool) else { return nil }
         self.live = live
-        directory = live.directory
-        recordPath = live.directory + "/.nodes"
-        listerPath = live.directory + "/.nodes-lister"
+        recordPath = MachineFiles.path("nodes", beside: live)
+        listerPath = MachineFiles.path("nodes-lister", beside: live)
     }
 
     /// The names listed at most `maxAge` seconds ago by any process of this machine, else

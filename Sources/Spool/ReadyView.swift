@@ -92,10 +92,10 @@ public struct ReadyView: Sendable {
         guard let live = LiveProgress(spool: spool) else { return nil }
         self.live = live
         directory = live.directory
-        recordPath = live.directory + "/.ready"
-        epochPath = live.directory + "/.ready-epoch"
-        listerPath = live.directory + "/.ready-lister"
-        claimerPath = live.directory + "/.ready-claimer"
+        recordPath = MachineFiles.path("ready", beside: live)
+        epochPath = MachineFiles.path("ready-epoch", beside: live)
+        listerPath = MachineFiles.path("ready-lister", beside: live)
+        claimerPath = MachineFiles.path("ready-claimer", beside: live)
     }
 
     /// Runs `body` (a slot's look for a job to claim) while no other slot of this machine runs
