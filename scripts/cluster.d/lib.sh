@@ -65,13 +65,6 @@ elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", b - a }'; }
 
 # ---------------------------------------------------------------- requirements
 
-# apt_install PACKAGE...: installs them with apt-get (nothing when none is named).
-apt_install() {
-    (($#)) || return 0
-    say "installing $* (apt-get)"
-    packages_install --no-install-recommends "$@"
-}
-
 install_requirements() {
     local missing=()
     command -v ip >/dev/null || missing+=(iproute2)
