@@ -166,51 +166,57 @@ public struct LiveProgress: Sendable {
         return result
     }
 
-    /// One range's record: its size follows the bytes the range holds.
+    /// One range's record: its size follows the bytes the range holds. Its descriptor is held
+    /// only while the range is in flight: a landed record keeps its size with no descriptor, so
+    /// a worker finishing many small files in `landedSeconds` holds no descriptor for each.
     public final class Entry: Sendable {
-        private let fd: Int32
         private let path: String
-        private let state = Mutex<(bytes: Int64, at: Double, removed: Bool)>((0, 0, false))
+        /// The descriptor (-1 once closed), the bytes last written and when, and whether removed.
+        private let state: Mutex<(fd: Int32, bytes: Int64, at: Double, removed: Bool)>
 
         init(fd: Int32, path: String) {
-            self.fd = fd
             self.path = path
+            self.state = Mutex((fd, 0, 0, false))
         }
 
         /// The range holds `bytes` now; written at most every 0.2 s (and always the first time).
         public func update(_ bytes: Int64) {
             let now = Date().timeIntervalSinceReferenceDate
-            let due = state.withLock { s -> Bool in
-                guard !s.removed, bytes != s.bytes, now - s.at >= 0.2 || s.at == 0 else { return false }
-                s = (bytes, now, false)
-                return true
+            state.withLock { s in
+                guard !s.removed, s.fd >= 0, bytes != s.bytes, now - s.at >= 0.2 || s.at == 0 else { return }
+                s.bytes = bytes
+                s.at = now
+                _ = ftruncate(s.fd, off_t(bytes))
             }
-            if due { _ = ftruncate(fd, off_t(bytes)) }
         }
 
         /// The range was published: the record holds the range's whole `length` from now until
         /// `remove()`, which the publisher calls `LiveProgress.landedSeconds` later. This node's
         /// waiters count the range whole meanwhile, without a look at the shared filesystem (a
         /// range counts once, whichever source names it), and their next shared look, within
-        /// 15 s, counts it from the sidecar.
+        /// 15 s, counts it from the sidecar. The descriptor is closed here: the size stays.
         public func landed(length: Int64) {
-            let due = state.withLock { s -> Bool in
-                guard !s.removed else { return false }
-                s = (length, Date().timeIntervalSinceReferenceDate, false)
-                return true
+            state.withLock { s in
+                guard !s.removed, s.fd >= 0 else { return }
+                s.bytes = length
+                s.at = Date().timeIntervalSinceReferenceDate
+                _ = ftruncate(s.fd, off_t(length))
+                close(s.fd)
+                s.fd = -1
             }
-            if due { _ = ftruncate(fd, off_t(length)) }
         }
 
         /// The range is published or given up: the record goes (once).
         public func remove() {
-            let first = state.withLock { s -> Bool in
-                defer { s.removed = true }
-                return !s.removed
+            let fd = state.withLock { s -> Int32? in
+                guard !s.removed else { return nil }
+                s.removed = true
+                defer { s.fd = -1 }
+                return s.fd
             }
-            guard first else { return }
+            guard let fd else { return }
             unlink(path)
-            close(fd)
+            if fd >= 0 { close(fd) }
         }
 
         deinit { remove() }
