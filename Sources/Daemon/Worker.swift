@@ -257,6 +257,24 @@ public final class Worker: @unchecked Sendable {
                                       if spool.duplicateIsMoot(claim) { revoked = true }
                                   }
                               }, isCancelled: { revoked || shouldStop() })
+            // A file of one range is finished here, from the part in hand, before this slot
+            // claims again: no sync of the part, no link, no splicer to wake (docs/protocol.md,
+            // "Steps", finish in hand). In the slot, not on the publisher queue: one queue per
+            // process finishing the files of every slot fell behind their fetches, and the parts
+            // waiting for it piled up in tmp/, which every claim lists.
+            if staged == nil, plan.rangeCount == 1 {
+                switch Splicer(spool: spool).finishInHand(claim, part: temp) {
+                case .finalized:
+                    wakeup.broadcast(shareOnly: true)
+                    return
+                case .failed(let reason):
+                    log("\(plan.file.path): \(reason)")
+                    wakeup.broadcast(shareOnly: true)
+                    return
+                case .publish:
+                    break
+                }
+            }
             // Publish after durable: the part (or, in place, the staging file) is synced and the
             // part linked into parts/ on the publisher queue while this worker goes back to fetching. Splicing is left to the supervisor
             // (woken by the part's arrival); any other process may splice it too.
