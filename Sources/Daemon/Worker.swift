@@ -220,7 +220,13 @@ public final class Worker: @unchecked Sendable {
         // The range is written straight into the staging file where it can be (its part is then
         // a record of the bytes in place, not a copy of them); else into a part of its own.
         let staged = writesInPlace ? self.spool.openStagedRange(claim) : nil
-        let temp = staged.map { self.spool.partTempPath(claim, staged: $0) } ?? self.spool.partTempPath(claim)
+        // A file of one range is fetched straight into its staging file under its staging lock and
+        // finished by this slot before it claims again: no part is made, synced or published, and
+        // no splicer is woken (docs/protocol.md, "Steps", finish in hand). Each file made and
+        // unlinked costs much on a filesystem that scans recently freed inodes at every create.
+        let inHand = staged == nil && plan.rangeCount == 1 ? Splicer(spool: spool).stageInHand(claim) : nil
+        defer { inHand?.release() }
+        let temp = inHand?.path ?? staged.map { self.spool.partTempPath(claim, staged: $0) } ?? self.spool.partTempPath(claim)
         let range = plan.range(claim.index)
         var lastRefresh = Date()
         var lastLook = Date()
@@ -239,7 +245,10 @@ public final class Worker: @unchecked Sendable {
             let repo = try RepoID(plan.repo)
             let fetcher = try fetcher.fetcher(for: plan.endpoint)
             // A part a killed claimant of this range left behind is adopted: only its tail is fetched.
-            let adopted = spool.adoptPart(claim, as: temp, rangeLength: range.end - range.start + 1, stagingTag: staged?.record.tag)
+            // (Not into a file fetched in hand: a part a gone claimant left of a range this small is
+            // dropped with the plan; its range is fetched whole.)
+            let adopted = inHand != nil ? 0
+                : spool.adoptPart(claim, as: temp, rangeLength: range.end - range.start + 1, stagingTag: staged?.record.tag)
             if adopted > 0 { log("\(plan.file.path) part \(claim.index): adopted \(adopted) bytes a gone worker left") }
             // The lease is refreshed while the fetch runs (as bytes arrive, and at least once a
             // second while none do: a server's pause is a live fetch); a claim that was revoked
@@ -257,23 +266,12 @@ public final class Worker: @unchecked Sendable {
                                       if spool.duplicateIsMoot(claim) { revoked = true }
                                   }
                               }, isCancelled: { revoked || shouldStop() })
-            // A file of one range is finished here, from the part in hand, before this slot
-            // claims again: no sync of the part, no link, no splicer to wake (docs/protocol.md,
-            // "Steps", finish in hand). In the slot, not on the publisher queue: one queue per
-            // process finishing the files of every slot fell behind their fetches, and the parts
-            // waiting for it piled up in tmp/, which every claim lists.
-            if staged == nil, plan.rangeCount == 1 {
-                switch Splicer(spool: spool).finishInHand(claim, part: temp) {
-                case .finalized:
-                    wakeup.broadcast(shareOnly: true)
-                    return
-                case .failed(let reason):
-                    log("\(plan.file.path): \(reason)")
-                    wakeup.broadcast(shareOnly: true)
-                    return
-                case .publish:
-                    break
-                }
+            // Finished in this slot, not on the publisher queue: one queue per process finishing
+            // every slot's files fell behind their fetches.
+            if let inHand {
+                if case .failed(let reason) = Splicer(spool: spool).finishInHand(inHand) { log("\(plan.file.path): \(reason)") }
+                wakeup.broadcast(shareOnly: true)
+                return
             }
             // Publish after durable: the part (or, in place, the staging file) is synced and the
             // part linked into parts/ on the publisher queue while this worker goes back to fetching. Splicing is left to the supervisor

@@ -1,99 +1,115 @@
-// InHandFinish - a file of one range finished by the worker that fetched it: its part, still in
-// `tmp/` and never published, is copied into the staging file, checked and renamed into place
-// under the staging lock, then the claim and the plan go (docs/protocol.md, "Steps", finish in
-// hand). No part is synced or linked, and no splicer has to find it.
+// InHandFinish - a file of one range fetched and finished by the worker that claimed it: under
+// the file's staging lock its bytes go straight into a fresh staging file, which is checked and
+// renamed into place; then the claim and the plan go (docs/protocol.md, "Steps", finish in hand).
+// No part is made, synced or published, and no splicer has to find one.
 import Foundation
 import ModelCache
 
 /// What finishing a fetched one-range file in hand came to.
 public enum InHandFinish: Sendable, Equatable {
-    /// Verified and renamed into place, or found final already: the claim, the part and the plan are gone.
+    /// Verified and renamed into place, or found final already: the claim and the plan are gone.
     case finalized
-    /// Not finished here (not a file of one range; its staging lock held by another live process;
-    /// under repair; its target or staging file not opened now): the part is published as any
-    /// part, for a splicer; nothing was taken from it.
-    case publish
-    /// The bytes did not verify, or the file failed: the part and the claim are gone, and the
-    /// range is ready again (a one-range file's repair fetches it once more) or the failure is
-    /// recorded. The reason, for the log.
+    /// Not finished: the reason, for the log. The bytes did not verify (the file's repair fetches
+    /// its range again), the file failed (recorded), or it could not be looked at now (the range
+    /// is given back).
     case failed(String)
 }
 
+/// A file of one range staged for the worker that claimed it: its staging lock held (refreshed
+/// on the process's timer), its staging file made afresh, its model directory held open.
+public final class InHandStaging: @unchecked Sendable {
+    public let claim: ClaimedJob
+    /// Where the fetch writes the file's bytes: the staging file, through the opened directory.
+    public var path: String { staging.dataURL.path }
+    let staging: StagingFile
+    let anchor: TargetAnchor
+    private let held: HeldLocks
+    private let lock = NSLock()
+    private var released = false
+
+    init(claim: ClaimedJob, staging: StagingFile, anchor: TargetAnchor, held: HeldLocks) {
+        self.claim = claim
+        self.staging = staging
+        self.anchor = anchor
+        self.held = held
+    }
+
+    /// Gives the staging lock up (once; the staging file stays for whoever takes the file next).
+    public func release() {
+        let first = lock.withLock { () -> Bool in
+            defer { released = true }
+            return !released
+        }
+        if first { held.releaseAll() }
+    }
+
+    deinit { release() }
+}
+
 extension Splicer {
-    /// Finishes the file of `claim`, a file of one range whose bytes `part` (the claimant's
-    /// unpublished part in `tmp/`) holds whole: what a splicer would do with the published part,
-    /// done by the fetcher at once. The part needs no sync: the staging file it is copied into is
-    /// synced before its rename, and a crash before that leaves the claim, which revocation makes
-    /// ready again.
-    public func finishInHand(_ claim: ClaimedJob, part: String) -> InHandFinish {
+    /// Stages the file of `claim` for its claimant to fetch in hand: a file of one range (not a
+    /// Xet job, not an endgame duplicate) not final yet, whose staging lock no other live process
+    /// holds and which is not under repair (a refetched range is compared with the staged bytes,
+    /// a splicer's work). nil: the range is fetched into a part, as any range.
+    public func stageInHand(_ claim: ClaimedJob) -> InHandStaging? {
         let plan = claim.plan
-        guard plan.rangeCount == 1, plan.kind != .xet, claim.duplicateOf == nil, claim.index == 0 else { return .publish }
-        guard case .success(let anchor) = spool.anchor(plan) else { return .publish }
-        return withExtendedLifetime(anchor) { finishInHand(claim, part: part, in: anchor.directory, told: anchor.told) }
-    }
-
-    private func finishInHand(_ claim: ClaimedJob, part: String, in directory: ModelDirectory,
-                              told: (String) -> String) -> InHandFinish {
-        let plan = claim.plan
-        if !directory.isComplete(plan.file) {
-            guard let lock = StagingLock.acquire(plan.file.path, in: directory, owner: spool.owner, lease: spool.lease) else {
-                return .publish
-            }
-            let held = HeldLocks(lease: spool.lease)
-            held.add(lock)
-            // Released before the claim and plan go and the requests are settled: a waiter told
-            // "done" finds no lock of this file left in `.incomplete/`.
-            let staged = withExtendedLifetime(held) { finalize(claim, part: part, in: directory, told: told) }
+        guard plan.rangeCount == 1, plan.kind != .xet, claim.duplicateOf == nil, claim.index == 0,
+              case .success(let anchor) = spool.anchor(plan) else { return nil }
+        let directory = anchor.directory
+        guard !directory.isComplete(plan.file),
+              let lock = StagingLock.acquire(plan.file.path, in: directory, owner: spool.owner, lease: spool.lease) else { return nil }
+        let held = HeldLocks(lease: spool.lease)
+        held.add(lock)
+        guard let staging = try? StagingFile(file: plan.file, in: directory, commit: plan.commit, rangeSize: plan.rangeSize),
+              staging.rangeCount == 1, !staging.isRepairing else {
             held.releaseAll()
-            if let staged { return staged }
+            return nil
         }
-        finished(claim, part: part)
-        return .finalized
+        return InHandStaging(claim: claim, staging: staging, anchor: anchor, held: held)
     }
 
-    /// Under the staging lock: the part copied into a fresh staging file, checked and renamed
-    /// into place (nil), or what else came of it.
-    private func finalize(_ claim: ClaimedJob, part: String, in directory: ModelDirectory,
-                          told: (String) -> String) -> InHandFinish? {
+    /// Finishes a file whose one range was fetched whole into its staging file: checked and
+    /// renamed into place (synced first), the lock given up, then the claim and the plan dropped
+    /// and the requests settled.
+    public func finishInHand(_ staged: InHandStaging) -> InHandFinish {
+        let claim = staged.claim
         let plan = claim.plan
-        let staging: StagingFile
-        do {
-            staging = try StagingFile(file: plan.file, in: directory, commit: plan.commit, rangeSize: plan.rangeSize)
-            // A file under repair compares its refetched range with the staged bytes: a splicer's work.
-            guard staging.rangeCount == 1, !staging.isRepairing else { return .publish }
-            try staging.splice(partAt: part, index: 0)
-            staging.markDone(0)
-        } catch {
-            return .publish  // the part, published, is spliced (or judged) by a splicer
-        }
+        let told = staged.anchor.told
+        let staging = staged.staging
+        staging.markDone(0)
         do {
             try staging.finalize()
-            return nil
         } catch CacheError.repairing(_, let ranges) {
             // It did not verify: its one range is fetched again and compared (the sidecar says so).
-            spool.discardPart(part)
+            staged.release()
             spool.dropClaim(claim)
             spool.addJobs(plan, indices: ranges)
             return .failed(told("\(plan.file.path) did not verify; its range is fetched again"))
         } catch let error as CacheError where error.isTransient {
-            return .publish  // could not look now (a stale handle, EIO): the file is not bad
+            // Could not look now (a stale handle, EIO): the file is not bad; the range goes back.
+            staged.release()
+            spool.unclaim(claim)
+            return .failed(told("\(error); the range is given back"))
         } catch {
-            spool.discardPart(part)
+            staged.release()
             spool.recordFailure(plan.key, FailureRecord(FailureKind(error), told("\(error)")))
             spool.dropClaim(claim)
             spool.dropPlan(plan)
             settleRequests()
             return .failed(told("\(error)"))
         }
+        // Released before the claim and plan go and the requests are settled: a waiter told
+        // "done" finds no lock of this file left in `.incomplete/`.
+        staged.release()
+        finished(claim)
+        return .finalized
     }
 
-    /// The file is final: its part, claim and plan go, and its requests are settled. The claim
-    /// goes before the plan, as after a splice: a worker killed between the two leaves a plan
-    /// whose range the repair of lost jobs makes ready again, and its next claimant finds the
-    /// file final and drops the plan; a claim left without its plan would be revoked into a
-    /// ready job no plan explains.
-    private func finished(_ claim: ClaimedJob, part: String) {
-        spool.discardPart(part)
+    /// The file is final: its claim and plan go, and its requests are settled. The claim goes
+    /// before the plan, as after a splice: a worker killed between the two leaves a plan the
+    /// repair of lost jobs drops on finding the file final; a claim left without its plan would
+    /// be revoked into a ready job no plan explains.
+    private func finished(_ claim: ClaimedJob) {
         spool.dropClaim(claim)
         spool.dropPlan(claim.plan)
         settleRequests()

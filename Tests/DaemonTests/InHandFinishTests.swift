@@ -1,5 +1,5 @@
-// A file of one range finished by the worker that fetched it (docs/protocol.md, "Steps", finish
-// in hand; issue 32, D7): its part is never synced nor published, no splicer has to find it, and
+// A file of one range fetched into its staging file and finished by the worker that claimed it (docs/protocol.md, "Steps", finish
+// in hand; issue 32, D7): no part is made or published, no splicer has to find one, and
 // the worker renames the verified file into place, drops the plan and settles the request. A real
 // worker in this process against the test Hub, with no supervisor: nothing else splices.
 @testable import Daemon
