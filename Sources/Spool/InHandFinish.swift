@@ -101,17 +101,19 @@ extension Splicer {
         // Released before the claim and plan go and the requests are settled: a waiter told
         // "done" finds no lock of this file left in `.incomplete/`.
         staged.release()
-        finished(claim)
-        return .finalized
-    }
-
-    /// The file is final: its claim and plan go, and its requests are settled. The claim goes
-    /// before the plan, as after a splice: a worker killed between the two leaves a plan the
-    /// repair of lost jobs drops on finding the file final; a claim left without its plan would
-    /// be revoked into a ready job no plan explains.
-    private func finished(_ claim: ClaimedJob) {
+        // The claim before the plan, as after a splice: a worker killed between the two leaves a
+        // plan that the repair of lost jobs drops on finding the file final; a claim left without
+        // its plan would be revoked into a ready job no plan explains.
         spool.dropClaim(claim)
-        spool.dropPlan(claim.plan)
-        settleRequests()
+        spool.dropPlan(plan)
+        // Only the requests for this model directory and commit can have become done, and they
+        // are looked at through the directory already open (an open of the model directory's
+        // path, folder by folder, per small file was most of a worker's opens).
+        let noFailures = spool.hasNoFailures()
+        for request in spool.activeRequests(skipping: spool.servedElsewhere)
+        where request.modelDir == plan.modelDir && request.commit == plan.commit && spool.targets?.cachedRefusal(request) == nil {
+            settle(request, in: staged.anchor.directory, noFailures: noFailures)
+        }
+        return .finalized
     }
 }
