@@ -106,6 +106,10 @@ extension Splicer {
         // its plan would be revoked into a ready job no plan explains.
         spool.dropClaim(claim)
         spool.dropPlan(plan)
+        // Another node's request is settled by that node while it serves: the generation tells it
+        // a file of it is final (a part published would have woken its splicer; this wakes its
+        // next pass, which settles), instead of its settle every quarter lease.
+        if plan.node != spool.owner.node { spool.bumpGeneration() }
         // Only the requests for this model directory and commit can have become done, and they
         // are looked at through the directory already open (an open of the model directory's
         // path, folder by folder, per small file was most of a worker's opens).
