@@ -226,7 +226,13 @@ public final class Worker: @unchecked Sendable {
         // The range is written straight into the staging file where it can be (its part is then
         // a record of the bytes in place, not a copy of them); else into a part of its own.
         let staged = writesInPlace ? self.spool.openStagedRange(claim) : nil
-        let temp = staged.map { self.spool.partTempPath(claim, staged: $0) } ?? self.spool.partTempPath(claim)
+        // A file of one range is fetched straight into its staging file under its staging lock and
+        // finished by this slot before it claims again: no part is made, synced or published, and
+        // no splicer is woken (docs/protocol.md, "Steps", finish in hand). Each file made and
+        // unlinked costs much on a filesystem that scans recently freed inodes at every create.
+        let inHand = staged == nil && plan.rangeCount == 1 ? Splicer(spool: spool).stageInHand(claim) : nil
+        defer { inHand?.release() }
+        let temp = inHand?.path ?? staged.map { self.spool.partTempPath(claim, staged: $0) } ?? self.spool.partTempPath(claim)
         let range = plan.range(claim.index)
         var lastRefresh = Date()
         var lastLook = Date()
@@ -245,9 +251,11 @@ public final class Worker: @unchecked Sendable {
             let repo = try RepoID(plan.repo)
             let fetcher = try fetcher.fetcher(for: plan.endpoint)
             // A part a killed claimant of this range left behind is adopted: only its tail is fetched.
-            // Only a job that came back after a claim can have one (`ClaimedJob.givenBack`).
-            let adopted = claim.givenBack
-                ? spool.adoptPart(claim, as: temp, rangeLength: range.end - range.start + 1, stagingTag: staged?.record.tag) : 0
+            // Only a job that came back after a claim can have one (`ClaimedJob.givenBack`); not
+            // into a file fetched in hand either: a part a gone claimant left of a range this small
+            // is dropped with the plan, and its range is fetched whole.
+            let adopted = inHand != nil || !claim.givenBack ? 0
+                : spool.adoptPart(claim, as: temp, rangeLength: range.end - range.start + 1, stagingTag: staged?.record.tag)
             if adopted > 0 { log("\(plan.file.path) part \(claim.index): adopted \(adopted) bytes a gone worker left") }
             // The lease is refreshed while the fetch runs (as bytes arrive, and at least once a
             // second while none do: a server's pause is a live fetch); a claim that was revoked
@@ -265,6 +273,13 @@ public final class Worker: @unchecked Sendable {
                                       if spool.duplicateIsMoot(claim) { revoked = true }
                                   }
                               }, isCancelled: { revoked || shouldStop() })
+            // Finished in this slot, not on the publisher queue: one queue per process finishing
+            // every slot's files fell behind their fetches.
+            if let inHand {
+                if case .failed(let reason) = Splicer(spool: spool).finishInHand(inHand) { log("\(plan.file.path): \(reason)") }
+                wakeup.broadcast(shareOnly: true)
+                return
+            }
             // Publish after durable: the part (or, in place, the staging file) is synced and the
             // part linked into parts/ on the publisher queue while this worker goes back to fetching. Splicing is left to the supervisor
             // (woken by the part's arrival); any other process may splice it too.

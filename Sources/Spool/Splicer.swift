@@ -343,7 +343,7 @@ public struct Splicer: Sendable {
         }
     }
 
-    private func settle(_ request: SpoolRequest, in directory: ModelDirectory?, noFailures: Bool = false) {
+    func settle(_ request: SpoolRequest, in directory: ModelDirectory?, noFailures: Bool = false) {
         if noFailures, let directory {
             // No file of any request failed: the request is active while one file is not
             // final. A file once final stays so, so the look resumes at the first file the

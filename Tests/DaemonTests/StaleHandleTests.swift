@@ -118,7 +118,9 @@ final class StaleHandleTests: DaemonTestCase {
 
     /// A part whose size a splicer reads short once (as a client that looked at the part under its
     /// temp name while its writer wrote it may report for about a second) is looked at again and
-    /// spliced, never dropped as "the wrong size" and fetched again.
+    /// spliced, never dropped as "the wrong size" and fetched again. The ranges come as parts of
+    /// bytes (`SPEECH_FETCH_RANGES_IN_PLACE=0`): a range written in place publishes a record, read
+    /// by its first line, and a file of one range is finished by its fetcher with no part at all.
     func testAPartWhoseSizeIsReadShortOnceIsSplicedNotFetchedAgain() throws {
         try TestHub.generateRepo(root: root, repo: repo, files: files)
         let shim = try buildShim()
@@ -128,6 +130,7 @@ final class StaleHandleTests: DaemonTestCase {
             "FAULTFS_SHORT_ONCE": "/spool/parts/",
             "FAULTFS_LOG": log.path,
             "HF_DOWNLOAD_RANGE_CHUNK": "\(256 << 10)",
+            "SPEECH_FETCH_RANGES_IN_PLACE": "0",
         ])
         try startDaemon(workers: 2, slots: 2, environment: env)
         let run = try runSpeech(["download", repo, "--cache-base", cacheBase.path], environment: env, hint: "hosted")

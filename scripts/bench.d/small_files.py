@@ -44,6 +44,19 @@ def main():
     for line in scenario9.verdict(entry):
         print(line, file=sys.stderr)
     print(f"bench-small-files: wrote scenario 9 into {a.out_dir}/benchmarks.md and benchmarks.json", file=sys.stderr)
+    ceiling = os.environ.get("SF_MAX_RATIO")
+    if ceiling:
+        # The check scripts/test runs: every round's daemon-hosted wall time within `ceiling` times
+        # the same round's embedded one (a ratio within one run: both modes share the machine's load).
+        x = entry.get("ratio_daemon_embedded")
+        if not x:
+            print("bench-small-files: FAILED: a mode failed (see the runs above)", file=sys.stderr)
+            sys.exit(1)
+        if x["max"] > float(ceiling):
+            print(f"bench-small-files: FAILED: daemon-hosted took {x['max']:.2f}x the embedded time "
+                  f"(at most {ceiling}x)", file=sys.stderr)
+            sys.exit(1)
+        print(f"bench-small-files: daemon-hosted within {ceiling}x the embedded time ({x['max']:.2f}x)", file=sys.stderr)
 
 
 if __name__ == "__main__":
