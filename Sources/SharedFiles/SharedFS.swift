@@ -63,10 +63,15 @@ public enum SharedFS {
     /// by path (the old descriptor may be the stale one). Not a regular file, or larger than
     /// `limit`: unknown (EINVAL / EFBIG).
     public static func read(_ path: String, limit: Int = 16 << 20) -> Lookup<Data> {
+        read(path, limit: limit, opening: openForReading)
+    }
+
+    /// `read(path, limit:)` with each open made by `opening` (`HeldFolders`: relative to a held folder).
+    static func read(_ path: String, limit: Int, opening: (String) -> Lookup<Int32>) -> Lookup<Data> {
         var last: Lookup<Data> = .unknown(EIO)
         for _ in 0..<3 {
             let fd: Int32
-            switch openForReading(path) {
+            switch opening(path) {
             case .found(let d): fd = d
             case .absent: return .absent
             case .unknown(let code): return .unknown(code)
@@ -88,9 +93,29 @@ public enum SharedFS {
 
     /// The names in a directory (without `.`/`..`), absent, or unknown.
     public static func list(_ directory: String) -> Lookup<[String]> {
+        listing(opening: { opendir(directory) })
+    }
+
+    /// The names in the directory `opening` opens (`HeldFolders`: a descriptor opened relative to
+    /// a held folder), with the retries of `list`.
+    static func list(opening: () -> Int32) -> Lookup<[String]> {
+        listing(opening: { () -> OpaquePointer? in
+            let fd = opening()
+            guard fd >= 0 else { return nil }
+            guard let dir = fdopendir(fd) else {
+                let code = errno
+                close(fd)
+                errno = code
+                return nil
+            }
+            return dir
+        })
+    }
+
+    private static func listing(opening: () -> OpaquePointer?) -> Lookup<[String]> {
         var delay: UInt32 = 2_000
         for attempt in 1...attempts {
-            guard let dir = opendir(directory) else {
+            guard let dir = opening() else {
                 let code = errno
                 if isTransient(code) && attempt < attempts { usleep(delay); delay = min(delay * 2, 100_000); continue }
                 return failure(code)

@@ -123,7 +123,7 @@ extension Spool {
     @discardableResult
     public func publishStagedRange(_ staged: StagedRange, progress temp: String, for claim: ClaimedJob) throws -> Bool {
         try staged.syncAndClose()
-        let fd = SharedFS.retry { Glibc.open(temp, O_WRONLY | O_NOFOLLOW | O_CLOEXEC) }
+        let fd = folders.open(temp, O_WRONLY | O_NOFOLLOW)
         guard fd >= 0 else { throw CacheError.io(path: temp, operation: "open the record", errno: errno) }
         let failure: Int32? = staged.record.line.withUnsafeBytes { FileIO.writeAll(fd, $0, at: 0) } ?? (fsync(fd) == 0 ? nil : errno)
         let closed = close(fd) == 0 ? nil : errno
