@@ -21,6 +21,16 @@ public final class HeldFolders: @unchecked Sendable {
     /// Descriptors of folders opened again: closed only at deinit, because another thread may be
     /// in a call with one (closing it could hand its number to an unrelated file meanwhile).
     private var retired: [Int32] = []
+    /// The folders on a network or FUSE filesystem (`FilesystemKind`), and when each was last
+    /// seen alive there (`MonotonicClock` nanoseconds).
+    private var remote: Set<String> = []
+    private var seenAlive: [String: UInt64] = [:]
+
+    /// How long a held folder on a network or FUSE filesystem seen alive is taken as alive without
+    /// another look: that client answers a folder's `fstat` from the file server whenever it
+    /// changed the folder itself (it drops its cached attributes then), which a busy spool folder
+    /// always is, and a path walk trusts its own cached entries about as long.
+    public static let recheckSeconds = 1.0
 
     /// No folder held: every call by path.
     public static let none = HeldFolders([])
@@ -129,7 +139,7 @@ public final class HeldFolders: @unchecked Sendable {
             case .found(let names) where !names.isEmpty: return answer
             case .unknown(let code) where !HeldFolders.mayBeGone(code): return answer
             default:
-                guard attempt == 0, HeldFolders.isGone(held) else { return answer }
+                guard attempt == 0, isGone(folder, held) else { return answer }
                 reopen(folder, replacing: held)
             }
         }
@@ -165,7 +175,7 @@ public final class HeldFolders: @unchecked Sendable {
             let r = body(held, name)
             guard r < 0, !reopened else { return r }
             let code = errno
-            guard HeldFolders.mayBeGone(code), HeldFolders.isGone(held) else { errno = code; return r }
+            guard HeldFolders.mayBeGone(code), isGone(folder, held) else { errno = code; return r }
             reopened = true
             reopen(folder, replacing: held)
             let again = descriptor(of: folder)
@@ -180,7 +190,10 @@ public final class HeldFolders: @unchecked Sendable {
         lock.withLock {
             if let fd = descriptors[folder], fd >= 0 { return fd }
             let fd = Glibc.open(folder, sf_o_path() | O_DIRECTORY | O_CLOEXEC)
-            if fd >= 0 { descriptors[folder] = fd }
+            guard fd >= 0 else { return fd }
+            descriptors[folder] = fd
+            if FilesystemKind.isRemote(fileDescriptor: fd) { remote.insert(folder) }
+            seenAlive[folder] = MonotonicClock.nanoseconds()
             return fd
         }
     }
@@ -198,11 +211,19 @@ public final class HeldFolders: @unchecked Sendable {
     /// Errors a call relative to a removed folder answers.
     private static func mayBeGone(_ code: Int32) -> Bool { code == ENOENT || code == ESTALE || code == ENOTDIR }
 
-    /// True when the folder behind `fd` is gone: its status cannot be read, or it has no link left
-    /// (removed; a folder made again under its path is another inode).
-    private static func isGone(_ fd: Int32) -> Bool {
+    /// True when the folder behind `held` is gone: its status cannot be read, or it has no link
+    /// left (removed; a folder made again under its path is another inode). On a network or FUSE
+    /// filesystem, not looked at again within `recheckSeconds` of the last look that found it.
+    private func isGone(_ folder: String, _ held: Int32) -> Bool {
+        let now = MonotonicClock.nanoseconds()
+        let trusted = lock.withLock {
+            remote.contains(folder) && seenAlive[folder].map { now &- $0 < UInt64(HeldFolders.recheckSeconds * 1e9) } == true
+        }
+        if trusted { return false }
         var st = stat()
-        return fstat(fd, &st) != 0 || st.st_nlink == 0
+        guard fstat(held, &st) == 0, st.st_nlink > 0 else { return true }
+        lock.withLock { seenAlive[folder] = now }
+        return false
     }
 
     private static func failure<T>(_ code: Int32) -> Lookup<T> {
