@@ -194,7 +194,7 @@ public struct Splicer: Sendable {
         if pass.done.contains(index) { pass.listed.append(part); return false }
         // Records come wherever workers write in place: everywhere but where
         // `SPEECH_FETCH_RANGES_IN_PLACE=0` turns it off (there no part is read twice).
-        switch staging.isRemote && Splicer.rangesInPlaceOff ? .found(nil) : StagedRangeRecord.look(at: part) {
+        switch staging.isRemote && Splicer.rangesInPlaceOff ? .found(nil) : StagedRangeRecord.look(at: part, in: spool.folders) {
         case .found(let record?):
             return foldIn(record, part: part, index: index, into: &pass)
         case .unknown:

@@ -60,10 +60,15 @@ public struct StagedRangeRecord: Sendable, Equatable {
     }
 
     /// The part at `path` read back: found with its record, found and not a record (a part that
-    /// holds its range's bytes), absent, or unknown (a read that failed: look again).
-    public static func look(at path: String) -> Lookup<StagedRangeRecord?> {
-        let fd = SharedFS.retry { Glibc.open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC) }
-        guard fd >= 0 else { return errno == ENOENT || errno == ENOTDIR ? .absent : .unknown(errno) }
+    /// holds its range's bytes), absent, or unknown (a read that failed: look again). Opened
+    /// relative to its folder when `folders` holds it.
+    public static func look(at path: String, in folders: HeldFolders = .none) -> Lookup<StagedRangeRecord?> {
+        let fd: Int32
+        switch folders.openForReading(path) {
+        case .found(let opened): fd = opened
+        case .absent: return .absent
+        case .unknown(let code): return .unknown(code)
+        }
         defer { close(fd) }
         var head = [UInt8](repeating: 0, count: maxLine)
         let n = head.withUnsafeMutableBytes { pread(fd, $0.baseAddress, maxLine, 0) }
