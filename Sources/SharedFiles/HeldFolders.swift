@@ -21,9 +21,9 @@ public final class HeldFolders: @unchecked Sendable {
     /// Descriptors of folders opened again: closed only at deinit, because another thread may be
     /// in a call with one (closing it could hand its number to an unrelated file meanwhile).
     private var retired: [Int32] = []
-    /// The folders on a network or FUSE filesystem (`FilesystemKind`), and when each was last
-    /// seen alive there (`MonotonicClock` nanoseconds).
-    private var remote: Set<String> = []
+    /// Whether the folders are on a network or FUSE filesystem (`FilesystemKind`, looked at when
+    /// the first is opened), and when each was last seen alive (`MonotonicClock` nanoseconds).
+    private var remote: Bool?
     private var seenAlive: [String: UInt64] = [:]
 
     /// How long a held folder on a network or FUSE filesystem seen alive is taken as alive without
@@ -192,7 +192,9 @@ public final class HeldFolders: @unchecked Sendable {
             let fd = Glibc.open(folder, sf_o_path() | O_DIRECTORY | O_CLOEXEC)
             guard fd >= 0 else { return fd }
             descriptors[folder] = fd
-            if FilesystemKind.isRemote(fileDescriptor: fd) { remote.insert(folder) }
+            // One statfs for all the folders (a spool is on one filesystem): a network client
+            // sends each to its file server.
+            if remote == nil { remote = FilesystemKind.isRemote(fileDescriptor: fd) }
             seenAlive[folder] = MonotonicClock.nanoseconds()
             return fd
         }
@@ -217,7 +219,7 @@ public final class HeldFolders: @unchecked Sendable {
     private func isGone(_ folder: String, _ held: Int32) -> Bool {
         let now = MonotonicClock.nanoseconds()
         let trusted = lock.withLock {
-            remote.contains(folder) && seenAlive[folder].map { now &- $0 < UInt64(HeldFolders.recheckSeconds * 1e9) } == true
+            remote == true && seenAlive[folder].map { now &- $0 < UInt64(HeldFolders.recheckSeconds * 1e9) } == true
         }
         if trusted { return false }
         var st = stat()

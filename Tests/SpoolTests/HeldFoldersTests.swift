@@ -67,6 +67,15 @@ final class HeldFoldersTests: ScratchDirectoryTestCase {
         XCTAssertEqual(spool.claimedJobs(), [])
     }
 
+    /// A held folder is listed with getdents64 in 32 KiB reads: a folder that takes several reads
+    /// is listed whole, each name once.
+    func testAListingOfManyReadsHasEveryNameOnce() throws {
+        let spool = try Spool(base: scratch, node: "node1")
+        let names = (0..<3000).map { String(format: "%@.%06d", String(repeating: "a", count: 24), $0) }
+        for name in names { XCTAssertTrue(FileManager.default.createFile(atPath: spool.layout.ready(name), contents: nil)) }
+        XCTAssertEqual(spool.readyJobs(), names)
+    }
+
     /// An absent name in a folder that is still there is an answer, not a reason to open the
     /// folder again; and a folder that is gone for good reads as absent, as by path.
     func testAnAbsentNameIsAbsentAndAFolderGoneForGoodReadsAsAbsent() throws {
