@@ -1,7 +1,7 @@
 // CFileOps - system calls Swift's Glibc module does not expose: in-kernel copies between
 // files (copy_file_range(2), which glibc only declares under _GNU_SOURCE, and the FICLONERANGE
 // reflink), extended attributes (the content id a final file carries; getxattrat), the futex of
-// the spool's wake word, prctl(PR_SET_NAME) (variadic), getdents64(2) (a listing without fdopendir's fstat), and statfs(2) (the filesystems whose
+// the spool's wake word, prctl(PR_SET_NAME) (variadic), and statfs(2) (the filesystems whose
 // inotify cannot see other machines' writes).
 #ifndef SPEECH_FETCH_CFILEOPS_SHIM_H
 #define SPEECH_FETCH_CFILEOPS_SHIM_H
@@ -53,12 +53,6 @@ static inline int sf_o_direct(void) {
 #else
     return 040000;
 #endif
-}
-/* Reads directory entries (struct linux_dirent64) from a directory descriptor into buf:
-   the bytes read, 0 at the end, -1 with errno set. glibc's fdopendir would fstat the
-   descriptor first, which a network client sends to its file server. */
-static inline long sf_getdents64(int fd, void *buf, unsigned long count) {
-    return syscall(SYS_getdents64, fd, buf, count);
 }
 /* Sets a user extended attribute on an open file; -1 where the filesystem has none. */
 static inline int sf_set_xattr(int fd, const char *name, const char *value, size_t len) {

@@ -54,15 +54,11 @@ public struct LeaseJudge: Sendable {
     public let lease: Double
     /// A file or directory on the filesystem whose clock counts (touched to read "now").
     public let probe: String
-    /// The folders the records and the probe are looked at through (a spool's held folders);
-    /// nil: by path.
-    public let folders: HeldFolders?
 
-    public init(localNode: String, lease: Double, probe: String, folders: HeldFolders? = nil) {
+    public init(localNode: String, lease: Double, probe: String) {
         self.localNode = localNode
         self.lease = lease
         self.probe = probe
-        self.folders = folders
     }
 
     /// How often a holder refreshes its lease (a touch of its record), and so how long a look
@@ -80,7 +76,7 @@ public struct LeaseJudge: Sendable {
     /// A round of judgements that reads the server's clock at most once, when first needed.
     /// `now` replaces the probe (tests: a clock that cannot be read).
     public func round(now: (@Sendable () -> Double?)? = nil) -> LeaseRound {
-        LeaseRound(judge: self, clock: now ?? { [probe, folders] in folders.map { $0.serverNow(probe: probe) } ?? SharedFS.serverNow(probe: probe) })
+        LeaseRound(judge: self, clock: now ?? { [probe] in SharedFS.serverNow(probe: probe) })
     }
 
     /// When the process `pid` started (clock ticks since boot, /proc/PID/stat's 22nd field); nil
@@ -135,7 +131,7 @@ public final class LeaseRound: @unchecked Sendable {
             if !LeaseJudge.processRunning(holder.pid) { return .expired }
             if localByPid { return .live }
         }
-        return age(judge.folders?.mtime(path) ?? SharedFS.mtime(path), lease: lease)
+        return age(SharedFS.mtime(path), lease: lease)
     }
 
     /// The liveness of a lease by the age of an mtime already read.

@@ -4,7 +4,6 @@
 // unlinked can fail with ESTALE (or EIO) although the file is there. Such an answer says nothing
 // about the file. Every read of shared state retries it by path with a short bounded backoff, and
 // decides only on what was read successfully (docs/protocol.md, "Reading shared state").
-import CFileOps
 import Foundation
 
 /// What a look at a shared file or directory found.
@@ -64,15 +63,10 @@ public enum SharedFS {
     /// by path (the old descriptor may be the stale one). Not a regular file, or larger than
     /// `limit`: unknown (EINVAL / EFBIG).
     public static func read(_ path: String, limit: Int = 16 << 20) -> Lookup<Data> {
-        read(path, limit: limit, opening: openForReading)
-    }
-
-    /// `read(path, limit:)` with each open made by `opening` (`HeldFolders`: relative to a held folder).
-    static func read(_ path: String, limit: Int, opening: (String) -> Lookup<Int32>) -> Lookup<Data> {
         var last: Lookup<Data> = .unknown(EIO)
         for _ in 0..<3 {
             let fd: Int32
-            switch opening(path) {
+            switch openForReading(path) {
             case .found(let d): fd = d
             case .absent: return .absent
             case .unknown(let code): return .unknown(code)
@@ -94,56 +88,9 @@ public enum SharedFS {
 
     /// The names in a directory (without `.`/`..`), absent, or unknown.
     public static func list(_ directory: String) -> Lookup<[String]> {
-        listing(opening: { opendir(directory) })
-    }
-
-    /// The names in the directory `opening` opens (`HeldFolders`: a descriptor opened relative to
-    /// a held folder), with the retries of `list`. Read with getdents64, not through `fdopendir`,
-    /// whose `fstat` of the new descriptor a network client sends to its file server whenever its
-    /// cached attributes of the folder are gone (after any change it made there): a `STAT` per
-    /// listing, where `opendir(path)` found them fresh from the path's lookup.
-    static func list(opening: () -> Int32) -> Lookup<[String]> {
-        var delay: UInt32 = 2_000
-        let size = 32 << 10
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: size, alignment: 8)
-        defer { buffer.deallocate() }
-        for attempt in 1...attempts {
-            let fd = opening()
-            if fd < 0 {
-                let code = errno
-                if isTransient(code) && attempt < attempts { usleep(delay); delay = min(delay * 2, 100_000); continue }
-                return failure(code)
-            }
-            var code: Int32 = 0
-            var names: [String] = []
-            reading: while true {
-                let n = FileIO.restartingAfterSignal { sf_getdents64(fd, buffer.baseAddress, UInt(size)) }
-                if n < 0 { code = errno; break }
-                if n == 0 { break }
-                var offset = 0
-                while offset < n {
-                    // struct linux_dirent64: d_ino (8), d_off (8), d_reclen (2), d_type (1), d_name.
-                    let length = Int(buffer.loadUnaligned(fromByteOffset: offset + 16, as: UInt16.self))
-                    guard length > 19, offset + length <= n else { code = EIO; break reading }
-                    let name = String(decoding: UnsafeRawBufferPointer(rebasing: buffer[(offset + 19)..<(offset + length)]).prefix { $0 != 0 },
-                                      as: UTF8.self)
-                    if name != "." && name != ".." { names.append(name) }
-                    offset += length
-                }
-            }
-            close(fd)
-            if code == 0 { return .found(names) }
-            if !(isTransient(code) && attempt < attempts) { return .unknown(code) }
-            usleep(delay)
-            delay = min(delay * 2, 100_000)
-        }
-        return .unknown(EIO)
-    }
-
-    private static func listing(opening: () -> OpaquePointer?) -> Lookup<[String]> {
         var delay: UInt32 = 2_000
         for attempt in 1...attempts {
-            guard let dir = opening() else {
+            guard let dir = opendir(directory) else {
                 let code = errno
                 if isTransient(code) && attempt < attempts { usleep(delay); delay = min(delay * 2, 100_000); continue }
                 return failure(code)

@@ -51,17 +51,17 @@ public struct EndpointPolicy: Sendable, Equatable {
     /// Writes the list a caller reads (`published`).
     public func publish(in spool: Spool) {
         let temp = spool.tempPath("endpoints")
-        guard (try? SpoolFS.writeNew(temp, Data(([own] + allowed).map { $0 + "\n" }.joined().utf8), in: spool.folders)) != nil else { return }
-        if spool.folders.rename(temp, EndpointPolicy.publishedPath(spool.layout, node: spool.owner.node)) != 0 { spool.folders.unlink(temp) }
+        guard (try? SpoolFS.writeNew(temp, Data(([own] + allowed).map { $0 + "\n" }.joined().utf8))) != nil else { return }
+        if rename(temp, EndpointPolicy.publishedPath(spool.layout, node: spool.owner.node)) != 0 { unlink(temp) }
     }
 
     /// Removes the list when the daemon stops.
-    public static func retract(in spool: Spool) { spool.folders.unlink(publishedPath(spool.layout, node: spool.owner.node)) }
+    public static func retract(in spool: Spool) { unlink(publishedPath(spool.layout, node: spool.owner.node)) }
 
     /// The Hubs this node's daemon fetches from, as it published them; nil when it published
     /// none (no daemon, or one that has not yet): a caller then cannot know and does not hand over.
     public static func published(by spool: Spool) -> EndpointPolicy? {
-        guard let data = spool.folders.read(publishedPath(spool.layout, node: spool.owner.node), limit: 1 << 16).value else { return nil }
+        guard let data = SharedFS.read(publishedPath(spool.layout, node: spool.owner.node), limit: 1 << 16).value else { return nil }
         let lines = String(decoding: data, as: UTF8.self).split(separator: "\n").map(String.init).filter { !$0.isEmpty }
         guard let own = lines.first else { return nil }
         return EndpointPolicy(own: own, allowed: Array(lines.dropFirst()))

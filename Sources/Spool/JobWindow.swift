@@ -29,7 +29,7 @@ public enum JobWindow {
         var ranges = Set<Int>()
         for job in ready where job.hasPrefix(prefix) { if let (_, i) = PlannedFile.parseJob(job) { ranges.insert(i) } }
         for job in claimed where job.hasPrefix(prefix) { if let (_, i) = PlannedFile.parseJob(job) { ranges.insert(i) } }
-        guard let parts = spool.folders.names(spool.layout.path(.parts)) else { return nil }
+        guard let parts = SharedFS.names(spool.layout.path(.parts)) else { return nil }
         for name in parts where name.hasPrefix(prefix) {
             if let job = SpoolLayout.partJob(name), let (_, i) = PlannedFile.parseJob(job) { ranges.insert(i) }
         }

@@ -128,17 +128,17 @@ public struct RequestTargets: Sendable {
     /// Writes the list a caller reads (`published`).
     public func publish(in spool: Spool) {
         let temp = spool.tempPath("hf-caches")
-        guard (try? SpoolFS.writeNew(temp, Data(hubCaches.map { $0 + "\n" }.joined().utf8), in: spool.folders)) != nil else { return }
-        if spool.folders.rename(temp, RequestTargets.publishedPath(spool.layout, node: spool.owner.node)) != 0 { spool.folders.unlink(temp) }
+        guard (try? SpoolFS.writeNew(temp, Data(hubCaches.map { $0 + "\n" }.joined().utf8))) != nil else { return }
+        if rename(temp, RequestTargets.publishedPath(spool.layout, node: spool.owner.node)) != 0 { unlink(temp) }
     }
 
     /// Removes the list when the daemon stops.
-    public static func retract(in spool: Spool) { spool.folders.unlink(publishedPath(spool.layout, node: spool.owner.node)) }
+    public static func retract(in spool: Spool) { unlink(publishedPath(spool.layout, node: spool.owner.node)) }
 
     /// The targets the daemon of this node serves, as it published them (only the cache base
     /// when none is published).
     public static func published(by spool: Spool) -> RequestTargets {
-        let text = spool.folders.read(publishedPath(spool.layout, node: spool.owner.node), limit: 1 << 20).value
+        let text = SharedFS.read(publishedPath(spool.layout, node: spool.owner.node), limit: 1 << 20).value
             .map { String(decoding: $0, as: UTF8.self) } ?? ""
         let base = (spool.root as NSString).deletingLastPathComponent
         return RequestTargets(base: base, hubCaches: text.split(separator: "\n").map(String.init).filter { $0.hasPrefix("/") })

@@ -114,7 +114,7 @@ public struct Splicer: Sendable {
             // Under repair a range's bytes are compared whole, never taken in as a prefix.
             let salvaged = salvagingTempParts && !staging.isRepairing && salvageTempParts(plan, staging)
             try record(pass, salvaged: salvaged)
-            for part in pass.listed + pass.judged { spool.folders.unlink(part) }
+            for part in pass.listed + pass.judged { unlink(part) }
             fetchAgain(plan, pass.reopened)
             // The ranges just recorded leave room in the job window: the next ones are published
             // (a file the window holds whole had every range published by its plan; a repair
@@ -194,7 +194,7 @@ public struct Splicer: Sendable {
         if pass.done.contains(index) { pass.listed.append(part); return false }
         // Records come wherever workers write in place: everywhere but where
         // `SPEECH_FETCH_RANGES_IN_PLACE=0` turns it off (there no part is read twice).
-        switch staging.isRemote && Splicer.rangesInPlaceOff ? .found(nil) : StagedRangeRecord.look(at: part, in: spool.folders) {
+        switch staging.isRemote && Splicer.rangesInPlaceOff ? .found(nil) : StagedRangeRecord.look(at: part) {
         case .found(let record?):
             return foldIn(record, part: part, index: index, into: &pass)
         case .unknown:
@@ -220,7 +220,7 @@ public struct Splicer: Sendable {
         } catch CacheError.sizeMismatch {
             // A part whose size every look agrees is wrong (StagingFile.splice) is dropped
             // and its range fetched again.
-            spool.folders.unlink(part)
+            unlink(part)
             spool.addJobs(plan, indices: [index])
         } catch {
             // Other errors (disk full, I/O, a stale handle, a size that changed between
@@ -238,7 +238,7 @@ public struct Splicer: Sendable {
     private func foldIn(_ record: StagedRangeRecord, part: String, index: Int, into pass: inout SplicePass) -> Bool {
         let staging = pass.staging
         guard !staging.isRepairing, record.names(staging, index: index) else {
-            spool.folders.unlink(part)
+            unlink(part)
             if !staging.isRepairing { spool.addJobs(pass.plan, indices: [index]) }
             return false
         }
@@ -314,7 +314,7 @@ public struct Splicer: Sendable {
     /// (parts are dropped a pass after the sidecar lists them): it goes, or it would be judged
     /// as the new fetch.
     private func fetchAgain(_ plan: PlannedFile, _ ranges: [Int]) {
-        for index in ranges { spool.folders.unlink(spool.partPath(plan, index)) }
+        for index in ranges { unlink(spool.partPath(plan, index)) }
         spool.addJobs(plan, indices: ranges)
     }
 

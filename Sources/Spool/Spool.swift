@@ -51,10 +51,6 @@ public final class Spool: @unchecked Sendable {
     /// The one judge of every lease in this spool: claims, heartbeats, temp files, parts
     /// (docs/protocol.md, "Liveness").
     public let judge: LeaseJudge
-    /// The spool's root and folders, held open: every call on a spool file is made relative to
-    /// its folder, so a busy node's calls do not look the path's folders up again at the file
-    /// server every second (docs/protocol.md, "Held folders").
-    public let folders: HeldFolders
     /// Remember which requests are settled (done or failed) instead of reading their markers on
     /// every look, until `forgetSettled()` (a supervisor calls it when the generation moves: a
     /// request asked again is active again, and asking bumps the generation).
@@ -119,8 +115,7 @@ public final class Spool: @unchecked Sendable {
         self.layout = layout
         owner = LockOwner(node: node)
         self.lease = lease
-        folders = HeldFolders([layout.root] + SpoolLayout.Folder.allCases.map { layout.path($0) })
-        judge = LeaseJudge(localNode: node, lease: lease, probe: layout.clockProbe, folders: folders)
+        judge = LeaseJudge(localNode: node, lease: lease, probe: layout.clockProbe)
         try SpoolTrust.prepare(layout)  // 0700 (0770 for a shared group); refused if others can write it
         settle = settleOnceMade(layout.root)
     }
@@ -153,12 +148,12 @@ public final class Spool: @unchecked Sendable {
 
     /// "Now" on the spool filesystem's clock; nil when the probe could not be touched or read
     /// (no lease may be judged then).
-    public func serverNow() -> Double? { clock.map { $0() } ?? SpoolFS.serverNow(probe: layout.clockProbe, in: folders) }
+    public func serverNow() -> Double? { clock.map { $0() } ?? SpoolFS.serverNow(probe: layout.clockProbe) }
 
     /// A round of lease judgements: the file server's clock is read once, when a judgement first
     /// needs it (never on a pass that judges nothing).
     public func leaseRound() -> LeaseRound {
-        judge.round(now: clock ?? { [probe = layout.clockProbe, folders] in SpoolFS.serverNow(probe: probe, in: folders) })
+        judge.round(now: clock ?? { [probe = layout.clockProbe] in SpoolFS.serverNow(probe: probe) })
     }
 
     /// Starts a supervisor pass: `requests()` lists `requests/` once until `endPass()`.

@@ -21,9 +21,9 @@ public struct CleanedItem: Sendable, Equatable {
 extension Spool {
     /// Drops a request with its done or failed marker.
     public func forgetRequest(_ id: String) {
-        folders.unlink(layout.request(id))
-        folders.unlink(layout.doneMarker(id))
-        folders.unlink(layout.failedMarker(id))
+        unlink(layout.request(id))
+        unlink(layout.doneMarker(id))
+        unlink(layout.failedMarker(id))
         bumpGeneration()  // a supervisor that remembered it settled or parsed looks again
     }
 
@@ -48,7 +48,7 @@ extension Spool {
         func removeIfOld(_ path: String, _ reason: String) {
             if let bytes = FileTree.removeIfOlder(path, than: cutoff) { removed.append(CleanedItem(path: path, bytes: bytes, reason: reason)) }
         }
-        func names(_ folder: SpoolLayout.Folder) -> [String] { (folders.names(layout.path(folder)) ?? []).sorted() }
+        func names(_ folder: SpoolLayout.Folder) -> [String] { (SharedFS.names(layout.path(folder)) ?? []).sorted() }
         func bytes(_ paths: [String]) -> Int64 { paths.reduce(Int64(0)) { $0 + (FileTree.facts($1)?.allocated ?? 0) } }
 
         // Requests that are done or failed, settled before the cutoff, and their markers.
@@ -87,7 +87,7 @@ extension Spool {
             guard let job = SpoolLayout.partJob(name), let (key, _) = PlannedFile.parseJob(job), !planned.contains(key) else { continue }
             let path = layout.path(.parts, name)
             let size = bytes([path])
-            if folders.unlink(path) == 0 { removed.append(CleanedItem(path: path, bytes: size, reason: "part whose plan is gone")) }
+            if unlink(path) == 0 { removed.append(CleanedItem(path: path, bytes: size, reason: "part whose plan is gone")) }
         }
         // Jobs whose plan is gone: ready ones (a planner publishes jobs before the plan, hence the
         // age) and claims of holders that are gone.

@@ -38,8 +38,8 @@ extension Spool {
         // looked at (in a herd every node holds its even share: each holder's look was a listing
         // of three folders and a stat of every claim's part, on every wake-up).
         guard perNode.contains(where: { $0.key != owner.node && $0.value > mine }) else { return (nil, true, held, holders) }
-        guard let raced = folders.names(layout.path(.endgame)).map(Set.init),
-              let temps = folders.names(layout.path(.tmp)) else { return (nil, true, held, holders) }
+        guard let raced = SharedFS.names(layout.path(.endgame)).map(Set.init),
+              let temps = SharedFS.names(layout.path(.tmp)) else { return (nil, true, held, holders) }
         // Bytes still to come of each node's ranges in flight: its claims, and this node's
         // duplicates (its temp parts of raced jobs it holds no claim of).
         var inFlight: [String: [Int64]] = [:]
@@ -61,7 +61,7 @@ extension Spool {
         for name in temps {
             guard let temp = SpoolLayout.Temp(name), temp.node == owner.node, let job = temp.partJob,
                   raced.contains(job), !myClaims.contains(job), let length = lengths[job],
-                  case .found(let st) = folders.lstat(layout.path(.tmp, name)) else { continue }
+                  case .found(let st) = SharedFS.lstat(layout.path(.tmp, name)) else { continue }
             inFlight[owner.node, default: []].append(max(0, length - Int64(st.st_size)))
         }
         let now = Date()
@@ -94,7 +94,7 @@ extension Spool {
         for name in temps {
             guard let temp = SpoolLayout.Temp(name), temp.partJob == claim.job, temp.node == claim.holder.node,
                   temp.pid == claim.holder.pid else { continue }
-            if case .found(let st) = folders.lstat(layout.path(.tmp, name)) { written = max(written, Int64(st.st_size)) }
+            if case .found(let st) = SharedFS.lstat(layout.path(.tmp, name)) { written = max(written, Int64(st.st_size)) }
         }
         return written
     }
@@ -108,7 +108,7 @@ extension Spool {
 
     /// `claimLoads` of claims listed already.
     public func claimLoads(_ claims: [SpoolLayout.Claim], rangeLength: (String) -> Int64?) -> [String: [Double]] {
-        let temps = folders.names(layout.path(.tmp)) ?? []
+        let temps = SharedFS.names(layout.path(.tmp)) ?? []
         var loads: [String: [Double]] = [:]
         for claim in claims {
             var left = 1.0
@@ -127,11 +127,11 @@ extension Spool {
         guard let (key, index) = PlannedFile.parseJob(lagging.job), let plan = plannedFile(key), plan.kind != .xet else { return nil }
         let marker = layout.endgameMarker(lagging.job)
         let temp = tempPath("endgame")
-        guard (try? SpoolFS.writeNew(temp, Data(owner.description.utf8), in: folders)) != nil,
-              (try? SpoolFS.publishOnce(temp, as: marker, in: folders)) == true else { return nil }
+        guard (try? SpoolFS.writeNew(temp, Data(owner.description.utf8))) != nil,
+              (try? SpoolFS.publishOnce(temp, as: marker)) == true else { return nil }
         // The claim may have been published between the look and the marker.
-        guard folders.exists(lagging.claimPath) == true, hasPart(plan, index) == false else {
-            folders.unlink(marker)
+        guard SharedFS.exists(lagging.claimPath) == true, hasPart(plan, index) == false else {
+            unlink(marker)
             return nil
         }
         return ClaimedJob(name: lagging.job, path: marker, plan: plan, index: index, duplicateOf: lagging.claimPath)
@@ -141,7 +141,7 @@ extension Spool {
     /// the duplicate stops.
     public func duplicateIsMoot(_ claim: ClaimedJob) -> Bool {
         guard let raced = claim.duplicateOf else { return false }
-        return hasPart(claim.plan, claim.index) == true || folders.exists(raced) == false
+        return hasPart(claim.plan, claim.index) == true || SharedFS.exists(raced) == false
     }
 
     /// The claims of each node as whole ranges (a listing only): the share by count.

@@ -31,19 +31,18 @@ public enum SpoolFS {
     /// An empty file (a job or marker: its name is its content) is not synced: there is nothing
     /// to make durable before the link that publishes it; nor is one that is not `durable` (a
     /// record its readers can make again when a power loss leaves it unreadable: a plan).
-    /// `folders`: the spool's held folders, which the calls are made relative to.
-    public static func writeNew(_ path: String, _ data: Data, durable: Bool = true, in folders: HeldFolders = .none) throws {
+    public static func writeNew(_ path: String, _ data: Data, durable: Bool = true) throws {
         // The name is this process's own (tmp/…@node@pid@n): a create retried after a stale
         // handle that had made the file meanwhile finds it (EEXIST) and truncates it.
         var retried = false
-        let fd = folders.at(path) { folder, name in
+        let fd = SharedFS.retry {
             let flags = O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC | (retried ? O_TRUNC : O_EXCL)
             retried = true
-            return openat(folder, name, flags, 0o600)
+            return open(path, flags, 0o600)
         }
         guard fd >= 0 else { throw SpoolError.io(path: path, operation: "create", errno: errno) }
         var ok = false
-        defer { if !ok { folders.unlink(path) } }
+        defer { if !ok { unlink(path) } }
         if let code = data.withUnsafeBytes({ FileIO.writeAll(fd, $0) }) {
             close(fd)
             throw SpoolError.io(path: path, operation: "write", errno: code)
@@ -61,8 +60,8 @@ public enum SpoolFS {
     /// Creates an empty private file (`O_EXCL`, `O_NOFOLLOW`, 0600) in place: a file whose name
     /// is its content (a ready job) exists whole the moment it exists. True when this call made
     /// it, false when it was there already, nil when it could not be made.
-    public static func createEmpty(_ path: String, in folders: HeldFolders = .none) -> Bool? {
-        let fd = folders.open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode: 0o600)
+    public static func createEmpty(_ path: String) -> Bool? {
+        let fd = SharedFS.retry { open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600) }
         if fd >= 0 {
             close(fd)
             return true
@@ -72,8 +71,8 @@ public enum SpoolFS {
     }
 
     /// Flushes a finished file to disk (fsync) and checks the close, before it is published.
-    public static func syncFile(_ path: String, in folders: HeldFolders = .none) throws {
-        let fd = folders.open(path, O_RDONLY | O_NOFOLLOW)
+    public static func syncFile(_ path: String) throws {
+        let fd = SharedFS.retry { open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC) }
         guard fd >= 0 else { throw SpoolError.io(path: path, operation: "open", errno: errno) }
         guard fsync(fd) == 0 else {
             let code = errno
@@ -86,9 +85,9 @@ public enum SpoolFS {
     /// Publishes a finished temp file under `target` with link(2): false when `target` already
     /// exists (someone published it first). The temp file is removed either way.
     @discardableResult
-    public static func publishOnce(_ temp: String, as target: String, in folders: HeldFolders = .none) throws -> Bool {
-        defer { folders.unlink(temp) }
-        if folders.link(temp, target) == 0 { return true }
+    public static func publishOnce(_ temp: String, as target: String) throws -> Bool {
+        defer { unlink(temp) }
+        if link(temp, target) == 0 { return true }
         if errno == EEXIST { return false }
         throw SpoolError.io(path: target, operation: "publish", errno: errno)
     }
@@ -96,11 +95,11 @@ public enum SpoolFS {
     /// "Now" on the filesystem's clock: touch a probe file and read its mtime back. On NFS this is
     /// the server's clock, the one every node's lease touches are stamped with. Nil when the
     /// probe cannot be touched or read: no lease may then be judged.
-    public static func serverNow(probe: String, in folders: HeldFolders = .none) -> Double? {
-        if folders.exists(probe) == false {
-            let fd = folders.open(probe, O_WRONLY | O_CREAT | O_NOFOLLOW, mode: 0o600)
+    public static func serverNow(probe: String) -> Double? {
+        if SharedFS.exists(probe) == false {
+            let fd = open(probe, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
             if fd >= 0 { close(fd) }
         }
-        return folders.serverNow(probe: probe)
+        return SharedFS.serverNow(probe: probe)
     }
 }

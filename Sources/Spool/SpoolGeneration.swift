@@ -10,11 +10,11 @@ extension Spool {
     /// not (the supervisor of the worker that published it sees it through inotify).
     public func bumpGeneration() {
         let path = layout.generation
-        if folders.touch(path) { return }
-        guard folders.exists(path) == false else { return }
-        let fd = folders.open(path, O_WRONLY | O_CREAT | O_NOFOLLOW, mode: 0o600)
+        if SharedFS.touch(path) { return }
+        guard SharedFS.exists(path) == false else { return }
+        let fd = open(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
         if fd >= 0 { close(fd) }
-        _ = folders.touch(path)
+        _ = SharedFS.touch(path)
     }
 
     /// What one look at `generation` says: a node compares it with its last look, and does a

@@ -17,7 +17,7 @@ extension Spool {
         // still has the inode, size and mtime read last time, the plan is the one read (a stat,
         // not an open, read and close: workers look at plans at every scan). A file planned anew
         // under the same key is a new inode; a record damaged in place has a new mtime.
-        let seen = folders.lstat(path)
+        let seen = SharedFS.lstat(path)
         switch seen {
         case .found(let st):
             if let cached = lock.withLock({ planCache[key] }), cached.identity == FileIdentity(st) { return .found(cached.plan) }
@@ -27,7 +27,7 @@ extension Spool {
         case .unknown:
             break
         }
-        switch folders.read(path) {
+        switch SharedFS.read(path) {
         case .found(let data):
             if let plan = Spool.decodePlan(data, key: key) {
                 if case .found(let st) = seen {
@@ -58,7 +58,7 @@ extension Spool {
     }
 
     public func plannedFiles() -> [PlannedFile] {
-        (folders.names(layout.path(.plans)) ?? []).compactMap(SpoolLayout.recordID).compactMap { plannedFile($0) }
+        (SharedFS.names(layout.path(.plans)) ?? []).compactMap(SpoolLayout.recordID).compactMap { plannedFile($0) }
     }
 
     /// Splits a file into ready jobs for `pending` ranges, then publishes the plan. Jobs are
@@ -79,8 +79,8 @@ extension Spool {
         // Not synced (docs/protocol.md, "Steps", plan): everything a plan holds is derived from its
         // request and the sidecar, and one whose bytes a power loss took reads as corrupt, goes to
         // corrupt/ and is planned again; a sync here was one of a small file's three under the daemon.
-        try SpoolFS.writeNew(temp, try JSONEncoder().encode(file), durable: false, in: folders)
-        try SpoolFS.publishOnce(temp, as: layout.plan(file.key), in: folders)
+        try SpoolFS.writeNew(temp, try JSONEncoder().encode(file), durable: false)
+        try SpoolFS.publishOnce(temp, as: layout.plan(file.key))
         bumpGeneration()
     }
 
@@ -90,7 +90,7 @@ extension Spool {
     /// may be there.
     public func addJobs(_ file: PlannedFile, indices: [Int], claimed: Set<String>? = nil) {
         var added = false
-        defer { if added && folders.exists(layout.plan(file.key)) == true { bumpGeneration() } }
+        defer { if added && SharedFS.exists(layout.plan(file.key)) == true { bumpGeneration() } }
         for index in indices {
             let name = file.jobName(index)
             let taken = claimed.map { $0.contains(name) } ?? isClaimed(name)
@@ -98,14 +98,14 @@ extension Spool {
             // Made in place with O_EXCL: an empty file's name is its content, so it exists whole
             // or not at all, and EEXIST means it is there already (no temp file and link: two
             // calls and a directory entry fewer per job).
-            if SpoolFS.createEmpty(layout.ready(name), in: folders) == true { added = true }
+            if SpoolFS.createEmpty(layout.ready(name)) == true { added = true }
         }
     }
 
-    public func readyJobs() -> [String] { (folders.names(layout.path(.ready)) ?? []).sorted() }
+    public func readyJobs() -> [String] { (SharedFS.names(layout.path(.ready)) ?? []).sorted() }
 
     /// The ready jobs; nil when they cannot be listed.
-    public func lookReadyJobs() -> [String]? { folders.names(layout.path(.ready)) }
+    public func lookReadyJobs() -> [String]? { SharedFS.names(layout.path(.ready)) }
 
     /// Claims a ready job by renaming it to `claimed/<job>@<node>@<pid>`; nil when someone else won.
     /// `plan` is the job's plan when the caller read it already (a scan reads each file's plan
@@ -121,14 +121,14 @@ extension Spool {
         guard endpoints?.allows(plan.endpoint) != false else { return nil }
         let path = layout.claim(name, by: owner)
         // Fresh mtime before the rename: a claim is never seen with its planning-time age.
-        guard folders.touch(layout.ready(name)), folders.rename(layout.ready(name), path) == 0 else { return nil }
-        folders.touch(path)
+        guard SharedFS.touch(layout.ready(name)), rename(layout.ready(name), path) == 0 else { return nil }
+        SharedFS.touch(path)
         return ClaimedJob(name: name, path: path, plan: plan, index: index)
     }
 
     /// Who holds a job's claim, if anyone (nil also when the claims cannot be listed).
     public func claimant(of job: String) -> String? {
-        (folders.names(layout.path(.claimed)) ?? []).first { SpoolLayout.claimedJob($0) == job }
+        (SharedFS.names(layout.path(.claimed)) ?? []).first { SpoolLayout.claimedJob($0) == job }
     }
 
     /// Is the job claimed? nil when the claims cannot be listed.
@@ -138,26 +138,26 @@ extension Spool {
 
     /// The jobs claimed now (junk claim names included); nil when the claims cannot be listed.
     public func claimedJobs() -> Set<String>? {
-        folders.names(layout.path(.claimed)).map { Set($0.compactMap(SpoolLayout.claimedJob)) }
+        SharedFS.names(layout.path(.claimed)).map { Set($0.compactMap(SpoolLayout.claimedJob)) }
     }
 
     /// The claims that name a holder (`<job>@<node>@<pid>`); nil when they cannot be listed.
     public func claims() -> [SpoolLayout.Claim]? {
-        folders.names(layout.path(.claimed)).map { $0.compactMap(SpoolLayout.Claim.init) }
+        SharedFS.names(layout.path(.claimed)).map { $0.compactMap(SpoolLayout.Claim.init) }
     }
 
     /// Refreshes a claim's lease; false only when the claim is positively gone (revoked). A
     /// touch that fails on a stale handle is tried again at the next refresh.
     @discardableResult
     public func refresh(_ claim: ClaimedJob) -> Bool {
-        folders.touch(claim.path) || folders.exists(claim.path) != false
+        SharedFS.touch(claim.path) || SharedFS.exists(claim.path) != false
     }
 
     /// Gives a claim back (the job returns to ready), e.g. when a worker drains. A duplicate just
     /// drops its marker (the claim it raced stands).
     public func unclaim(_ claim: ClaimedJob) {
-        if claim.duplicateOf != nil { folders.unlink(claim.path); return }
-        if folders.rename(claim.path, layout.ready(claim.name)) == 0 { bumpGeneration() }
+        if claim.duplicateOf != nil { unlink(claim.path); return }
+        if rename(claim.path, layout.ready(claim.name)) == 0 { bumpGeneration() }
     }
 
     /// Files of at most this many ranges have their jobs, parts and endgame markers dropped by
@@ -173,23 +173,23 @@ extension Spool {
         // parts every time.
         let prefix = file.key + "."
         for folder in [SpoolLayout.Folder.ready, .parts, .endgame] {
-            guard file.rangeCount > Spool.rangesDroppedByName, let names = folders.names(layout.path(folder)) else {
+            guard file.rangeCount > Spool.rangesDroppedByName, let names = SharedFS.names(layout.path(folder)) else {
                 // A few ranges, or unlistable now: every name the plan can have.
                 for index in 0..<file.rangeCount {
                     let job = file.jobName(index)
-                    folders.unlink(folder == .parts ? layout.part(job) : layout.path(folder, job))
+                    unlink(folder == .parts ? layout.part(job) : layout.path(folder, job))
                 }
                 continue
             }
-            for name in names where name.hasPrefix(prefix) { folders.unlink(layout.path(folder, name)) }
+            for name in names where name.hasPrefix(prefix) { unlink(layout.path(folder, name)) }
         }
         // Unfinished parts gone workers left for adoption (a live writer's stay: it removes its own).
-        for name in folders.names(layout.path(.tmp)) ?? [] {
+        for name in SharedFS.names(layout.path(.tmp)) ?? [] {
             guard let temp = SpoolLayout.Temp(name), let job = temp.partJob, job.hasPrefix(file.key + "."),
                   temp.node == owner.node, !LeaseJudge.processRunning(temp.pid) else { continue }
-            folders.unlink(layout.path(.tmp, name))
+            unlink(layout.path(.tmp, name))
         }
-        folders.unlink(layout.plan(file.key))
+        unlink(layout.plan(file.key))
     }
 }
 

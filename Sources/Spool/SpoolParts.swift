@@ -22,7 +22,7 @@ extension Spool {
     public func adoptPart(_ claim: ClaimedJob, as temp: String, rangeLength: Int64, stagingTag: String? = nil) -> Int64 {
         guard let best = goneParts(of: claim.name, rangeLength: rangeLength, except: (temp as NSString).lastPathComponent,
                                    stagingTag: stagingTag),
-              best.size > 0, folders.rename(best.path, temp) == 0 else { return 0 }
+              best.size > 0, rename(best.path, temp) == 0 else { return 0 }
         return best.size
     }
 
@@ -34,26 +34,27 @@ extension Spool {
                           stagingTag: String? = nil) -> (path: String, size: Int64)? {
         let round = leaseRound()
         var best: (path: String, size: Int64)?
-        for name in folders.names(layout.path(.tmp)) ?? [] where name != mine {
+        for name in SharedFS.names(layout.path(.tmp)) ?? [] where name != mine {
             guard let temp = SpoolLayout.Temp(name), temp.partJob == job, temp.stagingTag == stagingTag,
                   stagingTag == nil || temp.node == owner.node else { continue }
             let pid = temp.pid
             let path = layout.path(.tmp, name)
-            guard case .found(let st) = folders.lstat(path), (st.st_mode & S_IFMT) == S_IFREG else { continue }
+            var st = stat()
+            guard lstat(path, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG else { continue }
             let mtime = Double(st.st_mtim.tv_sec) + Double(st.st_mtim.tv_nsec) / 1e9
             // A live writer is never adopted from; an unknown one neither (the clock unread).
             if temp.node == owner.node {
                 guard round.liveness(of: path, holder: LockOwner(node: temp.node, pid: pid), localByPid: true) == .expired
                 else { continue }
-                if mtime < BootIdentity.startTime { folders.unlink(path); continue }
+                if mtime < BootIdentity.startTime { unlink(path); continue }
             } else {
                 guard round.age(.found(mtime)) == .expired else { continue }
             }
             let size = Int64(st.st_size)
-            if size > rangeLength { folders.unlink(path); continue }  // not this range's bytes
+            if size > rangeLength { unlink(path); continue }  // not this range's bytes
             if let kept = best {
-                if size <= kept.size { folders.unlink(path); continue }
-                folders.unlink(kept.path)
+                if size <= kept.size { unlink(path); continue }
+                unlink(kept.path)
             }
             best = (path, size)
         }
@@ -66,21 +67,21 @@ extension Spool {
     /// claim it raced, so the slower claimant gives the range up at its next refresh.
     @discardableResult
     public func publishPart(_ temp: String, for claim: ClaimedJob) throws -> Bool {
-        let won = try SpoolFS.publishOnce(temp, as: layout.part(claim.name), in: folders)
-        folders.unlink(claim.path)
-        if won, let raced = claim.duplicateOf { folders.unlink(raced) }
+        let won = try SpoolFS.publishOnce(temp, as: layout.part(claim.name))
+        unlink(claim.path)
+        if won, let raced = claim.duplicateOf { unlink(raced) }
         return won
     }
 
     /// Is the range's part published? nil when that cannot be read.
     public func hasPart(_ file: PlannedFile, _ index: Int) -> Bool? {
-        folders.exists(layout.part(file.jobName(index)))
+        SharedFS.exists(layout.part(file.jobName(index)))
     }
 
     /// Completed parts waiting to be spliced, by file key.
     public func partsByFile() -> [String: [Int]] {
         var result: [String: [Int]] = [:]
-        for job in (folders.names(layout.path(.parts)) ?? []).compactMap(SpoolLayout.partJob) {
+        for job in (SharedFS.names(layout.path(.parts)) ?? []).compactMap(SpoolLayout.partJob) {
             if let (key, index) = PlannedFile.parseJob(job) { result[key, default: []].append(index) }
         }
         return result
@@ -90,11 +91,11 @@ extension Spool {
     /// a part has waited longer than `seconds` (on the filesystem's clock).
     /// `supervised`: whether a supervisor is alive, when the caller has just looked.
     public func hasOrphanParts(olderThan seconds: Double, supervised: Bool? = nil) -> Bool {
-        let parts = (folders.names(layout.path(.parts)) ?? []).compactMap(SpoolLayout.partJob)
+        let parts = (SharedFS.names(layout.path(.parts)) ?? []).compactMap(SpoolLayout.partJob)
         guard !parts.isEmpty else { return false }
         if !(supervised ?? anySupervisorServes()) { return true }
         guard let now = serverNow() else { return false }
-        return parts.contains { now - (folders.mtime(layout.part($0)).value ?? now) > seconds }
+        return parts.contains { now - (SharedFS.mtime(layout.part($0)).value ?? now) > seconds }
     }
 
     /// The published part of a range (what the splicer copies from).
@@ -102,6 +103,6 @@ extension Spool {
 
     /// Removes the published parts of a file whose plan is gone (final or failed).
     public func dropParts(key: String, indices: [Int]) {
-        for index in indices { folders.unlink(layout.part(PlannedFile.jobName(key: key, index: index))) }
+        for index in indices { unlink(layout.part(PlannedFile.jobName(key: key, index: index))) }
     }
 }

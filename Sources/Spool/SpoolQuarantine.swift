@@ -15,7 +15,7 @@ extension Spool {
     }
 
     func readRecord<T>(_ path: String, decode: (Data) -> T?) -> RecordRead<T> {
-        guard let data = folders.read(path).value else { return .unreadable }
+        guard let data = SharedFS.read(path).value else { return .unreadable }
         if let value = decode(data) { return .record(value) }
         return .corrupt(data.isEmpty ? "empty" : "\(data.count) bytes that do not parse")
     }
@@ -39,13 +39,13 @@ extension Spool {
     public func quarantine(_ path: String, reason: String, stillCorrupt: (Data) -> Bool = { _ in true }) -> String? {
         let target = layout.corrupt(path, owner: owner, n: nextCount())
         try? SpoolError.saying { try FileIO.makeDirectory(layout.path(.corrupt), mode: 0o700) }
-        guard folders.rename(path, target) == 0 else { return nil }  // gone already: someone else moved it
-        if let moved = folders.read(target).value, !stillCorrupt(moved) {
-            folders.link(target, path)  // EEXIST: a newer record is there already, and it wins
-            folders.unlink(target)
+        guard rename(path, target) == 0 else { return nil }  // gone already: someone else moved it
+        if let moved = SharedFS.read(target).value, !stillCorrupt(moved) {
+            link(target, path)  // EEXIST: a newer record is there already, and it wins
+            unlink(target)
             return nil
         }
-        folders.touch(target)  // its age in corrupt/ counts from now (`speech cache clean`)
+        SharedFS.touch(target)  // its age in corrupt/ counts from now (`speech cache clean`)
         bumpGeneration()  // a record set aside is work for a supervisor (a file to plan again)
         Spool.report("speech-fetch: spool: moved the unreadable record \(path) (\(reason)) to \(target)")
         return target
@@ -53,8 +53,8 @@ extension Spool {
 
     /// Records moved to `corrupt/`, oldest first.
     public func corruptRecords() -> [String] {
-        (folders.names(layout.path(.corrupt)) ?? []).sorted {
-            (folders.mtime(layout.path(.corrupt, $0)).value ?? 0) < (folders.mtime(layout.path(.corrupt, $1)).value ?? 0)
+        (SharedFS.names(layout.path(.corrupt)) ?? []).sorted {
+            (SharedFS.mtime(layout.path(.corrupt, $0)).value ?? 0) < (SharedFS.mtime(layout.path(.corrupt, $1)).value ?? 0)
         }
     }
 

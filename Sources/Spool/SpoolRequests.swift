@@ -30,9 +30,9 @@ extension Spool {
         if !fresh {
             // Asked again: a failure or completion of the earlier round no longer applies, and
             // the request becomes the newest (its mtime) for waiters choosing among a repo's.
-            if folders.unlink(layout.failedMarker(request.id)) == 0 { changed = true }
-            if folders.unlink(layout.doneMarker(request.id)) == 0 { changed = true }
-            folders.touch(target)
+            if unlink(layout.failedMarker(request.id)) == 0 { changed = true }
+            if unlink(layout.doneMarker(request.id)) == 0 { changed = true }
+            SharedFS.touch(target)
         }
         forgetPassState(of: request.id)
         if fresh || changed { bumpGeneration() }
@@ -41,8 +41,8 @@ extension Spool {
 
     func publishRequest(_ request: SpoolRequest, at target: String) throws -> Bool {
         let temp = tempPath("request")
-        try SpoolFS.writeNew(temp, try JSONEncoder().encode(request), in: folders)
-        return try SpoolFS.publishOnce(temp, as: target, in: folders)
+        try SpoolFS.writeNew(temp, try JSONEncoder().encode(request))
+        return try SpoolFS.publishOnce(temp, as: target)
     }
 
     /// A request record, only when it parses and names the id its file is named after.
@@ -55,7 +55,7 @@ extension Spool {
     /// log line) instead of being skipped on every pass while its callers wait for it.
     public func requests() -> [SpoolRequest] {
         let memo = lock.withLock { passRequestIDs }
-        let ids = memo ?? (folders.names(layout.path(.requests)) ?? []).compactMap(SpoolLayout.recordID)
+        let ids = memo ?? (SharedFS.names(layout.path(.requests)) ?? []).compactMap(SpoolLayout.recordID)
         var (known, check) = lock.withLock {
             if inPass { passRequestIDs = ids }
             parsedRequests = parsedRequests.filter { ids.contains($0.key) }
@@ -65,7 +65,7 @@ extension Spool {
         }
         if check {
             for (id, entry) in known {
-                guard case .found(let st) = folders.lstat(layout.request(id)), FileIdentity(st) == entry.identity else {
+                guard case .found(let st) = SharedFS.lstat(layout.request(id)), FileIdentity(st) == entry.identity else {
                     known[id] = nil
                     lock.withLock { parsedRequests[id] = nil }  // replaced or gone: read afresh
                     continue
@@ -75,7 +75,7 @@ extension Spool {
         return ids.compactMap { id in
             if let entry = known[id] { return entry.request }
             let path = layout.request(id)
-            guard case .found(let st) = folders.lstat(path),
+            guard case .found(let st) = SharedFS.lstat(path),
                   let request = record(path, decode: { self.decodeRequest($0, id: id) }) else {
                 lock.withLock { parsedRequests[id] = nil }
                 return nil
@@ -121,10 +121,10 @@ extension Spool {
 
     /// True while a request's record is in `requests/` (it is gone when moved to `corrupt/`).
     /// False only when the request's file is positively absent (an unreadable one may be there).
-    public func hasRequest(_ id: String) -> Bool { folders.exists(layout.request(id)) != false }
+    public func hasRequest(_ id: String) -> Bool { SharedFS.exists(layout.request(id)) != false }
 
     /// When a request was last asked for (its file's mtime), for picking a repo's newest one.
-    public func lastAsked(_ id: String) -> Double { folders.mtime(layout.request(id)).value ?? 0 }
+    public func lastAsked(_ id: String) -> Double { SharedFS.mtime(layout.request(id)).value ?? 0 }
 
     /// Done, failed (with the reason) or active. A failure marker that cannot be read now (a
     /// network filesystem's ESTALE, a rename racing us) is looked at again later: the request
@@ -140,7 +140,7 @@ extension Spool {
 
     private func lookAtState(of id: String) -> RequestState {
         let failed = layout.failedMarker(id)
-        if folders.exists(failed) == true {
+        if SharedFS.exists(failed) == true {
             switch readRecord(failed, decode: FailureRecord.decode) {
             case .record(let failure): return .failed(failure)
             case .corrupt(let why):
@@ -149,7 +149,7 @@ extension Spool {
                 return .active
             }
         }
-        return folders.exists(layout.doneMarker(id)) == true ? .done : .active
+        return SharedFS.exists(layout.doneMarker(id)) == true ? .done : .active
     }
 
     public func markDone(_ id: String) {
@@ -172,9 +172,9 @@ extension Spool {
     /// open and map a file.
     func publishMarker(_ target: String, _ data: Data) {
         let temp = tempPath("marker")
-        guard (try? SpoolFS.writeNew(temp, data, in: folders)) != nil else { return }
+        guard (try? SpoolFS.writeNew(temp, data)) != nil else { return }
         let word = wakeWord(for: .waiters)
-        _ = try? SpoolFS.publishOnce(temp, as: target, in: folders)
+        _ = try? SpoolFS.publishOnce(temp, as: target)
         bumpGeneration()
         word?.wakeEveryone()
     }
@@ -194,9 +194,9 @@ extension Spool {
 
     /// Removes a file's recorded failure; true when there was one.
     @discardableResult
-    public func clearFailure(_ key: String) -> Bool { folders.unlink(layout.failure(key)) == 0 }
+    public func clearFailure(_ key: String) -> Bool { unlink(layout.failure(key)) == 0 }
     /// True when `failures/` was listed and holds nothing (no file of any request failed).
-    public func hasNoFailures() -> Bool { folders.names(layout.path(.failures))?.isEmpty == true }
+    public func hasNoFailures() -> Bool { SharedFS.names(layout.path(.failures))?.isEmpty == true }
 
     /// Where the settling of a request resumes: its files before this index were final at the
     /// last look (this process's memory, not the spool's).

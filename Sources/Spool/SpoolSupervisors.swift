@@ -9,7 +9,7 @@ extension Spool {
     /// the heartbeat (`refreshHeartbeat`).
     public func heartbeat() {
         let temp = tempPath("supervisor")
-        if (try? SpoolFS.writeNew(temp, Data("\(owner.pid)".utf8), in: folders)) != nil { folders.rename(temp, layout.supervisor(owner.node)) }
+        if (try? SpoolFS.writeNew(temp, Data("\(owner.pid)".utf8))) != nil { rename(temp, layout.supervisor(owner.node)) }
     }
 
     /// The heartbeat: a touch of the record (`utimensat`), no write, no sync, no rename. A record
@@ -18,10 +18,10 @@ extension Spool {
     /// cleaned spool), writing it again if not (the safety pass).
     public func refreshHeartbeat(recheckPath: Bool = false) {
         let held = lock.withLock { heldHeartbeat }
-        if recheckPath, held.stillNamesHeldFile() == false, folders.exists(layout.supervisor(owner.node)) == false {
+        if recheckPath, held.stillNamesHeldFile() == false, SharedFS.exists(layout.supervisor(owner.node)) == false {
             heartbeat()
         }
-        if !held.touch() && folders.exists(layout.supervisor(owner.node)) == false { heartbeat() }
+        if !held.touch() && SharedFS.exists(layout.supervisor(owner.node)) == false { heartbeat() }
     }
 
     /// Takes this node's supervisor lock, `fetchd-<node>.lock`, atomically, then writes the
@@ -37,13 +37,13 @@ extension Spool {
         for attempt in 0..<20 {
             if attempt > 0 { usleep(50_000) }
             let temp = tempPath("supervisor-lock")
-            try SpoolFS.writeNew(temp, Data("\(owner.pid)".utf8), in: folders)
-            if try SpoolFS.publishOnce(temp, as: path, in: folders) {
+            try SpoolFS.writeNew(temp, Data("\(owner.pid)".utf8))
+            if try SpoolFS.publishOnce(temp, as: path) {
                 heartbeat()
                 return nil
             }
             let judged: Int32?
-            switch folders.read(path) {
+            switch SharedFS.read(path) {
             case .absent: continue
             case .unknown: if attempt == 19 { return -1 } else { continue }
             case .found(let data): judged = Int32(String(decoding: data, as: UTF8.self))
@@ -59,24 +59,24 @@ extension Spool {
             // Expired (or not a pid at all): move it aside, and keep it moved only if it is the
             // lock judged (another starter may have replaced it with its own meanwhile).
             let grave = tempPath("supervisor-gone")
-            guard folders.rename(path, grave) == 0 else { continue }
-            let moved = folders.read(grave).value.map { Int32(String(decoding: $0, as: UTF8.self)) }
-            if let moved, moved != judged { folders.link(grave, path) }
-            folders.unlink(grave)
+            guard rename(path, grave) == 0 else { continue }
+            let moved = SharedFS.read(grave).value.map { Int32(String(decoding: $0, as: UTF8.self)) }
+            if let moved, moved != judged { link(grave, path) }
+            unlink(grave)
         }
         return -1
     }
 
     /// Removes this node's supervisor record and lock, if they still name this process.
     public func retireSupervisor() {
-        if supervisorPID(of: owner.node) == owner.pid { folders.unlink(layout.supervisor(owner.node)) }
+        if supervisorPID(of: owner.node) == owner.pid { unlink(layout.supervisor(owner.node)) }
         let lock = layout.supervisorLock(owner.node)
-        if folders.read(lock).value.map({ Int32(String(decoding: $0, as: UTF8.self)) }) == owner.pid { folders.unlink(lock) }
+        if SharedFS.read(lock).value.map({ Int32(String(decoding: $0, as: UTF8.self)) }) == owner.pid { unlink(lock) }
     }
 
     /// The pid a node's supervisor record names; nil when there is none or it cannot be read.
     public func supervisorPID(of node: String) -> Int32? {
-        folders.read(layout.supervisor(node)).value.flatMap { Int32(String(decoding: $0, as: UTF8.self)) }
+        SharedFS.read(layout.supervisor(node)).value.flatMap { Int32(String(decoding: $0, as: UTF8.self)) }
     }
 
     /// True when this node's supervisor record names a process that is gone (killed: a clean
@@ -117,7 +117,7 @@ extension Spool {
     public func supervisorServes(_ node: String, round: LeaseRound) -> Bool {
         let now = Date()
         if let seen = lock.withLock({ servingSeen[node] }), now.timeIntervalSince(seen) < LeaseJudge.heartbeatInterval(lease: lease) { return true }
-        let mtime = folders.mtime(layout.supervisor(node))
+        let mtime = SharedFS.mtime(layout.supervisor(node))
         if mtime.isAbsent { return false }
         let serves = round.age(mtime) != .expired
         lock.withLock {
@@ -133,7 +133,7 @@ extension Spool {
 
     /// The nodes that have a supervisor record (a listing, no look at each); nil when unlistable.
     public func supervisorRecordNames() -> [String]? {
-        folders.names(layout.path(.supervisors)).map { names in names.filter { !$0.hasPrefix(".") } }
+        SharedFS.names(layout.path(.supervisors)).map { names in names.filter { !$0.hasPrefix(".") } }
     }
 
     /// Removes the records of other nodes whose heartbeat the lease judge calls expired three
@@ -150,9 +150,9 @@ extension Spool {
         }) else { return [] }
         let round = leaseRound()
         var retired: [String] = []
-        for node in folders.names(layout.path(.supervisors)) ?? [] where !node.hasPrefix(".") && node != owner.node {
+        for node in SharedFS.names(layout.path(.supervisors)) ?? [] where !node.hasPrefix(".") && node != owner.node {
             let path = layout.supervisor(node)
-            if round.liveness(of: path, holder: nil, lease: 3 * lease) == .expired, folders.unlink(path) == 0 { retired.append(node) }
+            if round.liveness(of: path, holder: nil, lease: 3 * lease) == .expired, unlink(path) == 0 { retired.append(node) }
         }
         return retired
     }
@@ -163,11 +163,11 @@ extension Spool {
     /// counts as alive: a caller never takes over from a supervisor it merely failed to see.
     public func liveSupervisors() -> [String] {
         let round = leaseRound()
-        return (folders.names(layout.path(.supervisors)) ?? []).filter { node in
+        return (SharedFS.names(layout.path(.supervisors)) ?? []).filter { node in
             let path = layout.supervisor(node)
             if node.hasPrefix(".") { return false }
             if node == owner.node {
-                switch folders.read(path) {
+                switch SharedFS.read(path) {
                 case .found(let data):
                     guard let pid = Int32(String(decoding: data, as: UTF8.self)) else { return false }
                     return round.liveness(of: path, holder: LockOwner(node: node, pid: pid), localByPid: true) != .expired
@@ -175,7 +175,7 @@ extension Spool {
                 case .unknown: return true
                 }
             }
-            let mtime = folders.mtime(path)
+            let mtime = SharedFS.mtime(path)
             return !mtime.isAbsent && round.age(mtime) != .expired
         }
     }

@@ -14,7 +14,7 @@ extension Spool {
     @discardableResult
     public func revokeExpiredClaims() -> [String] {
         var revoked: [String] = []
-        guard let entries = folders.names(layout.path(.claimed)) else { return [] }
+        guard let entries = SharedFS.names(layout.path(.claimed)) else { return [] }
         let round = leaseRound()
         // Another node's claims are its own supervisor's to judge while that supervisor lives
         // (it revokes a dead or silent worker of its node): one look at each node's heartbeat,
@@ -31,21 +31,21 @@ extension Spool {
                 if served { continue }
             }
             guard round.liveness(of: path, holder: claim.holder) == .expired else { continue }
-            switch folders.exists(layout.part(job)) {
+            switch SharedFS.exists(layout.part(job)) {
             case true?:
-                folders.unlink(path)
+                unlink(path)
             case false?:
-                if folders.rename(path, layout.ready(job)) == 0 { revoked.append(job) }
+                if rename(path, layout.ready(job)) == 0 { revoked.append(job) }
             case nil:
                 continue
             }
         }
         // Endgame markers of duplicates that stopped refreshing (their worker died): another
         // idle slot may race the claim then. Looked at only while claims stand (a marker races one).
-        if !entries.isEmpty, let markers = folders.names(layout.path(.endgame)) {
+        if !entries.isEmpty, let markers = SharedFS.names(layout.path(.endgame)) {
             for marker in markers {
                 let path = layout.endgameMarker(marker)
-                if round.liveness(of: path, holder: nil) == .expired { folders.unlink(path) }
+                if round.liveness(of: path, holder: nil) == .expired { unlink(path) }
             }
         }
         if !revoked.isEmpty { bumpGeneration() }
@@ -59,7 +59,7 @@ extension Spool {
         var removed = 0
         let round = leaseRound()
         let keep = 36 * 3600.0
-        for name in folders.names(layout.path(.tmp)) ?? [] {
+        for name in SharedFS.names(layout.path(.tmp)) ?? [] {
             guard let temp = SpoolLayout.Temp(name) else { continue }
             // Another node's temp files are its own supervisor's to sweep while it serves (one
             // look at its heartbeat per quarter lease, not a stat of each of its files).
@@ -71,13 +71,13 @@ extension Spool {
             // A dead worker's part waits for the next claimant of its range to adopt it (36 hours
             // at most); whether the job is ready must be read, not guessed.
             if stale, let job = temp.partJob, temp.node == owner.node {
-                switch folders.exists(layout.ready(job)) {
+                switch SharedFS.exists(layout.ready(job)) {
                 case true?: stale = round.liveness(of: path, holder: nil, lease: keep) == .expired
                 case false?: break
                 case nil: stale = false
                 }
             }
-            if stale, folders.unlink(path) == 0 { removed += 1 }
+            if stale, unlink(path) == 0 { removed += 1 }
         }
         return removed
     }

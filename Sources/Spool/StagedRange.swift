@@ -60,15 +60,10 @@ public struct StagedRangeRecord: Sendable, Equatable {
     }
 
     /// The part at `path` read back: found with its record, found and not a record (a part that
-    /// holds its range's bytes), absent, or unknown (a read that failed: look again). Opened
-    /// relative to its folder when `folders` holds it.
-    public static func look(at path: String, in folders: HeldFolders = .none) -> Lookup<StagedRangeRecord?> {
-        let fd: Int32
-        switch folders.openForReading(path) {
-        case .found(let opened): fd = opened
-        case .absent: return .absent
-        case .unknown(let code): return .unknown(code)
-        }
+    /// holds its range's bytes), absent, or unknown (a read that failed: look again).
+    public static func look(at path: String) -> Lookup<StagedRangeRecord?> {
+        let fd = SharedFS.retry { Glibc.open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC) }
+        guard fd >= 0 else { return errno == ENOENT || errno == ENOTDIR ? .absent : .unknown(errno) }
         defer { close(fd) }
         var head = [UInt8](repeating: 0, count: maxLine)
         let n = head.withUnsafeMutableBytes { pread(fd, $0.baseAddress, maxLine, 0) }
@@ -128,7 +123,7 @@ extension Spool {
     @discardableResult
     public func publishStagedRange(_ staged: StagedRange, progress temp: String, for claim: ClaimedJob) throws -> Bool {
         try staged.syncAndClose()
-        let fd = folders.open(temp, O_WRONLY | O_NOFOLLOW)
+        let fd = SharedFS.retry { Glibc.open(temp, O_WRONLY | O_NOFOLLOW | O_CLOEXEC) }
         guard fd >= 0 else { throw CacheError.io(path: temp, operation: "open the record", errno: errno) }
         let failure: Int32? = staged.record.line.withUnsafeBytes { FileIO.writeAll(fd, $0, at: 0) } ?? (fsync(fd) == 0 ? nil : errno)
         let closed = close(fd) == 0 ? nil : errno
