@@ -127,9 +127,9 @@ public struct Handoff: Sendable {
         // final files, the request's record) is read on `SharedLooks`' lengthening interval and
         // when the word moves, not on every tick: a node that only waits pays per request, not
         // per range or per second (docs/protocol.md, "Hosts").
-        var shared = SharedLooks()
-        var wasFetching = false
-        let fileKeys = Set(request.files.map { PlannedFile.key(modelDir: request.modelDir, path: $0.path, commit: request.commit) })
+        // A waiter that shows no progress looks only for its markers and its request's record,
+        // which its node's supervisor wakes it for: its safety looks start at 3 s, not 1 s.
+        var shared = SharedLooks(least: progress == nil ? SharedLooks.leastWithoutProgress : 1)
         var sharedProgress: RequestProgress.Shared?
         // Another node's marker wakes this waiter within a quarter poll interval, not a whole one,
         // where no supervisor of this node does it (SettledLook, made when first needed).
@@ -161,16 +161,13 @@ public struct Handoff: Sendable {
                 look = SettledLook(spool: spool, id: request.id, every: lookInterval)
             }
             let now = Date()
-            // This node's ranges of the request in flight (RAM). While it fetches some, its parts
-            // land every few seconds and leave the RAM record when published: the shared layer is
-            // read at every tick then (and once more when the last one ends), so the bytes shown
-            // keep growing; only a node that fetches nothing of it waits at the lengthening pace.
+            // This node's ranges of the request in flight, and those it published in the last
+            // `LiveProgress.landedSeconds`, whole (RAM): the bytes shown grow as this node's
+            // workers fetch, with no look at the shared layer as each range lands (in a herd every
+            // node fetches its share, and a look at every tick while it did was the markers, the
+            // final file and the sidecar, per node and half second).
             let liveNow = live?.read() ?? [:]
-            let fetchingHere = liveNow.keys.contains { job in
-                PlannedFile.parseJob(job).map { fileKeys.contains($0.0) } ?? false
-            }
-            let sharedDue = !ownWakes || fetchingHere || wasFetching || shared.due(now: now)
-            wasFetching = fetchingHere
+            let sharedDue = !ownWakes || shared.due(now: now)
             if sharedDue { shared.looked(now: now) }
             // The full pass (orphans, the supervisors' liveness) once per poll; a progress tick
             // or a marker's wake-up in between looks at the markers only.
@@ -381,12 +378,18 @@ public struct Handoff: Sendable {
 /// final files) without being woken: every second at first, then at a third of the time waited
 /// so far, at most every 15 s. A wait of T seconds makes about 3 + 3 ln(T / 3) such looks up to
 /// 45 s (a 10 s wait 7, 45 s 11), then one each 15 s; a wake-up (a marker, another node's
-/// change) is looked at whenever it comes.
+/// change) is looked at whenever it comes. A waiter that shows no progress starts at every 3 s
+/// (`leastWithoutProgress`: a 10 s wait about 4 looks).
 struct SharedLooks {
     private let start = Date()
     private var last = Date.distantPast
+    /// The shortest interval between looks.
+    let least: Double
+    static let leastWithoutProgress = 3.0
 
-    func interval(now: Date) -> Double { min(15, max(1, now.timeIntervalSince(start) / 3)) }
+    init(least: Double = 1) { self.least = least }
+
+    func interval(now: Date) -> Double { min(15, max(least, now.timeIntervalSince(start) / 3)) }
     func due(now: Date) -> Bool { now.timeIntervalSince(last) >= interval(now: now) }
     func untilDue(now: Date) -> Double { interval(now: now) - now.timeIntervalSince(last) }
     mutating func looked(now: Date) { last = now }

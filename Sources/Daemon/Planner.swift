@@ -227,7 +227,7 @@ public struct Planner: Sendable {
             let lost = Set(JobWindow.fitting(candidates.filter { !done.contains($0) }, inFlight: flying))
             _ = suspects.replace(plan.key, with: lost)
             let confirmed = previous.intersection(lost)
-            if !confirmed.isEmpty { spool.addJobs(plan, indices: confirmed.sorted()) }
+            if !confirmed.isEmpty { spool.addJobs(plan, indices: confirmed.sorted(), givenBack: true) }
             if confirmed.count < lost.count { pending = true }
         }
         return pending

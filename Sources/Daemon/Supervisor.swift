@@ -161,7 +161,7 @@ public final class Supervisor: @unchecked Sendable {
             // settled requests are judged again and remembered records checked.
             let changed = moved || (event && !partsOnly) || workersChanged
             if changed { spool.forgetSettled() }
-            var look = pace.due(now: now, changed: changed)
+            var look = pace.due(now: now, changed: changed, workersChanged: workersChanged)
             if event && partsOnly && !look.full && pace.ownActive { look.splice = true }
             if let reason = spoolGuard.look(safety: look.safety) {
                 stopped = reason
@@ -185,8 +185,8 @@ public final class Supervisor: @unchecked Sendable {
                 // While every active request is another serving node's, their parts are that
                 // node's to splice: no listing of parts/ on each change (in a herd, every node's
                 // pass on every generation move). Orphans wait for the quarter-lease look below.
-                // A full pass resets the quarter-lease clock (`lastRevoke`), so the orphan look is
-                // also made here once a quarter lease has passed without any splice.
+                // The orphan look is also made here once a quarter lease has passed without any
+                // splice.
                 let inFlight = spool.activeRequests()
                 if inFlight.isEmpty || !inFlight.allSatisfy({ spool.servedElsewhere($0) }) || pace.orphanSpliceDue(now: now) {
                     splicer.spliceAll(leaving: leaves)
@@ -315,9 +315,12 @@ public final class Supervisor: @unchecked Sendable {
 }
 
 /// When a supervisor looks at what (docs/protocol.md, "Change-driven wake-ups"):
-/// - a full pass (plan, splice, settle, revoke) when something changed: the generation moved, a
-///   local event, a worker died or started; else once per `safety` interval (an idle node);
-/// - while requests are active (busy): revocation and orphan splicing every lease/4, the repair of
+/// - a full pass (plan, splice, settle) when something changed: the generation moved, a local
+///   event, a worker died or started; else once per `safety` interval (an idle node);
+/// - revocation when a worker of this node died, on the safety pass, and while requests are
+///   active (busy) every lease/4 (not on every generation move: another node's change expires no
+///   claim);
+/// - while busy: orphan splicing every lease/4, the repair of
 ///   lost jobs and the temp sweep every 10 s (2 s after a repair that found suspects); idle, those
 ///   two every fourth safety pass;
 /// - the heartbeat (a touch) every lease/4.
@@ -352,12 +355,17 @@ struct SupervisorPace {
 
     func safetyDue(now: Date) -> Bool { now.timeIntervalSince(lastFull) >= safety }
 
-    mutating func due(now: Date, changed: Bool) -> Look {
+    /// `workersChanged`: a worker of this node died or started (its claims are judged at once).
+    mutating func due(now: Date, changed: Bool, workersChanged: Bool = false) -> Look {
         var look = Look()
         let quarter = LeaseJudge.heartbeatInterval(lease: lease)
         look.safety = now.timeIntervalSince(lastFull) >= safety
         look.full = changed || look.safety
-        look.revoke = look.full || (busy && now.timeIntervalSince(lastRevoke) >= quarter)
+        // Revocation (a listing of the claims, a look at this node's) when one of this node's
+        // workers died, on the safety pass, and every quarter lease while busy (a silent worker,
+        // a gone node): not on every move of the generation, which expires no claim (in a herd,
+        // every node's pass on every other node's change).
+        look.revoke = workersChanged || look.safety || (busy && now.timeIntervalSince(lastRevoke) >= quarter)
         look.splice = !look.full && look.revoke
         // Idle, the repair of lost jobs and the temp sweep (a listing each) run with every fourth
         // safety pass: what they find (a planner that died half way, a dead writer's temp file)

@@ -20,6 +20,11 @@ public final class Worker: @unchecked Sendable {
     let ownRequestsOnly: Bool
     /// Syncs and publishes finished parts while the worker fetches its next range.
     private let publisher = DispatchQueue(label: "speech-fetch.worker.publish")
+    /// The RAM records of ranges this process published, kept whole for this node's waiters
+    /// (`LiveProgress.landedSeconds`); the rest are removed when the process exits, so a drained
+    /// node leaves none behind.
+    private let landedLock = NSLock()
+    private var landedRecords: [LiveProgress.Entry] = []
     /// Set (to 1) by the supervisor in the environment of the one worker process of a node that
     /// looks for endgame races on a timer while another node holds claims; the others look only
     /// when woken.
@@ -130,6 +135,7 @@ public final class Worker: @unchecked Sendable {
         }
         finished.wait()
         publisher.sync {}  // parts in hand are published before the worker exits
+        for record in landedLock.withLock({ landedRecords }) { record.remove() }
     }
 
     /// One slot: claims the lowest ready range it may take, fetches it, and goes back for the
@@ -239,7 +245,9 @@ public final class Worker: @unchecked Sendable {
             let repo = try RepoID(plan.repo)
             let fetcher = try fetcher.fetcher(for: plan.endpoint)
             // A part a killed claimant of this range left behind is adopted: only its tail is fetched.
-            let adopted = spool.adoptPart(claim, as: temp, rangeLength: range.end - range.start + 1, stagingTag: staged?.record.tag)
+            // Only a job that came back after a claim can have one (`ClaimedJob.givenBack`).
+            let adopted = claim.givenBack
+                ? spool.adoptPart(claim, as: temp, rangeLength: range.end - range.start + 1, stagingTag: staged?.record.tag) : 0
             if adopted > 0 { log("\(plan.file.path) part \(claim.index): adopted \(adopted) bytes a gone worker left") }
             // The lease is refreshed while the fetch runs (as bytes arrive, and at least once a
             // second while none do: a server's pause is a live fetch); a claim that was revoked
@@ -263,19 +271,29 @@ public final class Worker: @unchecked Sendable {
             let log = self.log
             handedToPublisher = true
             publisher.async {
-                defer { entry?.remove() }
                 do {
                     let won = try staged.map { try spool.publishStagedRange($0, progress: temp, for: claim) }
                         ?? spool.syncAndPublishPart(temp, for: claim)
                     readyView?.claimEnded()
                     self.wakeup.broadcast(shareOnly: true)
                     let bytes = range.end - range.start + 1
+                    // The range is published (by this worker or the one it raced): this node's
+                    // waiters count it whole from RAM until their next shared look has (LiveProgress).
+                    if let entry {
+                        entry.landed(length: bytes)
+                        self.landedLock.withLock { self.landedRecords.append(entry) }
+                        self.publisher.asyncAfter(deadline: .now() + LiveProgress.landedSeconds) {
+                            entry.remove()
+                            self.landedLock.withLock { self.landedRecords.removeAll { $0 === entry } }
+                        }
+                    }
                     if claim.duplicateOf != nil {
                         log("endgame: \(plan.file.path) part \(claim.index) \(won ? "won" : "lost"): \(bytes) bytes fetched twice")
                     } else if !won {
                         log("endgame: \(plan.file.path) part \(claim.index) lost to a duplicate: \(bytes) bytes fetched twice")
                     }
                 } catch {
+                    entry?.remove()
                     log("\(plan.file.path) part \(claim.index): \(error); the range will be fetched again")
                     spool.discardPart(temp)
                     spool.unclaim(claim)

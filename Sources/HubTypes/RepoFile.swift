@@ -25,7 +25,7 @@ public struct RepoFile: Sendable, Hashable, Codable {
 }
 
 /// A repository resolved at one commit: the commit id and every file.
-public struct RepoSnapshot: Sendable, Codable {
+public struct RepoSnapshot: Sendable, Codable, Equatable {
     public let repo: String
     public let revision: String
     public let commit: String

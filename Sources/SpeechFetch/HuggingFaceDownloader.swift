@@ -69,19 +69,21 @@ public final class HuggingFaceDownloader: Sendable {
     public func download(repo: String, revision: String = "main", include: [String] = [], exclude: [String] = [],
                          cacheDir: URL? = nil, cacheBaseDir: URL? = nil, huggingFaceCache: URL? = nil,
                          offlineMode: Bool? = nil, forceDownload: Bool = false,
-                         progress: @escaping @Sendable (DownloadProgress) -> Void = { _ in }) async throws -> URL {
+                         progress: (@Sendable (DownloadProgress) -> Void)? = nil) async throws -> URL {
         try await downloadWithResult(repo: repo, revision: revision, include: include, exclude: exclude, cacheDir: cacheDir,
                                      cacheBaseDir: cacheBaseDir, huggingFaceCache: huggingFaceCache,
                                      offlineMode: offlineMode, forceDownload: forceDownload, progress: progress).directory
     }
 
     /// Downloads `repo` and says what happened. Cancelling the task stops the transfer and keeps
-    /// everything staged so far for the next call.
+    /// everything staged so far for the next call. Without `progress`, a call handed to
+    /// speech-fetchd reads no progress from the shared filesystem while it waits (only its
+    /// request's markers).
     public func downloadWithResult(repo: String, revision: String = "main", include: [String] = [], exclude: [String] = [],
                                    cacheDir: URL? = nil, cacheBaseDir: URL? = nil, huggingFaceCache: URL? = nil,
                                    offlineMode: Bool? = nil, forceDownload: Bool = false,
                                    host: TransferHost = .automatic, requestTimeout: Double? = nil,
-                                   progress: @escaping @Sendable (DownloadProgress) -> Void = { _ in }) async throws -> DownloadResult {
+                                   progress: (@Sendable (DownloadProgress) -> Void)? = nil) async throws -> DownloadResult {
         try await runOffThread { isCancelled in
             try self.downloadBlocking(repo: repo, revision: revision, include: include, exclude: exclude, cacheDir: cacheDir,
                                       cacheBaseDir: cacheBaseDir, huggingFaceCache: huggingFaceCache,
@@ -100,7 +102,7 @@ public final class HuggingFaceDownloader: Sendable {
                                  exclude: [String] = [], cacheDir: URL? = nil, cacheBaseDir: URL? = nil, huggingFaceCache: URL? = nil,
                                  offlineMode: Bool? = nil, forceDownload: Bool = false,
                                  host: TransferHost = .automatic, requestTimeout: Double? = nil,
-                                 progress: @escaping @Sendable (DownloadProgress) -> Void = { _ in },
+                                 progress: (@Sendable (DownloadProgress) -> Void)? = nil,
                                  isCancelled: @escaping @Sendable () -> Bool = { false },
                                  notice: @escaping @Sendable (DownloadNotice) -> Void = { _ in }) throws -> DownloadResult {
         if cacheDir != nil && (cacheBaseDir != nil || huggingFaceCache != nil) { throw DownloadError.conflictingDirectories }
@@ -193,7 +195,8 @@ public final class HuggingFaceDownloader: Sendable {
     /// The one progress event of a call the cache answers whole: every file done, fraction 1.0,
     /// so a progress bar that only listens to the callback ends full, as after a transfer.
     static func reportComplete(_ paths: [String], in directory: ModelDirectory,
-                               progress: @Sendable (DownloadProgress) -> Void) {
+                               progress: (@Sendable (DownloadProgress) -> Void)?) {
+        guard let progress else { return }
         let bytes = paths.reduce(Int64(0)) { sum, path in
             var info = stat()
             return sum + (stat(directory.finalURL(path).path, &info) == 0 ? Int64(info.st_size) : 0)
@@ -234,12 +237,16 @@ public final class HuggingFaceDownloader: Sendable {
     /// blob); the new copy replaces the old one only once it verifies.
     private func fetch(_ snapshot: RepoSnapshot, repo: RepoID, selection: FileSelection, into directory: ModelDirectory,
                        spoolBase: URL, force: Bool = false, host: TransferHost, requestTimeout: Double?,
-                       progress: @escaping @Sendable (DownloadProgress) -> Void,
+                       progress: (@Sendable (DownloadProgress) -> Void)?,
                        isCancelled: @escaping @Sendable () -> Bool,
                        notice: @escaping @Sendable (DownloadNotice) -> Void) throws -> DownloadResult {
         let previous = directory.hubCommit == nil ? directory.readManifest() : nil  // a snapshot's pointers name their content
         let selected = try FilePlan.select(snapshot.files, selection, repo: repo.description)
-        try directory.writeManifest(mergedManifest(snapshot, previous: previous, directory: directory))
+        // The manifest as it stands after this call's write: one already on disk as it would be
+        // written is left alone (every node of a job asking at once wrote it, each a create, a
+        // sync and a rename at the file server), and so is the same one again after a hand-over.
+        let manifest = mergedManifest(snapshot, previous: previous, directory: directory)
+        if manifest != previous { try directory.writeManifest(manifest) }
         try directory.writeTreeListing(snapshot)
         let engine = TransferEngine(client: client, settings: settings, xetChunkIndex: XetChunkIndex(base: spoolBase))
         var fetched: [String] = []
@@ -310,7 +317,7 @@ public final class HuggingFaceDownloader: Sendable {
                 notice(.handedToDaemon(spool: handoff.spool.root))
                 do {
                     try handoff.waitFor(request, timeout: requestTimeout, takesOver: true, progress: progress, isCancelled: isCancelled)
-                    try directory.writeManifest(snapshot)
+                    if manifest != snapshot { try directory.writeManifest(snapshot) }
                     try directory.recordRevision(snapshot.revision)
                     directory.sweepDeadLocks(localNode: settings.node, lease: settings.lease)
                     return DownloadResult(directory: directory.filesURL, files: needed.map(\.path), commit: snapshot.commit,
@@ -329,7 +336,7 @@ public final class HuggingFaceDownloader: Sendable {
         let missingPaths = Set(missing.map { PathBytes($0.path) })
         let present = needed.filter { !missingPaths.contains(PathBytes($0.path)) }
         try engine.fetch(missing, alreadyComplete: present, repo: repo, commit: snapshot.commit, into: directory,
-                         progress: progress, isCancelled: isCancelled)
+                         progress: progress ?? { _ in }, isCancelled: isCancelled)
         handoff?.retirePlans(missing, commit: snapshot.commit, directory: directory)
         fetched += missing.map(\.path)
         try directory.writeManifest(snapshot)

@@ -6,7 +6,10 @@
 // arrive instead of a whole range at a time. Nothing of it is on the shared filesystem: a worker
 // creates, resizes (ftruncate, at most every 0.2 s) and removes its range's file in RAM, and a
 // reader lists one tmpfs directory, so it costs the file server no operation, idle or busy.
-// Ranges other nodes fetch are counted when their parts are published.
+// A published range's file stays, sized to the whole range, for `landedSeconds` (a range given
+// up goes at once): a waiter counts this node's ranges whole until its next look at the shared
+// layer, and needs no look each time one of them lands. Ranges other nodes fetch are counted
+// when their parts are published.
 //
 // A folder outlives its spool when nothing drains it (a daemon killed with SIGKILL, a test's
 // spool deleted with its cache base): the process that makes a folder writes the spool's path
@@ -45,6 +48,11 @@ public struct LiveProgress: Sendable {
             recordSpool()
         }
     }
+
+    /// How long a published range's record stays, whole (`Entry.landed`): twice the longest
+    /// interval between a waiter's looks at the shared layer (`SharedLooks`, 15 s), so one look
+    /// has counted the range from the sidecar before its record goes.
+    public static let landedSeconds = 30.0
 
     /// `speech-fetch-<uid>-`: the folders of this account's spools.
     static var namePrefix: String { "speech-fetch-\(getuid())-" }
@@ -178,6 +186,20 @@ public struct LiveProgress: Sendable {
                 return true
             }
             if due { _ = ftruncate(fd, off_t(bytes)) }
+        }
+
+        /// The range was published: the record holds the range's whole `length` from now until
+        /// `remove()`, which the publisher calls `LiveProgress.landedSeconds` later. This node's
+        /// waiters count the range whole meanwhile, without a look at the shared filesystem (a
+        /// range counts once, whichever source names it), and their next shared look, within
+        /// 15 s, counts it from the sidecar.
+        public func landed(length: Int64) {
+            let due = state.withLock { s -> Bool in
+                guard !s.removed else { return false }
+                s = (length, Date().timeIntervalSinceReferenceDate, false)
+                return true
+            }
+            if due { _ = ftruncate(fd, off_t(length)) }
         }
 
         /// The range is published or given up: the record goes (once).

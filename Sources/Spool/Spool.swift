@@ -23,6 +23,10 @@ public struct ClaimedJob: Sendable {
     public let plan: PlannedFile
     public let index: Int
     public var duplicateOf: String? = nil
+    /// The job came back to ready after a claim (revoked, given back, repaired: `Spool.markGivenBack`),
+    /// so a gone claimant may have left a part in `tmp/` to adopt; a fresh job has none, and its
+    /// claimant does not list `tmp/` for one. True where it is not known (a duplicate).
+    public var givenBack = true
 }
 
 /// A claimed range another node is far behind on, which an idle slot may duplicate.
@@ -69,6 +73,8 @@ public final class Spool: @unchecked Sendable {
     /// The pid this node's supervisor record named at the last look (`anySupervisorServes`).
     var localSupervisor: (pid: Int32, started: UInt64?)?
     var lastRetireLook = Date.distantPast
+    /// When `sweepTemp` last judged other nodes' temp files (`foreignSweepInterval`).
+    var lastForeignSweep = Date.distantPast
     /// When each other node was last seen serving (`supervisorServes`).
     var servingSeen: [String: Date] = [:]
     /// Requests parsed once: a request's record never changes under its id (the id is a digest

@@ -88,7 +88,9 @@ extension Spool {
     /// a job moves), and only while the file's plan stands (or is about to be published). A
     /// range is made ready only when both are positively absent: an unreadable claim or part
     /// may be there.
-    public func addJobs(_ file: PlannedFile, indices: [Int], claimed: Set<String>? = nil) {
+    /// `givenBack`: the ranges were lost after a claim (a repair): each job is marked
+    /// (`markGivenBack`), so its claimant looks for a part to adopt.
+    public func addJobs(_ file: PlannedFile, indices: [Int], claimed: Set<String>? = nil, givenBack: Bool = false) {
         var added = false
         defer { if added && SharedFS.exists(layout.plan(file.key)) == true { bumpGeneration() } }
         for index in indices {
@@ -98,7 +100,10 @@ extension Spool {
             // Made in place with O_EXCL: an empty file's name is its content, so it exists whole
             // or not at all, and EEXIST means it is there already (no temp file and link: two
             // calls and a directory entry fewer per job).
-            if SpoolFS.createEmpty(layout.ready(name)) == true { added = true }
+            if SpoolFS.createEmpty(layout.ready(name)) == true {
+                added = true
+                if givenBack { Spool.markGivenBack(layout.ready(name)) }
+            }
         }
     }
 
@@ -123,7 +128,21 @@ extension Spool {
         // Fresh mtime before the rename: a claim is never seen with its planning-time age.
         guard SharedFS.touch(layout.ready(name)), rename(layout.ready(name), path) == 0 else { return nil }
         SharedFS.touch(path)
-        return ClaimedJob(name: name, path: path, plan: plan, index: index)
+        // A job that came back after a claim holds a byte (`markGivenBack`); a fresh one is empty.
+        // The touch just read the claim's attributes back, so this look is answered from the
+        // client's attribute cache. Unreadable: looked for as given back.
+        var givenBack = true
+        if case .found(let st) = SharedFS.lstat(path) { givenBack = st.st_size > 0 }
+        return ClaimedJob(name: name, path: path, plan: plan, index: index, givenBack: givenBack)
+    }
+
+    /// Marks a job that goes back to ready after a claim (`claimed/…` before its rename, or a
+    /// ready job a repair made): one byte, where a fresh job is empty. Its next claimant looks in
+    /// `tmp/` for a part a gone claimant left (adoption); the claimant of a fresh job, nearly every
+    /// claim, does not (a listing of `tmp/` per claim, whatever the nodes). The name stays the
+    /// job's content; the byte says only "given back".
+    static func markGivenBack(_ path: String) {
+        _ = SharedFS.retry { truncate(path, 1) }
     }
 
     /// Who holds a job's claim, if anyone (nil also when the claims cannot be listed).
@@ -157,6 +176,7 @@ extension Spool {
     /// drops its marker (the claim it raced stands).
     public func unclaim(_ claim: ClaimedJob) {
         if claim.duplicateOf != nil { unlink(claim.path); return }
+        Spool.markGivenBack(claim.path)
         if rename(claim.path, layout.ready(claim.name)) == 0 { bumpGeneration() }
     }
 

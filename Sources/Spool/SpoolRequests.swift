@@ -20,7 +20,10 @@ extension Spool {
             if clearFailure(PlannedFile.key(modelDir: request.modelDir, path: file.path, commit: request.commit)) { changed = true }
         }
         let target = layout.request(request.id)
-        var fresh = try publishRequest(request, at: target)
+        // A request in flight that this node asks for again (every node of a job asking at once)
+        // is there already: looked up first (one lookup), not written in `tmp/`, synced, linked in
+        // vain and unlinked (five operations at the file server, per node).
+        var fresh = SharedFS.exists(target) == true ? false : try publishRequest(request, at: target)
         if !fresh, case .corrupt(let why) = readRecord(target, decode: { decodeRequest($0, id: request.id) }) {
             // The request under this id is unreadable (truncated, garbage): it would never be
             // planned and every caller would wait on it forever. It goes to corrupt/; ask afresh.

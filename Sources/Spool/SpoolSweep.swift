@@ -35,6 +35,7 @@ extension Spool {
             case true?:
                 unlink(path)
             case false?:
+                Spool.markGivenBack(path)  // its claimant may have left a part in tmp/ to adopt
                 if rename(path, layout.ready(job)) == 0 { revoked.append(job) }
             case nil:
                 continue
@@ -52,18 +53,31 @@ extension Spool {
         return revoked
     }
 
+    /// How often a process judges other nodes' temp files: they are kept 36 hours, so a look
+    /// every 10 minutes is as good as one per sweep; a sweep every 10 s while busy looked at the
+    /// heartbeat of every node with a file in `tmp/` (in a herd every node has, so every node's
+    /// sweep cost a lookup per node: the nodes squared).
+    static let foreignSweepInterval = 600.0
+
     /// Removes temp files whose writer is gone: a dead local process at once, a foreign node's
-    /// after 36 hours (as maildir sweeps tmp/). Returns how many were removed.
+    /// after 36 hours (as maildir sweeps tmp/), judged at most every `foreignSweepInterval`.
+    /// Returns how many were removed.
     @discardableResult
     public func sweepTemp() -> Int {
         var removed = 0
         let round = leaseRound()
         let keep = 36 * 3600.0
+        let now = Date()
+        let judgesForeign = lock.withLock {
+            guard now.timeIntervalSince(lastForeignSweep) >= Spool.foreignSweepInterval else { return false }
+            lastForeignSweep = now
+            return true
+        }
         for name in SharedFS.names(layout.path(.tmp)) ?? [] {
             guard let temp = SpoolLayout.Temp(name) else { continue }
             // Another node's temp files are its own supervisor's to sweep while it serves (one
             // look at its heartbeat per quarter lease, not a stat of each of its files).
-            if temp.node != owner.node && supervisorServes(temp.node, round: round) { continue }
+            if temp.node != owner.node && (!judgesForeign || supervisorServes(temp.node, round: round)) { continue }
             let path = layout.path(.tmp, name)
             // A local writer while its pid runs, another node's for 36 hours.
             var stale = round.liveness(of: path, holder: LockOwner(node: temp.node, pid: temp.pid), lease: keep,

@@ -193,11 +193,17 @@ enum DownloadCommand {
         interrupt.install()
         let started = Date()
         let host: TransferHost = request.detach ? .detach(daemonExecutable: siblingExecutable("speech-fetchd")) : .automatic
+        // `--quiet` without `--json` prints no progress and no summary: the call is given no
+        // progress callback, so a wait on the daemon reads no progress from the shared filesystem
+        // (every node of a job asking at once, each reading sidecars it never shows).
+        let showsNothing = request.quiet && !request.json
+        let update: @Sendable (DownloadProgress) -> Void = { printer.update($0) }
+        let progress = showsNothing ? nil : update
         do {
             let result = try downloader.downloadBlocking(
                 repo: request.repo, revision: request.revision, include: include, exclude: request.exclude,
                 cacheDir: cacheDir, cacheBaseDir: cacheBase, huggingFaceCache: hubCache, offlineMode: offlineBy != nil ? true : nil,
-                forceDownload: request.force, host: host, progress: { printer.update($0) }, isCancelled: { interrupt.isRaised },
+                forceDownload: request.force, host: host, progress: progress, isCancelled: { interrupt.isRaised },
                 notice: noticePrinter(request, printer))
             printer.finish()
             report(result, request, printer: printer, seconds: Date().timeIntervalSince(started))

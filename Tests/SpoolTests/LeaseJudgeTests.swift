@@ -134,6 +134,21 @@ final class LeaseJudgeTests: ScratchDirectoryTestCase {
         XCTAssertEqual(spool.supervisorRecordCount(), 0)
     }
 
+    /// Other nodes' temp files are judged by a process at most every 10 minutes (they are kept
+    /// 36 hours): a sweep every 10 s while busy looked at the heartbeat of every node with a file
+    /// in tmp/, and in a herd every node has one there, so every node's sweep cost a lookup per node.
+    func testOtherNodesTempFilesAreJudgedAtMostEveryTenMinutes() throws {
+        let spool = try Spool(base: scratch, node: "here", lease: 30)
+        XCTAssertEqual(spool.sweepTemp(), 0, "nothing to sweep yet")
+        let temp = spool.layout.path(.tmp, "request@far@1@1")
+        make(temp, age: 40 * 3600)
+        make(spool.layout.supervisor("far"), age: 3600, contents: "1")  // node far is gone
+        XCTAssertEqual(spool.sweepTemp(), 0, "other nodes' files judged under 10 minutes ago: node far's not looked at")
+        XCTAssertTrue(FileManager.default.fileExists(atPath: temp))
+        XCTAssertEqual(try Spool(base: scratch, node: "here", lease: 30).sweepTemp(), 1, "a process due to judge them sweeps it")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: temp))
+    }
+
     /// Another node's temp files are swept by that node while its supervisor serves; once it is
     /// gone, one older than 36 hours is swept here.
     func testAServingNodesTempFilesAreLeftToIt() throws {

@@ -20,10 +20,10 @@ final class FolderOpenCounter: @unchecked Sendable {  // its one descriptor; a t
 
     deinit { close(fd) }
 
-    /// Opens of the folder itself since the last call. Read it after each step that may list:
-    /// the kernel merges an event into an identical one still queued, so two listings in a row
-    /// unread count as one.
-    func take() -> Int {
+    /// Opens of the folder itself (or, with `entry`, of the file of that name in it) since the
+    /// last call. Read it after each step that may open it: the kernel merges an event into an
+    /// identical one still queued, so two opens in a row unread count as one.
+    func take(entry: String? = nil) -> Int {
         var count = 0
         var buffer = [UInt8](repeating: 0, count: 64 << 10)
         while true {
@@ -35,7 +35,12 @@ final class FolderOpenCounter: @unchecked Sendable {  // its one descriptor; a t
                     (raw.loadUnaligned(fromByteOffset: offset + 4, as: UInt32.self),
                      raw.loadUnaligned(fromByteOffset: offset + 12, as: UInt32.self))
                 }
-                if mask & UInt32(IN_OPEN) != 0 && mask & UInt32(IN_ISDIR) != 0 && length == 0 { count += 1 }
+                let name = length == 0 ? nil : buffer.withUnsafeBytes { raw in
+                    String(decoding: raw[(offset + 16)..<(offset + 16 + Int(length))].prefix { $0 != 0 }, as: UTF8.self)
+                }
+                if mask & UInt32(IN_OPEN) != 0 {
+                    if let entry { count += name == entry ? 1 : 0 } else if mask & UInt32(IN_ISDIR) != 0 && name == nil { count += 1 }
+                }
                 offset += 16 + Int(length)
             }
         }
