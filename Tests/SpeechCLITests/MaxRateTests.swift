@@ -97,17 +97,30 @@ final class MaxRateTests: DaemonTestCase {
         XCTAssertEqual(names("requests").filter { $0.hasSuffix(".json") }, [], "no request reached the spool")
     }
 
-    /// The longest time between two `--json` progress events that counted more bytes, from the
-    /// first byte to the total (nil without two such events).
-    func longestSilence(_ lines: StampedLines, total: Int) -> (gap: Double, moves: Int)? {
-        var moves: [(Date, Int)] = []
+    /// The longest time between two `--json` lines that moved, from the first byte counted to the
+    /// `done` line: a progress or file event that counted more bytes or one more final file (the
+    /// tail, from the last byte to the file reported final, is a gap like any other), then `done`.
+    /// Nil unless a final event counted every byte and file, and `done` followed it.
+    func longestSilence(_ lines: StampedLines, total: Int) -> (gap: Double, moves: Int, trace: String)? {
+        var moves: [(time: Date, bytes: Int, files: Int)] = []
+        var finished = false
         for line in lines.all {
-            guard let event = try? JSONSerialization.jsonObject(with: Data(line.text.utf8)) as? [String: Any],
-                  let bytes = event["completedBytes"] as? Int, bytes > (moves.last?.1 ?? 0) else { continue }
-            moves.append((line.time, bytes))
+            guard let event = try? JSONSerialization.jsonObject(with: Data(line.text.utf8)) as? [String: Any] else { continue }
+            if event["event"] as? String == "done" {
+                guard finished else { return nil }
+                moves.append((line.time, total, moves.last?.files ?? 0))
+                break
+            }
+            guard let bytes = event["completedBytes"] as? Int, bytes > 0, let files = event["filesDone"] as? Int,
+                  let filesTotal = event["filesTotal"] as? Int,
+                  bytes > (moves.last?.bytes ?? 0) || files > (moves.last?.files ?? 0) else { continue }
+            moves.append((line.time, bytes, files))
+            finished = bytes == total && files == filesTotal
         }
-        guard moves.count >= 2, moves.last?.1 == total else { return nil }
-        return (zip(moves.dropFirst(), moves).map { $0.0.timeIntervalSince($1.0) }.max() ?? 0, moves.count)
+        guard moves.count >= 2, finished, let first = moves.first?.time else { return nil }
+        let trace = moves.map { String(format: "%.2f s %d (%d files)", $0.time.timeIntervalSince(first), $0.bytes, $0.files) }
+        return (zip(moves.dropFirst(), moves).map { $0.time.timeIntervalSince($1.time) }.max() ?? 0, moves.count,
+                trace.joined(separator: ", "))
     }
 
     func testJSONProgressUnderACapMovesAtLeastEverySecond() throws {
@@ -121,10 +134,10 @@ final class MaxRateTests: DaemonTestCase {
         try assertSameBytes(repo, "model.safetensors")
         XCTAssertTrue(waitUntil(timeout: 5) { self.lines(lines, contain: "\"event\":\"done\"") })
         guard let silence = longestSilence(lines, total: size) else {
-            return XCTFail("progress never reached the total: \(lines.all.map(\.text))")
+            return XCTFail("progress never reached the total and every file final before done: \(lines.all.map(\.text))")
         }
-        print("--json --max-rate 2M: \(silence.moves) progress events that moved, longest silence \(String(format: "%.2f", silence.gap)) s")
-        XCTAssertLessThanOrEqual(silence.gap, 1.5, "progress froze while capped bytes arrived: \(lines.all.map(\.text))")
+        print("--json --max-rate 2M: \(silence.moves) progress events that moved, longest silence \(String(format: "%.2f", silence.gap)) s: \(silence.trace)")
+        XCTAssertLessThanOrEqual(silence.gap, 1.0, "progress froze while capped bytes arrived, or before the file was reported final: \(silence.trace)")
     }
 
     func testJSONProgressOfADaemonServedDownloadUnderTheNodesCapMovesAtLeastEverySecond() throws {
@@ -140,11 +153,11 @@ final class MaxRateTests: DaemonTestCase {
         XCTAssertTrue(self.lines(lines, contain: "\"event\":\"daemon\""), "the daemon's workers fetched it: \(lines.all.map(\.text))")
         try assertSameBytes(repo, "model.safetensors")
         guard let silence = longestSilence(lines, total: size) else {
-            return XCTFail("progress never reached the total: \(lines.all.map(\.text))")
+            return XCTFail("progress never reached the total and every file final before done: \(lines.all.map(\.text))")
         }
-        print("--json, daemon-served under speech-fetchd --max-rate 2M: \(silence.moves) progress events that moved, longest silence \(String(format: "%.2f", silence.gap)) s")
+        print("--json, daemon-served under speech-fetchd --max-rate 2M: \(silence.moves) progress events that moved, longest silence \(String(format: "%.2f", silence.gap)) s: \(silence.trace)")
         XCTAssertGreaterThanOrEqual(silence.moves, 4, "bytes counted as they arrived, not per part: \(lines.all.map(\.text))")
-        XCTAssertLessThanOrEqual(silence.gap, 1.5, "progress froze while capped bytes arrived: \(lines.all.map(\.text))")
+        XCTAssertLessThanOrEqual(silence.gap, 1.0, "progress froze while capped bytes arrived, or before the file was reported final: \(silence.trace)")
     }
 
     func testASmallFileOfACappedCallIsFinalBeforeTheBigFileIsHalfDone() throws {

@@ -67,23 +67,31 @@ final class ProgressTests: DaemonTestCase {
         XCTAssertEqual(log.all.last?.progress.filesDone, 1)
     }
 
-    /// Between the first byte counted and the last, no more than 1.5 s passes without an event
-    /// that counts more bytes (at 2 MiB/s, every 0.1 s brings 200 KiB; a second's silence is a
-    /// frozen bar, generous enough for a loaded two-core machine).
+    /// Between the first byte counted and the event that reports every byte and file final, no
+    /// more than a second passes without an event that counts more bytes or one more final file
+    /// (at 2 MiB/s, every 0.1 s brings 200 KiB): the tail, from the last byte to the file
+    /// reported final, is a gap like any other.
     func assertNoLongSilence(_ events: [(time: Date, progress: DownloadProgress)], total: Int64,
                              file: StaticString = #filePath, line: UInt = #line) {
-        var moves: [(Date, Int64)] = []
-        for event in events where event.progress.completedBytes > (moves.last?.1 ?? 0) {
-            moves.append((event.time, event.progress.completedBytes))
+        var moves: [(time: Date, bytes: Int64, files: Int)] = []
+        for event in events where event.progress.completedBytes > 0
+            && (event.progress.completedBytes > (moves.last?.bytes ?? 0) || event.progress.filesDone > (moves.last?.files ?? 0)) {
+            moves.append((event.time, event.progress.completedBytes, event.progress.filesDone))
         }
-        XCTAssertEqual(moves.last?.1, total, "progress reaches the total", file: file, line: line)
-        guard moves.count >= 2 else { return XCTFail("progress moved \(moves.count) times", file: file, line: line) }
-        let gaps = zip(moves.dropFirst(), moves).map { $0.0.timeIntervalSince($1.0) }
-        let span = moves.last!.0.timeIntervalSince(moves.first!.0)
-        print("capped progress: \(moves.count) moves over \(String(format: "%.2f", span)) s, longest silence \(String(format: "%.2f", gaps.max() ?? 0)) s")
-        XCTAssertGreaterThan(span, 1.5, "the cap held the transfer for seconds", file: file, line: line)
-        XCTAssertLessThanOrEqual(gaps.max() ?? 0, 1.5, "progress froze while capped bytes arrived: "
-                                 + moves.map { String(format: "%.2f s %lld", $0.0.timeIntervalSince(moves[0].0), $0.1) }.joined(separator: ", "),
+        let final = events.last?.progress
+        XCTAssertEqual(final?.completedBytes, total, "progress reaches the total", file: file, line: line)
+        XCTAssertEqual(final?.fraction, 1.0, "the last event says done", file: file, line: line)
+        XCTAssertEqual(final?.filesDone, final?.filesTotal, "the last event counts every file final", file: file, line: line)
+        guard moves.count >= 2, let first = moves.first?.time, let last = moves.last?.time else {
+            return XCTFail("progress moved \(moves.count) times", file: file, line: line)
+        }
+        let gaps = zip(moves.dropFirst(), moves).map { $0.time.timeIntervalSince($1.time) }
+        let trace = moves.map { String(format: "%.2f s %lld (%d files)", $0.time.timeIntervalSince(first), $0.bytes, $0.files) }
+            .joined(separator: ", ")
+        print("capped progress: \(moves.count) moves over \(String(format: "%.2f", last.timeIntervalSince(first))) s, "
+              + "longest silence \(String(format: "%.2f", gaps.max() ?? 0)) s: \(trace)")
+        XCTAssertGreaterThan(last.timeIntervalSince(first), 1.5, "the cap held the transfer for seconds", file: file, line: line)
+        XCTAssertLessThanOrEqual(gaps.max() ?? 0, 1.0, "progress froze while capped bytes arrived, or before the file was reported final: \(trace)",
                                  file: file, line: line)
     }
 }
