@@ -20,8 +20,13 @@ public struct FailureRecord: Sendable, Equatable {
         (try? JSONSerialization.data(withJSONObject: ["reason": reason, "kind": kind.rawValue])) ?? Data()
     }
 
-    /// A record's contents; nil when it is not an object with a string `reason` (corrupt).
+    /// What an empty record says: its writer found no room for the reason (`Spool.publishMarker`).
+    static let noRoomToRecord = FailureRecord(.diskFull, "the disk holding the spool is full (no room was left to record the reason)")
+
+    /// A record's contents; nil when it is not an object with a string `reason` (corrupt). An
+    /// empty record is a failure recorded on a full disk.
     static func decode(_ data: Data) -> FailureRecord? {
+        if data.isEmpty { return noRoomToRecord }
         guard let object = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any],
               let reason = object["reason"] as? String else { return nil }
         return FailureRecord(FailureKind(recorded: object["kind"] as? String), reason)

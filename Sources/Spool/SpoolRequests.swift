@@ -175,7 +175,16 @@ extension Spool {
     /// open and map a file.
     func publishMarker(_ target: String, _ data: Data) {
         let temp = tempPath("marker")
-        guard (try? SpoolFS.writeNew(temp, data)) != nil else { return }
+        do {
+            try SpoolFS.writeNew(temp, data)
+        } catch SpoolError.io(_, _, let code) where DiskSpace.isFull(code) && !data.isEmpty {
+            // No room for the record's bytes (the spool shares a full disk): an empty marker needs
+            // no block, and an empty failure record reads as a full disk (FailureRecord.decode).
+            // Unpublished, the failure would go unseen and the request wait for ever.
+            guard (try? SpoolFS.writeNew(temp, Data())) != nil else { return }
+        } catch {
+            return
+        }
         let word = wakeWord(for: .waiters)
         _ = try? SpoolFS.publishOnce(temp, as: target)
         bumpGeneration()
