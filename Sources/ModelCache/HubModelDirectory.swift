@@ -64,7 +64,7 @@ extension ModelDirectory {
         var result = Set<String>()
         for entry in hubFolder.snapshotEntries(hubCommit ?? "", maxDepth: ModelDirectory.maxWalkDepth) {
             var st = stat()
-            if entry.facts.isRegular || (entry.facts.isSymlink && stat(entry.fullPath, &st) == 0 && (st.st_mode & S_IFMT) == S_IFREG) {
+            if entry.facts.isRegular || (entry.facts.isSymlink && SharedFS.retry({ stat(entry.fullPath, &st) }) == 0 && (st.st_mode & S_IFMT) == S_IFREG) {
                 result.insert(entry.path)
             }
         }

@@ -32,10 +32,12 @@ public struct FileFacts: Sendable {
 
 /// Looks and deletions that never follow a symlink.
 public enum FileTree {
-    /// lstat: the path itself, never a symlink's target.
+    /// lstat: the path itself, never a symlink's target. A stale handle is looked at again
+    /// (`SharedFS.retry`): on a network filesystem it says nothing about the path, and a walk
+    /// that passed over it would call a file of a complete model missing.
     public static func facts(_ path: String) -> FileFacts? {
         var st = stat()
-        guard lstat(path, &st) == 0 else { return nil }
+        guard SharedFS.retry({ lstat(path, &st) }) == 0 else { return nil }
         return FileFacts(st)
     }
 
@@ -65,7 +67,7 @@ public enum FileTree {
         var visited = Set<[UInt64]>()
         func walk(_ dir: String, _ prefix: String, depth: Int) {
             var followed = stat()
-            let here = depth == 0 && followingRootLink ? (stat(dir, &followed) == 0 ? FileFacts(followed) : nil) : facts(dir)
+            let here = depth == 0 && followingRootLink ? (SharedFS.retry({ stat(dir, &followed) }) == 0 ? FileFacts(followed) : nil) : facts(dir)
             guard depth <= maxDepth, let here, here.isDirectory, visited.insert([here.device, here.inode]).inserted else { return }
             for name in names(dir) {
                 let full = dir + "/" + name
